@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { splitWorkspacePath } from "../../lib/kcp.ts";
 import { KcpRequestError, type KcpServer } from "./kcp_server.ts";
 import { waitFor } from "./wait.ts";
 

@@ -145,5 +145,32 @@ kcpTest(
         assert.match(r.stderr, /forbidden/i);
       },
     );
+
+    await step(
+      "kcp restarts on the same root directory with its data and identities",
+      async () => {
+        const before = kcp.pid;
+        await kcp.stop({ keepRootDir: true });
+        await kcp.start();
+        assert.notEqual(kcp.pid, before);
+        const vpc = JSON.parse(
+          await kcp.kubectlOk([
+            "get",
+            "vpc",
+            "vpc-a",
+            "-n",
+            "default",
+            "-o",
+            "json",
+          ], {
+            workspace: consumer!.path,
+          }),
+        ) as Vpc;
+        assert.equal(
+          vpc.metadata.annotations?.["kcp.io/cluster"],
+          consumer!.cluster,
+        );
+      },
+    );
   },
 );

@@ -1,21 +1,117 @@
 /**
- * dependency-webhook: denies the deletion of kcp objects that other objects
- * still refer to, as DependencyRules describe.
- *
- * Not implemented yet: this entrypoint only answers `--help`.
+ * dependency-webhook: denies the deletion of kcp objects that others still
+ * refer to, as DependencyRules describe. Watches the rules through the
+ * dep-ctrl APIExport's virtual workspaces, lists dependents through the
+ * front-proxy on each DELETE, and answers AdmissionReview v1 over TLS.
  *
  * @module
  */
+import { DeletionValidator } from "./lib/deletion_validator.ts";
+import { FrontProxyDependentSource } from "./lib/dependent_lister.ts";
+import { usage } from "./lib/flags.ts";
+import { baseUrl } from "./lib/kcp.ts";
+import { KubeClient } from "./lib/kube_client.ts";
+import { loadKubeConnection } from "./lib/kube_config.ts";
+import { createLogger } from "./lib/log.ts";
+import { MetricsRegistry } from "./lib/metrics.ts";
+import { RuleRegistry } from "./lib/rule_registry.ts";
+import { RuleWatcher } from "./lib/rule_watcher.ts";
+import {
+  createAdmissionApp,
+  createHealthApp,
+  createMetricsApp,
+  servePlain,
+  serveTls,
+} from "./lib/server.ts";
+import { createWebhookMetrics } from "./lib/webhook_metrics.ts";
+import { parseWebhookOptions, WEBHOOK_FLAGS } from "./lib/webhook_options.ts";
 
-const USAGE = `Usage: webhook [--help]
+const SUMMARY =
+  "Serves the kcp admission webhook that denies deleting objects other objects still refer to.";
 
-Serves the admission webhook that blocks deletes of referenced objects. Not implemented yet.`;
-
-if (import.meta.main) {
-  if (Deno.args.includes("--help") || Deno.args.includes("-h")) {
-    console.log(USAGE);
-    Deno.exit(0);
+async function main(args: readonly string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseWebhookOptions(args);
+  } catch (error) {
+    console.error(`webhook: ${(error as Error).message}`);
+    return 2;
   }
-  console.error("webhook: not implemented yet");
-  Deno.exit(2);
+  if (parsed.help) {
+    console.log(usage("webhook", SUMMARY, WEBHOOK_FLAGS));
+    return 0;
+  }
+  const options = parsed.options;
+  const log = createLogger({ level: options.logLevel }).with({
+    component: "webhook",
+  });
+  const connection = loadKubeConnection(options.kubeconfig);
+  const client = new KubeClient(connection, {
+    userAgent: "dependency-webhook",
+  });
+  const metricsRegistry = new MetricsRegistry();
+  const metrics = createWebhookMetrics(metricsRegistry);
+  const registry = new RuleRegistry();
+  const watcher = new RuleWatcher({
+    client,
+    workspaceUrl: connection.server,
+    apiExportName: options.apiExportName,
+    log,
+    onChange(snapshot) {
+      if (snapshot.synced) registry.replace(snapshot.rules);
+      metrics.rules(snapshot, registry.protectedTypes);
+      log.debug("rules changed", {
+        rules: snapshot.rules.length,
+        invalid: snapshot.invalid.length,
+        synced: snapshot.synced,
+      });
+    },
+  });
+  const base = options.kcpBaseHost
+    ? baseUrl(options.kcpBaseHost)
+    : connection.base;
+  const source = new FrontProxyDependentSource(client, base, {
+    pageSize: options.listPageSize,
+  });
+  const validator = new DeletionValidator(registry, source, {
+    timeoutMs: options.listTimeoutMs,
+  });
+  const admission = await serveTls(
+    options.webhookBind,
+    createAdmissionApp({ validator, log, observer: metrics }).fetch,
+    {
+      certFile: `${options.tlsCertDir}/tls.crt`,
+      keyFile: `${options.tlsCertDir}/tls.key`,
+      reloadIntervalMs: options.tlsReloadIntervalMs,
+      log,
+    },
+  );
+  const ready = () => registry.loaded || "DependencyRules not loaded yet";
+  const others = [
+    options.healthBind &&
+    servePlain(options.healthBind, createHealthApp(ready).fetch),
+    options.metricsBind &&
+    servePlain(options.metricsBind, createMetricsApp(metricsRegistry).fetch),
+  ].filter((s) => s !== undefined);
+  watcher.start();
+  log.info("serving", {
+    port: admission.port,
+    base,
+    workspace: connection.server,
+    apiExport: options.apiExportName,
+  });
+
+  const signal = await new Promise<string>((resolve) => {
+    for (const name of ["SIGTERM", "SIGINT"] as const) {
+      Deno.addSignalListener(name, () => resolve(name));
+    }
+  });
+  log.info("shutting down: finishing in-flight reviews", { signal });
+  await admission.shutdown();
+  await Promise.all([...others.map((s) => s.shutdown()), watcher.stop()]);
+  client.close();
+  log.info("stopped");
+  return 0;
 }
+
+if (import.meta.main) Deno.exit(await main(Deno.args));

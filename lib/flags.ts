@@ -1,0 +1,144 @@
+/**
+ * Command-line flags in the Kubernetes style (`--name=value` or
+ * `--name value`), described once as a table that also renders `--help`.
+ * Parsing is `node:util`'s `parseArgs`; this adds defaults, environment
+ * fallbacks, aliases and bind addresses.
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+
+/** One flag. */
+export interface FlagSpec {
+  /** Name without dashes, e.g. `webhook-bind-address`. */
+  name: string;
+  /** What it does, for `--help`. */
+  help: string;
+  /** Default value. */
+  default?: string;
+  /** An environment variable consulted when the flag is absent. */
+  env?: string;
+  /** Whether it is a switch without a value (`--leader-elect`). */
+  boolean?: boolean;
+}
+
+/** The parsed flags: values by flag name (switches are `"true"` or `"false"`). */
+export interface ParsedFlags {
+  /** Whether `--help` or `-h` was given. */
+  help: boolean;
+  /** Every flag's value, after defaults and environment fallbacks; absent if neither. */
+  values: Record<string, string | undefined>;
+  /** Names of the flags given on the command line. */
+  given: Set<string>;
+}
+
+/**
+ * Parses `args` against `specs`.
+ *
+ * @throws {TypeError} On an unknown flag, a missing value or a positional argument.
+ */
+export function parseFlags(
+  args: readonly string[],
+  specs: readonly FlagSpec[],
+  options: { env?: (name: string) => string | undefined } = {},
+): ParsedFlags {
+  const env = options.env ?? ((name: string) => Deno.env.get(name));
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: [...args],
+      strict: true,
+      allowPositionals: false,
+      options: {
+        help: { type: "boolean", short: "h" },
+        ...Object.fromEntries(
+          specs.map((
+            s,
+          ) => [s.name, { type: s.boolean ? "boolean" : "string" } as const]),
+        ),
+      },
+    });
+  } catch (error) {
+    throw new TypeError(
+      `Cannot parse flags: ${(error as Error).message} (see --help)`,
+    );
+  }
+  const raw = parsed.values as Record<string, string | boolean | undefined>;
+  const values: Record<string, string | undefined> = {};
+  const given = new Set<string>();
+  for (const spec of specs) {
+    const value = raw[spec.name];
+    if (value !== undefined) {
+      given.add(spec.name);
+      values[spec.name] = String(value);
+    } else {
+      values[spec.name] =
+        (spec.env === undefined ? undefined : env(spec.env) || undefined) ??
+          spec.default ?? (spec.boolean ? "false" : undefined);
+    }
+  }
+  return { help: raw.help === true, values, given };
+}
+
+/** The `--help` text: a usage line, a summary, then every flag with its default. */
+export function usage(
+  program: string,
+  summary: string,
+  specs: readonly FlagSpec[],
+): string {
+  const rows = specs.map((s) => {
+    const flag = s.boolean ? `--${s.name}` : `--${s.name}=<value>`;
+    const extra = [
+      s.default !== undefined && s.default !== ""
+        ? `default ${JSON.stringify(s.default)}`
+        : "",
+      s.env !== undefined ? `env ${s.env}` : "",
+    ].filter((x) => x !== "").join(", ");
+    return `  ${flag}\n      ${s.help}${extra === "" ? "" : ` (${extra})`}`;
+  });
+  return `Usage: ${program} [flags]\n\n${summary}\n\nFlags:\n${
+    rows.join("\n")
+  }\n  --help, -h\n      Show this help\n`;
+}
+
+/** A listen address. */
+export interface BindAddress {
+  /** Host to bind; `0.0.0.0` for all IPv4 interfaces. */
+  hostname: string;
+  /** TCP port. */
+  port: number;
+}
+
+/**
+ * Parses a bind address such as `:9443`, `127.0.0.1:8080` or `[::1]:8081`.
+ * `0` disables the listener (returns `undefined`), as controller-runtime does.
+ *
+ * @throws {TypeError} If the text is not `[host]:port` with a port in 0-65535.
+ */
+export function parseBindAddress(text: string): BindAddress | undefined {
+  if (text === "0") return undefined;
+  const match = /^(?:\[([^\]]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(text);
+  const port = Number(match?.[3]);
+  if (match === null || port > 65535) {
+    throw new TypeError(
+      `Cannot parse bind address: want [host]:port or 0: current value is '${text}'`,
+    );
+  }
+  return { hostname: match[1] ?? (match[2] || "0.0.0.0"), port };
+}
+
+/**
+ * Parses a duration such as `7s`, `500ms`, `2m` or `1h` into milliseconds.
+ *
+ * @throws {TypeError} If the text is not a positive number with one of those units.
+ */
+export function parseDuration(text: string): number {
+  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(text);
+  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const;
+  if (match === null || Number(match[1]) <= 0) {
+    throw new TypeError(
+      `Cannot parse duration: want a positive number with ms, s, m or h: current value is '${text}'`,
+    );
+  }
+  return Number(match[1]) * unit[match[2] as keyof typeof unit];
+}

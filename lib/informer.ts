@@ -1,0 +1,164 @@
+/**
+ * List+watch of one collection URL into an in-memory store, as client-go's
+ * reflector does: list, then watch from the list's resource version; on
+ * "410 Gone" list again; on other errors back off (capped, jittered) and
+ * resume. The store is replaced wholesale by each list, so it never drifts.
+ *
+ * @module
+ */
+import { Backoff, type BackoffOptions, sleep } from "./backoff.ts";
+import {
+  KubeApiError,
+  type KubeClient,
+  type KubeObject,
+} from "./kube_client.ts";
+import type { Logger } from "./log.ts";
+
+/** Options for {@linkcode Informer}. */
+export interface InformerOptions {
+  /** The client to list and watch with. */
+  client: KubeClient;
+  /** The collection URL, e.g. `<vw>/clusters/*\/apis/g/v1/things`. */
+  url: string;
+  /** Where to log. */
+  log: Logger;
+  /** Called after every change of the store (a list, or a watch event). */
+  onChange: () => void;
+  /** Field selector for list and watch. */
+  fieldSelector?: string;
+  /** List page size. @default {500} */
+  pageSize?: number;
+  /** Server-side watch timeout; the watch is then resumed. @default {300} */
+  watchTimeoutSeconds?: number;
+  /** Reconnect backoff. */
+  backoff?: BackoffOptions;
+}
+
+/** The store key of an object: `<kcp.io/cluster>/<namespace>/<name>`. */
+export function objectKey(object: KubeObject): string {
+  const metadata = object.metadata ?? {};
+  return `${metadata.annotations?.["kcp.io/cluster"] ?? ""}/${
+    metadata.namespace ?? ""
+  }/${metadata.name ?? ""}`;
+}
+
+/** Keeps a store of one collection in step with the server. */
+export class Informer {
+  readonly #options: InformerOptions;
+  readonly #store = new Map<string, KubeObject>();
+  readonly #abort = new AbortController();
+  readonly #backoff: Backoff;
+  #running: Promise<void> | undefined;
+  #synced = false;
+  #lastError: string | undefined;
+
+  /** Builds an informer; {@linkcode Informer.start} runs it. */
+  constructor(options: InformerOptions) {
+    this.#options = options;
+    this.#backoff = new Backoff(options.backoff);
+  }
+
+  /** Whether a first list has completed. */
+  get synced(): boolean {
+    return this.#synced;
+  }
+
+  /** The last error, cleared by the next success. */
+  get lastError(): string | undefined {
+    return this.#lastError;
+  }
+
+  /** The collection URL. */
+  get url(): string {
+    return this.#options.url;
+  }
+
+  /** The objects in the store. */
+  items(): KubeObject[] {
+    return [...this.#store.values()];
+  }
+
+  /** Starts listing and watching in the background. */
+  start(): void {
+    this.#running ??= this.#run();
+  }
+
+  /** Stops and waits until the background loop has ended. */
+  async stop(): Promise<void> {
+    this.#abort.abort();
+    await this.#running;
+  }
+
+  async #run(): Promise<void> {
+    const {
+      client,
+      url,
+      log,
+      fieldSelector,
+      pageSize = 500,
+      watchTimeoutSeconds = 300,
+    } = this.#options;
+    const signal = this.#abort.signal;
+    let resourceVersion: string | undefined;
+    while (!signal.aborted) {
+      try {
+        if (resourceVersion === undefined) {
+          const list = await client.list(url, {
+            limit: pageSize,
+            signal,
+            ...(fieldSelector === undefined ? {} : { fieldSelector }),
+          });
+          this.#store.clear();
+          for (const item of list.items) this.#store.set(objectKey(item), item);
+          resourceVersion = list.metadata.resourceVersion ?? "";
+          this.#succeeded();
+          this.#synced = true;
+          log.debug("listed", {
+            url,
+            items: list.items.length,
+            resourceVersion,
+          });
+          this.#options.onChange();
+        }
+        for await (
+          const event of client.watch(url, {
+            signal,
+            timeoutSeconds: watchTimeoutSeconds,
+            ...(resourceVersion === "" ? {} : { resourceVersion }),
+            ...(fieldSelector === undefined ? {} : { fieldSelector }),
+          })
+        ) {
+          resourceVersion = event.object.metadata?.resourceVersion ??
+            resourceVersion;
+          this.#succeeded();
+          if (event.type === "BOOKMARK") continue;
+          const key = objectKey(event.object);
+          if (event.type === "DELETED") this.#store.delete(key);
+          else this.#store.set(key, event.object);
+          this.#options.onChange();
+        }
+      } catch (error) {
+        if (signal.aborted) break;
+        if (error instanceof KubeApiError && error.gone) {
+          log.info("resource version expired, listing again", {
+            url,
+            resourceVersion,
+          });
+          resourceVersion = undefined;
+          continue;
+        }
+        this.#lastError = error instanceof Error
+          ? error.message
+          : String(error);
+        const delayMs = this.#backoff.next();
+        log.warn("list or watch failed, retrying", { url, error, delayMs });
+        await sleep(delayMs, signal);
+      }
+    }
+  }
+
+  #succeeded(): void {
+    this.#backoff.reset();
+    this.#lastError = undefined;
+  }
+}

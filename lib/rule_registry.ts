@@ -1,0 +1,134 @@
+/**
+ * The webhook's in-memory index of DependencyRules: for a protected
+ * group/version/resource, which dependent types to list and at which field
+ * path they refer. It holds rule metadata only, never dependents.
+ *
+ * @module
+ */
+import { type DependencyRule, ruleKey } from "./api.ts";
+import {
+  type FieldPath,
+  formatFieldPath,
+  parseFieldPath,
+} from "./field_path.ts";
+
+/** A group/version/resource. */
+export interface GroupVersionResource {
+  /** API group, `""` for core. */
+  group: string;
+  /** Version, e.g. `v1alpha1`. */
+  version: string;
+  /** Plural resource, e.g. `vpcs`. */
+  resource: string;
+}
+
+/** One way a protected type is referred to: a dependent type and the field that holds the name. */
+export interface Protection {
+  /** Key of the rule this comes from (`<cluster>/<name>`). */
+  rule: string;
+  /** The type that holds references, listed on DELETE. */
+  dependent: GroupVersionResource & { kind: string };
+  /** Where the reference lives in the dependent. */
+  fieldPath: FieldPath;
+  /** {@linkcode Protection.fieldPath} in canonical text form, e.g. `.spec.vpcRef.name`. */
+  fieldPathText: string;
+}
+
+/** A rule together with the logical cluster it lives in. */
+export interface ClusterRule {
+  /** Logical cluster name (the `kcp.io/cluster` annotation). */
+  cluster: string;
+  /** The validated rule. */
+  rule: DependencyRule;
+}
+
+/** `group/version/resource`, with `core` for the empty group. */
+export function gvrKey(gvr: GroupVersionResource): string {
+  return `${gvr.group || "core"}/${gvr.version}/${gvr.resource}`;
+}
+
+/** Rules indexed by the group/version/resource they protect. */
+export class RuleRegistry {
+  #rules = new Map<string, ClusterRule>();
+  #index: Map<string, Protection[]> | undefined = new Map();
+  #loaded = false;
+
+  /** Whether the rules have been loaded once (until then the webhook must not decide). */
+  get loaded(): boolean {
+    return this.#loaded;
+  }
+
+  /** Number of rules registered. */
+  get size(): number {
+    return this.#rules.size;
+  }
+
+  /** Number of protected group/version/resources. */
+  get protectedTypes(): number {
+    return this.#indexed().size;
+  }
+
+  /** Replaces every rule at once and marks the registry loaded. */
+  replace(rules: readonly ClusterRule[]): void {
+    this.#rules = new Map(
+      rules.map((r) => [ruleKey(r.cluster, r.rule.metadata.name), r]),
+    );
+    this.#index = undefined;
+    this.#loaded = true;
+  }
+
+  /** Adds or replaces one rule; returns the one it replaced. */
+  set(entry: ClusterRule): ClusterRule | undefined {
+    const key = ruleKey(entry.cluster, entry.rule.metadata.name);
+    const old = this.#rules.get(key);
+    this.#rules.set(key, entry);
+    this.#index = undefined;
+    return old;
+  }
+
+  /** Removes one rule by cluster and name; returns whether it was there. */
+  delete(cluster: string, name: string): boolean {
+    const removed = this.#rules.delete(ruleKey(cluster, name));
+    if (removed) this.#index = undefined;
+    return removed;
+  }
+
+  /** The protections of a group/version/resource, in a stable order. */
+  find(gvr: GroupVersionResource): readonly Protection[] {
+    return this.#indexed().get(gvrKey(gvr)) ?? [];
+  }
+
+  #indexed(): Map<string, Protection[]> {
+    if (this.#index !== undefined) return this.#index;
+    const index = new Map<string, Protection[]>();
+    const keys = [...this.#rules.keys()].sort();
+    for (const key of keys) {
+      const { rule } = this.#rules.get(key)!;
+      const { dependent } = rule.spec;
+      for (const dependency of rule.spec.dependencies) {
+        const fieldPath = parseFieldPath(dependency.fieldRef.path);
+        const target = gvrKey(dependency);
+        const list = index.get(target) ?? [];
+        const protection: Protection = {
+          rule: key,
+          dependent: {
+            group: dependent.group,
+            version: dependent.version,
+            resource: dependent.resource,
+            kind: dependent.kind,
+          },
+          fieldPath,
+          fieldPathText: formatFieldPath(fieldPath),
+        };
+        const duplicate = list.some((p) =>
+          gvrKey(p.dependent) === gvrKey(protection.dependent) &&
+          p.fieldPathText === protection.fieldPathText
+        );
+        if (!duplicate) list.push(protection);
+        index.set(target, list);
+      }
+    }
+    this.#index = index;
+    return index;
+  }
+}

@@ -1,0 +1,187 @@
+/**
+ * DependencyRules across every workspace bound to the dep-ctrl APIExport:
+ * reads the export's APIExportEndpointSlice, runs one list+watch per
+ * virtual-workspace URL (`<url>/clusters/*`), starts and stops them as the
+ * slice changes, and hands on all valid rules after every change. Invalid
+ * rules are logged once per resource version and left out.
+ *
+ * @module
+ */
+import { GROUP, parseDependencyRule, PLURAL, VERSION } from "./api.ts";
+import type { BackoffOptions } from "./backoff.ts";
+import { Informer, objectKey } from "./informer.ts";
+import { clusterUrl } from "./kcp.ts";
+import type { KubeClient, KubeObject } from "./kube_client.ts";
+import type { Logger } from "./log.ts";
+import type { ClusterRule } from "./rule_registry.ts";
+
+/** What a {@linkcode RuleWatcher} hands on after each change. */
+export interface RuleSnapshot {
+  /** Every valid rule from every endpoint. */
+  rules: ClusterRule[];
+  /** Rules that failed validation, with why. */
+  invalid: { cluster: string; name: string; error: string }[];
+  /** Whether the slice and every endpoint have been listed, so `rules` is complete. */
+  synced: boolean;
+  /** The virtual-workspace URLs being watched. */
+  endpoints: string[];
+}
+
+/** Options for {@linkcode RuleWatcher}. */
+export interface RuleWatcherOptions {
+  /** Client for the dep-ctrl workspace and the virtual workspaces. */
+  client: KubeClient;
+  /** URL of the dep-ctrl workspace (the kubeconfig's server, `.../clusters/root:dep-ctrl`). */
+  workspaceUrl: string;
+  /** Name of the dep-ctrl APIExport (and of its endpoint slice). */
+  apiExportName: string;
+  /** Where to log. */
+  log: Logger;
+  /** Called (at most once per tick) after anything changed. */
+  onChange: (snapshot: RuleSnapshot) => void;
+  /** Reconnect backoff of every list+watch. */
+  backoff?: BackoffOptions;
+  /** Server-side watch timeout. @default {300} */
+  watchTimeoutSeconds?: number;
+}
+
+/** The collection URL of DependencyRules across all workspaces of one endpoint. */
+export function rulesUrl(endpointUrl: string): string {
+  return `${clusterUrl(endpointUrl, "*")}/apis/${GROUP}/${VERSION}/${PLURAL}`;
+}
+
+/** Follows the endpoint slice and the rules behind every endpoint. */
+export class RuleWatcher {
+  readonly #options: RuleWatcherOptions;
+  readonly #slice: Informer;
+  readonly #endpoints = new Map<string, Informer>();
+  readonly #reported = new Set<string>();
+  #scheduled = false;
+  #stopped = false;
+
+  /** Builds the watcher; {@linkcode RuleWatcher.start} runs it. */
+  constructor(options: RuleWatcherOptions) {
+    this.#options = options;
+    this.#slice = new Informer({
+      client: options.client,
+      url:
+        `${options.workspaceUrl}/apis/apis.kcp.io/v1alpha1/apiexportendpointslices`,
+      fieldSelector: `metadata.name=${options.apiExportName}`,
+      log: options.log,
+      onChange: () => this.#followSlice(),
+      ...this.#informerTuning(),
+    });
+  }
+
+  /** Starts watching. */
+  start(): void {
+    this.#slice.start();
+  }
+
+  /** Stops every list+watch and waits for them to end. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    await Promise.all([
+      this.#slice.stop(),
+      ...[...this.#endpoints.values()].map((i) => i.stop()),
+    ]);
+    this.#endpoints.clear();
+  }
+
+  /** Whether the slice and every endpoint have been listed. */
+  get synced(): boolean {
+    return this.#slice.synced &&
+      [...this.#endpoints.values()].every((i) => i.synced);
+  }
+
+  /** The current snapshot. */
+  snapshot(): RuleSnapshot {
+    const rules: ClusterRule[] = [];
+    const invalid: RuleSnapshot["invalid"] = [];
+    for (const informer of this.#endpoints.values()) {
+      for (const item of informer.items()) {
+        const cluster = item.metadata?.annotations?.["kcp.io/cluster"] ?? "";
+        const name = item.metadata?.name ?? "";
+        const parsed = parseDependencyRule(item);
+        if (parsed.ok) {
+          rules.push({ cluster, rule: parsed.rule });
+        } else {
+          invalid.push({ cluster, name, error: parsed.error });
+          this.#reportInvalid(item, parsed.error);
+        }
+      }
+    }
+    return {
+      rules,
+      invalid,
+      synced: this.synced,
+      endpoints: [...this.#endpoints.keys()],
+    };
+  }
+
+  #followSlice(): void {
+    if (this.#stopped) return;
+    const wanted = new Set<string>();
+    for (const slice of this.#slice.items()) {
+      const endpoints =
+        (slice.status as { endpoints?: { url?: string }[] } | undefined)
+          ?.endpoints ?? [];
+      for (const endpoint of endpoints) {
+        if (endpoint.url) wanted.add(endpoint.url);
+      }
+    }
+    for (const [url, informer] of this.#endpoints) {
+      if (wanted.has(url)) continue;
+      this.#options.log.info("endpoint removed, no longer watching its rules", {
+        url,
+      });
+      this.#endpoints.delete(url);
+      informer.stop();
+    }
+    for (const url of wanted) {
+      if (this.#endpoints.has(url)) continue;
+      this.#options.log.info("endpoint added, watching its rules", { url });
+      const informer = new Informer({
+        client: this.#options.client,
+        url: rulesUrl(url),
+        log: this.#options.log,
+        onChange: () => this.#schedule(),
+        ...this.#informerTuning(),
+      });
+      this.#endpoints.set(url, informer);
+      informer.start();
+    }
+    this.#schedule();
+  }
+
+  #schedule(): void {
+    if (this.#scheduled || this.#stopped) return;
+    this.#scheduled = true;
+    queueMicrotask(() => {
+      this.#scheduled = false;
+      if (!this.#stopped) this.#options.onChange(this.snapshot());
+    });
+  }
+
+  #reportInvalid(item: KubeObject, error: string): void {
+    const id = `${objectKey(item)}@${item.metadata?.resourceVersion ?? ""}`;
+    if (this.#reported.has(id)) return;
+    this.#reported.add(id);
+    this.#options.log.warn("ignoring invalid DependencyRule", {
+      cluster: item.metadata?.annotations?.["kcp.io/cluster"],
+      name: item.metadata?.name,
+      error,
+    });
+  }
+
+  #informerTuning(): {
+    backoff?: BackoffOptions;
+    watchTimeoutSeconds?: number;
+  } {
+    const { backoff, watchTimeoutSeconds } = this.#options;
+    return {
+      ...(backoff === undefined ? {} : { backoff }),
+      ...(watchTimeoutSeconds === undefined ? {} : { watchTimeoutSeconds }),
+    };
+  }
+}

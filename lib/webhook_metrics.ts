@@ -1,0 +1,81 @@
+/**
+ * The webhook's Prometheus metrics: reviews by outcome, review latency,
+ * malformed requests, dependent list errors, and the state of the rules.
+ *
+ * @module
+ */
+import type { Verdict } from "./deletion_validator.ts";
+import type { MetricsRegistry } from "./metrics.ts";
+import type { RuleSnapshot } from "./rule_watcher.ts";
+import type { AdmissionObserver } from "./server.ts";
+
+/** Admission hooks plus a way to publish the rules' state. */
+export interface WebhookMetrics extends AdmissionObserver {
+  /** Publishes the state of the rules after a change. */
+  rules(snapshot: RuleSnapshot, protectedTypes: number): void;
+}
+
+/** Registers the webhook's metrics in `registry`. */
+export function createWebhookMetrics(
+  registry: MetricsRegistry,
+): WebhookMetrics {
+  const reviews = registry.counter(
+    "dependency_webhook_admission_reviews_total",
+    {
+      help: "Admission reviews answered, by outcome",
+      labelNames: ["outcome"],
+    },
+  );
+  const duration = registry.histogram(
+    "dependency_webhook_admission_review_duration_seconds",
+    {
+      help: "Time to answer an admission review, by outcome",
+      labelNames: ["outcome"],
+    },
+  );
+  const rejected = registry.counter(
+    "dependency_webhook_admission_requests_rejected_total",
+    {
+      help:
+        "Malformed admission requests answered with an HTTP error, by status",
+      labelNames: ["status"],
+    },
+  );
+  const listErrors = registry.counter(
+    "dependency_webhook_dependent_list_errors_total",
+    {
+      help:
+        "Reviews denied because dependents could not be listed (fail closed)",
+    },
+  );
+  const rules = registry.gauge("dependency_webhook_rules", {
+    help: "DependencyRules seen, by validity",
+    labelNames: ["state"],
+  });
+  const protectedTypes = registry.gauge("dependency_webhook_protected_types", {
+    help: "Group/version/resources protected by at least one valid rule",
+  });
+  const synced = registry.gauge("dependency_webhook_rules_synced", {
+    help: "1 once every virtual-workspace endpoint has been listed, else 0",
+  });
+  const endpoints = registry.gauge("dependency_webhook_endpoints", {
+    help: "Virtual-workspace endpoints of the dep-ctrl APIExport being watched",
+  });
+  return {
+    reviewed(verdict: Verdict, seconds: number) {
+      reviews.inc({ outcome: verdict.outcome });
+      duration.observe(seconds, { outcome: verdict.outcome });
+      if (verdict.outcome === "denied_error") listErrors.inc();
+    },
+    rejected(status: number) {
+      rejected.inc({ status: String(status) });
+    },
+    rules(snapshot: RuleSnapshot, types: number) {
+      rules.set(snapshot.rules.length, { state: "valid" });
+      rules.set(snapshot.invalid.length, { state: "invalid" });
+      protectedTypes.set(types);
+      synced.set(snapshot.synced ? 1 : 0);
+      endpoints.set(snapshot.endpoints.length);
+    },
+  };
+}

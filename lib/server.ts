@@ -181,8 +181,21 @@ export async function serveTls(
 ): Promise<RunningServer> {
   const { certFile, keyFile, log, reloadIntervalMs = 10_000 } = options;
   let pem = await readPair(certFile, keyFile);
-  let server = listen(bind, handler, pem);
-  const port = (server.addr as Deno.NetAddr).port;
+  // SO_REUSEPORT on a TLS listener is behind --unstable-net in Deno 2; without
+  // it the server still runs, and a rotated certificate waits for a restart.
+  let reusePort = true;
+  let server: Deno.HttpServer<Deno.NetAddr>;
+  try {
+    server = listen(bind, handler, { ...pem, reusePort });
+  } catch (error) {
+    if (!String(error).includes("--unstable-net")) throw error;
+    reusePort = false;
+    log.warn(
+      "TLS certificate rotation needs --unstable-net: a new certificate takes effect at the next restart",
+    );
+    server = listen(bind, handler, { ...pem, reusePort });
+  }
+  const port = server.addr.port;
   let draining: Promise<void>[] = [];
   const timer = setInterval(async () => {
     let next;
@@ -197,12 +210,19 @@ export async function serveTls(
       return;
     }
     if (next.cert === pem.cert && next.key === pem.key) return;
-    try {
-      const replacement = listen(
-        { hostname: bind.hostname, port },
-        handler,
-        next,
+    if (!reusePort) {
+      log.warn(
+        "the TLS certificate changed: restart to use it, or run with --unstable-net",
+        { certFile },
       );
+      pem = next;
+      return;
+    }
+    try {
+      const replacement = listen({ hostname: bind.hostname, port }, handler, {
+        ...next,
+        reusePort,
+      });
       const old = server;
       server = replacement;
       pem = next;
@@ -228,14 +248,14 @@ export async function serveTls(
 function listen(
   bind: BindAddress,
   handler: Deno.ServeHandler,
-  pem: { cert: string; key: string },
-): Deno.HttpServer {
+  tls: { cert: string; key: string; reusePort: boolean },
+): Deno.HttpServer<Deno.NetAddr> {
   return Deno.serve({
     hostname: bind.hostname,
     port: bind.port,
-    cert: pem.cert,
-    key: pem.key,
-    reusePort: true,
+    cert: tls.cert,
+    key: tls.key,
+    reusePort: tls.reusePort,
     handler,
     onListen: () => {},
   });

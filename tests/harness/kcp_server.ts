@@ -8,7 +8,7 @@
 import { KubeConfig } from "@kubernetes/client-node";
 import { clusterUrl } from "../../lib/kcp.ts";
 import { type KcpBinaries, requireKcpBinaries } from "../kcp/binaries.ts";
-import { waitFor } from "./wait.ts";
+import { GiveUp, waitFor } from "./wait.ts";
 
 /** The identities a test kcp authenticates, each by a static bearer token. */
 export type IdentityName =
@@ -208,12 +208,12 @@ export class KcpServer {
     child.status.then(() => exited = true);
     try {
       await waitFor("kcp to write its admin kubeconfig", async () => {
-        if (exited) throw new Error("kcp exited");
+        if (exited) throw new GiveUp("kcp exited");
         return (await exists(kubeconfig)) || undefined;
       }, { timeoutMs: this.#startTimeoutMs });
       await this.#loadCa(kubeconfig);
       await waitFor("kcp /readyz", async () => {
-        if (exited) throw new Error("kcp exited");
+        if (exited) throw new GiveUp("kcp exited");
         const response = await fetch(`${this.baseUrl}/readyz`, {
           client: this.#httpClient(),
           signal: AbortSignal.timeout(5_000),

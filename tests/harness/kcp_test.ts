@@ -49,7 +49,7 @@ export function kcpTest(
       } finally {
         if (failed) {
           console.error(
-            `--- kcp log tail (${kcp.rootDir}) ---\n${await kcp.logTail(40)}`,
+            `--- kcp log tail (${kcp.rootDir}) ---\n${await kcp.logTail(15)}`,
           );
         }
         await kcp.stop({

@@ -19,3 +19,6 @@ export * from "./kcp_server.ts";
 export * from "./kcp_test.ts";
 export * from "./wait.ts";
 export * from "./workspaces.ts";
+export * from "./components.ts";
+export * from "./tls.ts";
+export * from "./topology.ts";

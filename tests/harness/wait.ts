@@ -5,6 +5,15 @@
  * @module
  */
 
+/** Thrown by a probe to end {@linkcode waitFor} at once (e.g. the process it waits for exited). */
+export class GiveUp extends Error {
+  /** Builds the error. */
+  constructor(message: string) {
+    super(message);
+    this.name = "GiveUp";
+  }
+}
+
 /** Options for {@linkcode waitFor}. */
 export interface WaitOptions {
   /** How long to keep polling. @default {60_000} */
@@ -16,7 +25,7 @@ export interface WaitOptions {
 /**
  * Calls `probe` until it returns something other than `undefined`, and
  * returns that. A probe that throws counts as "not yet"; its last error is
- * part of the timeout message.
+ * part of the timeout message; a {@linkcode GiveUp} ends the wait at once.
  *
  * @throws {Error} If the timeout passes first.
  */
@@ -33,6 +42,7 @@ export async function waitFor<T>(
       const value = await probe();
       if (value !== undefined) return value;
     } catch (error) {
+      if (error instanceof GiveUp) throw error;
       lastError = error;
     }
     if (Date.now() >= deadline) break;

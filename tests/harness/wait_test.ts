@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { waitFor } from "./wait.ts";
+import { GiveUp, waitFor } from "./wait.ts";
 
 Deno.test("waitFor() returns the first defined probe value", async () => {
   let calls = 0;
@@ -29,4 +29,16 @@ Deno.test("waitFor() treats a throwing probe as not yet and names its last error
 Deno.test("waitFor() keeps false and 0 as values, only undefined means not yet", async () => {
   assert.equal(await waitFor("false", () => Promise.resolve(false)), false);
   assert.equal(await waitFor("zero", () => Promise.resolve(0)), 0);
+});
+
+Deno.test("waitFor() ends at once when a probe throws GiveUp", async () => {
+  let calls = 0;
+  await assert.rejects(
+    waitFor("a process that exited", () => {
+      calls++;
+      return Promise.reject(new GiveUp("exited with 70"));
+    }, { timeoutMs: 60_000 }),
+    /exited with 70/,
+  );
+  assert.equal(calls, 1);
 });

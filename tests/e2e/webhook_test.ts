@@ -1,0 +1,382 @@
+/**
+ * The webhook end to end on a real kcp: `webhook.ts` runs as its own
+ * process with its own least-privilege identity (RBAC from `manifests/`
+ * only), the test installs the ValidatingWebhookConfiguration in the
+ * network provider, and users act with kubectl.
+ */
+import assert from "node:assert/strict";
+import {
+  buildTopology,
+  installWebhookConfig,
+  type KcpServer,
+  kcpTest,
+  startWebhook,
+  type Topology,
+  waitFor,
+  type WebhookProcess,
+} from "../harness/mod.ts";
+
+const RULE =
+  new URL("../fixtures/compute/dependencyrule-vm-vpc.yaml", import.meta.url)
+    .pathname;
+
+function vpc(name: string, annotations: Record<string, string> = {}): unknown {
+  return {
+    apiVersion: "network.example.com/v1alpha1",
+    kind: "VPC",
+    metadata: { name, namespace: "default", annotations },
+    spec: { cidr: "10.0.0.0/16" },
+  };
+}
+
+function vm(
+  name: string,
+  refs: { vpcRef?: string; altVpcRef?: string },
+): unknown {
+  const spec: Record<string, unknown> = {};
+  if (refs.vpcRef) spec.vpcRef = { name: refs.vpcRef };
+  if (refs.altVpcRef) spec.altVpcRef = { name: refs.altVpcRef };
+  return {
+    apiVersion: "compute.example.com/v1alpha1",
+    kind: "VirtualMachine",
+    metadata: { name, namespace: "default" },
+    spec,
+  };
+}
+
+async function create(
+  kcp: KcpServer,
+  workspace: string,
+  ...objects: unknown[]
+): Promise<void> {
+  await kcp.kubectlOk(["apply", "-f", "-"], {
+    workspace,
+    stdin: JSON.stringify({ apiVersion: "v1", kind: "List", items: objects }),
+  });
+}
+
+async function exists(
+  kcp: KcpServer,
+  workspace: string,
+  kind: string,
+  name: string,
+): Promise<boolean> {
+  const r = await kcp.kubectl([
+    "get",
+    kind,
+    name,
+    "-n",
+    "default",
+    "-o",
+    "name",
+  ], { workspace });
+  return r.code === 0;
+}
+
+/** Polls a server-side dry-run delete until it is denied (`true`) or allowed (`false`). */
+async function waitForProtection(
+  kcp: KcpServer,
+  workspace: string,
+  name: string,
+  denied: boolean,
+): Promise<void> {
+  await waitFor(
+    `a delete of vpc ${name} to be ${denied ? "denied" : "allowed"}`,
+    async () => {
+      const r = await kcp.kubectl([
+        "delete",
+        "vpc",
+        name,
+        "-n",
+        "default",
+        "--dry-run=server",
+      ], { workspace });
+      return (r.code !== 0) === denied || undefined;
+    },
+    { timeoutMs: 30_000, intervalMs: 200 },
+  );
+}
+
+async function validRules(webhook: WebhookProcess): Promise<number> {
+  const { text } = await webhook.get(webhook.metricsPort, "/metrics");
+  const match = /^dependency_webhook_rules\{state="valid"\} (\d+)$/m.exec(text);
+  return Number(match?.[1] ?? NaN);
+}
+
+kcpTest(
+  "webhook: protects referenced objects across workspaces, following rules live",
+  async (kcp, step) => {
+    let topo!: Topology;
+    let webhook!: WebhookProcess;
+    let c1 = "";
+    let c2 = "";
+
+    await step(
+      "the topology is built from the manifests users apply",
+      async () => {
+        topo = await buildTopology(kcp);
+        c1 = topo.consumers[0]!.path;
+        c2 = topo.consumers[1]!.path;
+        assert.equal(topo.endpointUrls.length, 1);
+      },
+    );
+
+    await step(
+      "the webhook starts as its own identity and is ready with no rules",
+      async () => {
+        webhook = await startWebhook(kcp);
+        assert.equal(
+          (await webhook.get(webhook.healthPort, "/healthz")).status,
+          200,
+        );
+        assert.equal(await validRules(webhook), 0);
+      },
+    );
+
+    await step(
+      "a rule created after start is loaded without a restart",
+      async () => {
+        await kcp.kubectlOk(["apply", "-f", RULE], {
+          workspace: topo.compute.path,
+        });
+        await waitFor(
+          "the webhook to load the rule",
+          async () => (await validRules(webhook)) === 1 || undefined,
+        );
+        await installWebhookConfig(kcp, topo.network.path, {
+          url: webhook.url,
+          caPem: webhook.cert.caPem,
+          resources: [{
+            group: "network.example.com",
+            version: "v1alpha1",
+            resource: "vpcs",
+          }],
+        });
+        await create(
+          kcp,
+          c1,
+          vpc("vpc-a"),
+          vpc("vpc-b"),
+          vm("vm-1", { vpcRef: "vpc-a" }),
+        );
+        await waitForProtection(kcp, c1, "vpc-a", true);
+      },
+    );
+
+    await step(
+      "deleting a referenced VPC is denied, naming the VM",
+      async () => {
+        const r = await kcp.kubectl(
+          ["delete", "vpc", "vpc-a", "-n", "default"],
+          { workspace: c1 },
+        );
+        assert.notEqual(r.code, 0);
+        assert.match(
+          r.stderr,
+          /still referenced by VirtualMachine\/vm-1 \(\.spec\.vpcRef\.name\)/,
+        );
+        assert.match(r.stderr, /cannot delete vpcs\/vpc-a/);
+        assert.ok(await exists(kcp, c1, "vpc", "vpc-a"));
+      },
+    );
+
+    await step(
+      "a server-side dry run reports the blocker and deletes nothing",
+      async () => {
+        const denied = await kcp.kubectl([
+          "delete",
+          "vpc",
+          "vpc-a",
+          "-n",
+          "default",
+          "--dry-run=server",
+        ], {
+          workspace: c1,
+        });
+        assert.notEqual(denied.code, 0);
+        assert.match(denied.stderr, /still referenced by VirtualMachine\/vm-1/);
+        const allowed = await kcp.kubectlOk([
+          "delete",
+          "vpc",
+          "vpc-b",
+          "-n",
+          "default",
+          "--dry-run=server",
+        ], {
+          workspace: c1,
+        });
+        assert.match(allowed, /vpc-b.*deleted \(server dry run\)/);
+        assert.ok(await exists(kcp, c1, "vpc", "vpc-a"));
+        assert.ok(await exists(kcp, c1, "vpc", "vpc-b"));
+      },
+    );
+
+    await step(
+      "kubectl delete vpcs --all is denied while a VM refers to one of them",
+      async () => {
+        const r = await kcp.kubectl([
+          "delete",
+          "vpcs",
+          "--all",
+          "-n",
+          "default",
+        ], { workspace: c1 });
+        assert.notEqual(r.code, 0);
+        assert.match(r.stderr, /still referenced by VirtualMachine\/vm-1/);
+        assert.ok(await exists(kcp, c1, "vpc", "vpc-a"));
+      },
+    );
+
+    await step(
+      "with two VMs, removing one still blocks; removing both allows",
+      async () => {
+        await create(kcp, c1, vm("vm-2", { vpcRef: "vpc-a" }));
+        let r = await kcp.kubectl(["delete", "vpc", "vpc-a", "-n", "default"], {
+          workspace: c1,
+        });
+        assert.match(
+          r.stderr,
+          /still referenced by VirtualMachine\/vm-1 \(\.spec\.vpcRef\.name\), VirtualMachine\/vm-2/,
+        );
+        await kcp.kubectlOk(["delete", "vm", "vm-1", "-n", "default"], {
+          workspace: c1,
+        });
+        r = await kcp.kubectl(["delete", "vpc", "vpc-a", "-n", "default"], {
+          workspace: c1,
+        });
+        assert.notEqual(r.code, 0);
+        assert.match(
+          r.stderr,
+          /still referenced by VirtualMachine\/vm-2 \(\.spec\.vpcRef\.name\)$/m,
+        );
+        assert.doesNotMatch(r.stderr, /vm-1/);
+        await kcp.kubectlOk(["delete", "vm", "vm-2", "-n", "default"], {
+          workspace: c1,
+        });
+        await kcp.kubectlOk(["delete", "vpc", "vpc-a", "-n", "default"], {
+          workspace: c1,
+        });
+        assert.ok(!(await exists(kcp, c1, "vpc", "vpc-a")));
+      },
+    );
+
+    await step(
+      "another consumer's objects of the same names are unaffected",
+      async () => {
+        await create(kcp, c1, vpc("vpc-x"), vm("vm-3", { vpcRef: "vpc-x" }));
+        await create(kcp, c2, vpc("vpc-x"));
+        await kcp.kubectlOk(["delete", "vpc", "vpc-x", "-n", "default"], {
+          workspace: c2,
+        });
+        const r = await kcp.kubectl(
+          ["delete", "vpc", "vpc-x", "-n", "default"],
+          { workspace: c1 },
+        );
+        assert.match(r.stderr, /still referenced by VirtualMachine\/vm-3/);
+      },
+    );
+
+    await step(
+      'skip-protection "true" lets a delete through while a VM still refers',
+      async () => {
+        await kcp.kubectlOk([
+          "annotate",
+          "vpc",
+          "vpc-x",
+          "-n",
+          "default",
+          "dependencies.opendefense.cloud/skip-protection=true",
+        ], { workspace: c1 });
+        await kcp.kubectlOk(["delete", "vpc", "vpc-x", "-n", "default"], {
+          workspace: c1,
+        });
+        assert.ok(await exists(kcp, c1, "vm", "vm-3"));
+      },
+    );
+
+    await step(
+      "an in-place edit of the rule's field path is followed without a restart",
+      async () => {
+        await create(
+          kcp,
+          c1,
+          vpc("vpc-y"),
+          vpc("vpc-z"),
+          vm("vm-4", { vpcRef: "vpc-y" }),
+          vm("vm-5", { altVpcRef: "vpc-z" }),
+        );
+        await waitForProtection(kcp, c1, "vpc-y", true);
+        await kcp.kubectlOk([
+          "patch",
+          "dependencyrule",
+          "vm-dependencies",
+          "--type=json",
+          "-p",
+          '[{"op":"replace","path":"/spec/dependencies/0/fieldRef/path","value":".spec.altVpcRef.name"}]',
+        ], { workspace: topo.compute.path });
+        await waitForProtection(kcp, c1, "vpc-y", false);
+        const r = await kcp.kubectl(
+          ["delete", "vpc", "vpc-z", "-n", "default"],
+          { workspace: c1 },
+        );
+        assert.match(
+          r.stderr,
+          /still referenced by VirtualMachine\/vm-5 \(\.spec\.altVpcRef\.name\)/,
+        );
+      },
+    );
+
+    await step(
+      "a deleted rule stops protecting, without a restart",
+      async () => {
+        await kcp.kubectlOk(["delete", "dependencyrule", "vm-dependencies"], {
+          workspace: topo.compute.path,
+        });
+        await waitFor(
+          "the webhook to drop the rule",
+          async () => (await validRules(webhook)) === 0 || undefined,
+        );
+        await kcp.kubectlOk(["delete", "vpc", "vpc-z", "-n", "default"], {
+          workspace: c1,
+        });
+      },
+    );
+
+    await step(
+      "a malformed review sent straight to the webhook gets a 400 naming the problem",
+      async () => {
+        const client = Deno.createHttpClient({ caCerts: [webhook.cert.caPem] });
+        try {
+          for (
+            const body of [
+              "not json",
+              "null",
+              "[]",
+              '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}',
+            ]
+          ) {
+            const response = await fetch(webhook.url, {
+              method: "POST",
+              body,
+              client,
+            });
+            const answer = await response.json() as { error?: string };
+            assert.equal(response.status, 400, body);
+            assert.match(
+              answer.error ?? "",
+              /^Cannot parse AdmissionReview: /,
+              body,
+            );
+          }
+        } finally {
+          client.close();
+        }
+      },
+    );
+
+    await step("SIGTERM stops the webhook with exit code 0", async () => {
+      assert.equal(await webhook.stop("SIGTERM"), 0);
+      assert.match(await webhook.log(), /"msg":"stopped"/);
+    });
+  },
+);

@@ -1,0 +1,175 @@
+/**
+ * The system's components as separate processes, started with the flags a
+ * Deployment uses and each with its own identity's kubeconfig.
+ *
+ * @module
+ */
+import { freePorts, type KcpServer } from "./kcp_server.ts";
+import { createServingCert, type ServingCert } from "./tls.ts";
+import { GiveUp, waitFor } from "./wait.ts";
+
+const ROOT = new URL("../../", import.meta.url).pathname;
+
+/**
+ * The permissions the components run with, as in the image: network, reading
+ * kubeconfigs and certificates, environment. `--unstable-net` enables
+ * `reusePort` on TLS listeners, which certificate rotation without a
+ * restart uses.
+ */
+export const DENO_RUN_FLAGS = [
+  "--allow-net",
+  "--allow-read",
+  "--allow-env",
+  "--unstable-net",
+];
+
+/** A running component process. */
+export interface ComponentProcess {
+  /** Process id. */
+  pid: number;
+  /** Health probe port (`/healthz`, `/readyz`). */
+  healthPort: number;
+  /** Metrics port. */
+  metricsPort: number;
+  /** The process's log file (JSON lines). */
+  logFile: string;
+  /** Sends `signal` and waits for the exit code (SIGKILL after 20 s). */
+  stop(signal?: Deno.Signal): Promise<number>;
+  /** Waits until `/readyz` answers 200. */
+  waitReady(timeoutMs?: number): Promise<void>;
+  /** GETs a path on the health or metrics port and returns status and text. */
+  get(port: number, path: string): Promise<{ status: number; text: string }>;
+  /** The log as text. */
+  log(): Promise<string>;
+}
+
+/** The webhook process plus what a webhook configuration needs to reach it. */
+export interface WebhookProcess extends ComponentProcess {
+  /** Admission port. */
+  port: number;
+  /** `https://127.0.0.1:<port>/validate`. */
+  url: string;
+  /** Its serving certificate. */
+  cert: ServingCert;
+}
+
+/** Options for {@linkcode startWebhook}. */
+export interface StartWebhookOptions {
+  /** Extra flags. */
+  args?: string[];
+  /** Reuse a certificate directory (restarts keep their URL's trust). */
+  cert?: ServingCert;
+  /** Reuse an admission port. */
+  port?: number;
+}
+
+/**
+ * Starts `webhook.ts` as its own process, as the `webhook` identity, with
+ * a kubeconfig pointing at `root:dep-ctrl`, and waits until it is ready.
+ */
+export async function startWebhook(
+  kcp: KcpServer,
+  options: StartWebhookOptions = {},
+): Promise<WebhookProcess> {
+  const [port, healthPort, metricsPort] = freePorts(3) as [
+    number,
+    number,
+    number,
+  ];
+  const admissionPort = options.port ?? port;
+  const cert = options.cert ??
+    await createServingCert(`${kcp.rootDir}/webhook-tls`);
+  const kubeconfig = await kcp.kubeconfig("webhook", "root:dep-ctrl");
+  const process = spawnComponent("webhook", kcp, [
+    `--kubeconfig=${kubeconfig}`,
+    `--tls-cert-dir=${cert.dir}`,
+    `--webhook-bind-address=127.0.0.1:${admissionPort}`,
+    `--health-probe-bind-address=127.0.0.1:${healthPort}`,
+    `--metrics-bind-address=127.0.0.1:${metricsPort}`,
+    "--log-level=debug",
+    ...(options.args ?? []),
+  ], { healthPort, metricsPort });
+  const webhook = {
+    ...process,
+    port: admissionPort,
+    url: `https://127.0.0.1:${admissionPort}/validate`,
+    cert,
+  };
+  await webhook.waitReady();
+  return webhook;
+}
+
+/** Runs `<name>.ts` from the project root with the permissions its image grants. */
+export function spawnComponent(
+  name: "webhook" | "controller",
+  kcp: KcpServer,
+  args: string[],
+  ports: { healthPort: number; metricsPort: number },
+): ComponentProcess {
+  const logFile = `${kcp.rootDir}/${name}-${Date.now()}.log`;
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--allow-net",
+      "--allow-read",
+      "--allow-env",
+      `${ROOT}${name}.ts`,
+      ...args,
+    ],
+    cwd: ROOT,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const piped = Promise.all([child.stdout, child.stderr].map(async (stream) => {
+    const file = await Deno.open(logFile, { create: true, append: true });
+    await stream.pipeTo(file.writable).catch(() => {});
+  }));
+  let exited: number | undefined;
+  const status = child.status.then((s) => exited = s.code);
+  const get = async (port: number, path: string) => {
+    const response = await fetch(`http://127.0.0.1:${port}${path}`, {
+      signal: AbortSignal.timeout(5000),
+    });
+    return { status: response.status, text: await response.text() };
+  };
+  const log = () => Deno.readTextFile(logFile).catch(() => "");
+  return {
+    pid: child.pid,
+    ...ports,
+    logFile,
+    get,
+    log,
+    async waitReady(timeoutMs = 60_000) {
+      await waitFor(`${name} to be ready`, async () => {
+        if (exited !== undefined) {
+          throw new Error(
+            `${name} exited with ${exited}: ${(await log()).slice(-2000)}`,
+          );
+        }
+        return (await get(ports.healthPort, "/readyz")).status === 200 ||
+          undefined;
+      }, { timeoutMs, intervalMs: 100 });
+    },
+    async stop(signal: Deno.Signal = "SIGTERM") {
+      if (exited === undefined) {
+        try {
+          child.kill(signal);
+        } catch {
+          // exited meanwhile
+        }
+      }
+      const timer = setTimeout(() => {
+        try {
+          child.kill("SIGKILL");
+        } catch {
+          // exited
+        }
+      }, 20_000);
+      await status;
+      clearTimeout(timer);
+      await piped;
+      return exited ?? -1;
+    },
+  };
+}

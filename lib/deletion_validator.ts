@@ -202,64 +202,125 @@ export class DeletionValidator {
       const key = gvrKey(p.dependent);
       byDependent.set(key, [...(byDependent.get(key) ?? []), p]);
     }
-    const deadline = AbortSignal.timeout(this.#timeoutMs);
-    const named: Blocker[] = [];
-    let total = 0;
-    await Promise.all([...byDependent.values()].map(async (group) => {
-      const dependent = group[0]!.dependent;
-      const self = gvrKey(dependent) === gvrKey(query.target);
-      try {
-        const pages = this.#source.pages({
-          cluster: query.cluster,
-          dependent,
-          ...(query.namespace === undefined
-            ? {}
-            : { namespace: query.namespace }),
-        }, deadline);
-        for await (const items of pages) {
-          for (const item of items) {
-            const paths = group.filter((p) =>
-              resolveFieldPath(item, p.fieldPath) === query.name
-            )
-              .map((p) => p.fieldPathText);
-            if (paths.length === 0) continue;
-            const metadata = asRecord(asRecord(item)?.metadata);
-            const blocker: Blocker = {
-              kind: dependent.kind,
-              namespace: typeof metadata?.namespace === "string"
-                ? metadata.namespace
-                : "",
-              name: typeof metadata?.name === "string" ? metadata.name : "",
-              paths,
-            };
-            // An object that names itself does not block its own deletion.
-            if (
-              self && blocker.name === query.name &&
-              blocker.namespace === (query.namespace ?? "")
-            ) continue;
-            total++;
-            if (named.length < this.#maxNamed) named.push(blocker);
-          }
-        }
-      } catch (error) {
-        if (error instanceof KubeApiError && error.notFound) return;
-        if (deadline.aborted) {
-          throw new Error(
-            `listing ${dependent.resource}.${dependent.group} did not finish within ${this.#timeoutMs} ms`,
-          );
-        }
-        const detail = error instanceof Error ? error.message : String(error);
-        throw new Error(
-          `listing ${dependent.resource}.${dependent.group} failed: ${detail}`,
-        );
-      }
-    }));
-    named.sort((a, b) =>
-      a.kind.localeCompare(b.kind) || a.namespace.localeCompare(b.namespace) ||
-      a.name.localeCompare(b.name)
+    // One signal ends every list: the deadline, or the first list that fails.
+    const stop = new AbortController();
+    const pending = new Set(
+      [...byDependent.values()].map((g) =>
+        `${g[0]!.dependent.resource}.${g[0]!.dependent.group}`
+      ),
     );
-    return { named, total };
+    const timer = setTimeout(
+      () => stop.abort(new DeadlineExceeded(this.#timeoutMs, [...pending])),
+      this.#timeoutMs,
+    );
+    const stopped = new Promise<never>((_, reject) => {
+      stop.signal.addEventListener("abort", () => reject(stop.signal.reason), {
+        once: true,
+      });
+    });
+    stopped.catch(() => {});
+    const found = { named: [] as Blocker[], total: 0 };
+    try {
+      const lists = [...byDependent.values()].map((group) =>
+        this.#scan(group, query, stop.signal, found).then(
+          () =>
+            pending.delete(
+              `${group[0]!.dependent.resource}.${group[0]!.dependent.group}`,
+            ),
+          (error) => {
+            if (!stop.signal.aborted) stop.abort(error);
+            throw stop.signal.reason;
+          },
+        )
+      );
+      // A source that ignores the signal still cannot hold the review past the deadline.
+      await Promise.race([Promise.all(lists), stopped]);
+    } finally {
+      clearTimeout(timer);
+      if (!stop.signal.aborted) stop.abort(new Error("review finished"));
+    }
+    return found;
   }
+
+  /** Lists one dependent type and records the items that refer to the object. */
+  async #scan(
+    group: readonly Protection[],
+    query: {
+      cluster: string;
+      namespace?: string;
+      name: string;
+      target: GroupVersionResource;
+    },
+    signal: AbortSignal,
+    found: { named: Blocker[]; total: number },
+  ): Promise<void> {
+    const dependent = group[0]!.dependent;
+    const self = gvrKey(dependent) === gvrKey(query.target);
+    try {
+      const pages = this.#source.pages({
+        cluster: query.cluster,
+        dependent,
+        ...(query.namespace === undefined
+          ? {}
+          : { namespace: query.namespace }),
+      }, signal);
+      for await (const items of pages) {
+        if (signal.aborted) return;
+        for (const item of items) {
+          const paths = group.filter((p) =>
+            resolveFieldPath(item, p.fieldPath) === query.name
+          )
+            .map((p) => p.fieldPathText);
+          if (paths.length === 0) continue;
+          const metadata = asRecord(asRecord(item)?.metadata);
+          const blocker: Blocker = {
+            kind: dependent.kind,
+            namespace: typeof metadata?.namespace === "string"
+              ? metadata.namespace
+              : "",
+            name: typeof metadata?.name === "string" ? metadata.name : "",
+            paths,
+          };
+          // An object that names itself does not block its own deletion.
+          if (
+            self && blocker.name === query.name &&
+            blocker.namespace === (query.namespace ?? "")
+          ) continue;
+          found.total++;
+          keepFirst(found.named, blocker, this.#maxNamed);
+        }
+      }
+    } catch (error) {
+      if (error instanceof KubeApiError && error.notFound) return;
+      if (signal.reason instanceof DeadlineExceeded) throw signal.reason;
+      const detail = error instanceof Error ? error.message : String(error);
+      throw new Error(
+        `listing ${dependent.resource}.${dependent.group} failed: ${detail}`,
+      );
+    }
+  }
+}
+
+/** The deadline of a review passed. */
+class DeadlineExceeded extends Error {
+  constructor(timeoutMs: number, pending: readonly string[]) {
+    super(
+      `listing ${pending.join(", ")} did not finish within ${timeoutMs} ms`,
+    );
+    this.name = "DeadlineExceeded";
+  }
+}
+
+/** Keeps `named` the `max` smallest blockers in (kind, namespace, name) order, whatever order they come in. */
+function keepFirst(named: Blocker[], blocker: Blocker, max: number): void {
+  named.push(blocker);
+  named.sort(compareBlockers);
+  if (named.length > max) named.pop();
+}
+
+function compareBlockers(a: Blocker, b: Blocker): number {
+  return a.kind.localeCompare(b.kind) ||
+    a.namespace.localeCompare(b.namespace) || a.name.localeCompare(b.name);
 }
 
 /** `cannot delete vpcs/vpc-a: still referenced by VirtualMachine/vm-1 (.spec.vpcRef.name) and 2 more`. */

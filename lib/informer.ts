@@ -120,6 +120,8 @@ export class Informer {
           });
           this.#options.onChange();
         }
+        const watchStarted = Date.now();
+        let events = 0;
         for await (
           const event of client.watch(url, {
             signal,
@@ -131,11 +133,24 @@ export class Informer {
           resourceVersion = event.object.metadata?.resourceVersion ??
             resourceVersion;
           this.#succeeded();
+          events++;
           if (event.type === "BOOKMARK") continue;
           const key = objectKey(event.object);
           if (event.type === "DELETED") this.#store.delete(key);
           else this.#store.set(key, event.object);
           this.#options.onChange();
+        }
+        // A watch that the server ends at once, empty, is treated like an
+        // error (as client-go does), so a misbehaving server is not hammered.
+        if (
+          events === 0 && Date.now() - watchStarted < 1000 && !signal.aborted
+        ) {
+          const delayMs = this.#backoff.next();
+          log.debug("watch ended at once, waiting before the next", {
+            url,
+            delayMs,
+          });
+          await sleep(delayMs, signal);
         }
       } catch (error) {
         if (signal.aborted) break;

@@ -172,12 +172,29 @@ export class KubeClient {
     url: string,
     options: RequestOptions = {},
   ): Promise<T> {
-    const response = await this.#fetch(method, url, options);
-    const text = await response.text().catch((error) => {
+    const { response, done } = await this.#fetch(method, url, options);
+    let text: string;
+    try {
+      text = await response.text();
+    } catch (error) {
       throw transportError(method, url, error);
-    });
+    } finally {
+      done();
+    }
     if (!response.ok) throw statusError(method, url, response.status, text);
-    return (text === "" ? undefined : JSON.parse(text)) as T;
+    if (text === "") return undefined as T;
+    try {
+      return JSON.parse(text) as T;
+    } catch (error) {
+      throw new KubeApiError(
+        `${method} ${url}: ${response.status} with a body that is not JSON`,
+        {
+          status: response.status,
+          reason: "InvalidResponse",
+          cause: error,
+        },
+      );
+    }
   }
 
   /** GET a URL. See {@linkcode KubeClient.request}. */
@@ -271,10 +288,12 @@ export class KubeClient {
       : AbortSignal.any([signal, lifetime]);
     let response: Response;
     try {
-      response = await this.#fetch("GET", target, {
+      const started = await this.#fetch("GET", target, {
         signal: stop,
         timeoutMs: this.#timeoutMs,
       });
+      started.done();
+      response = started.response;
     } catch (error) {
       if (signal?.aborted) return;
       throw error;
@@ -311,15 +330,26 @@ export class KubeClient {
     }
   }
 
+  /**
+   * Sends a request whose deadline covers the answer's headers and, until
+   * `done()` is called, its body: a watch calls `done()` once the headers
+   * are in, so only the server's `timeoutSeconds` bounds the stream.
+   */
   async #fetch(
     method: string,
     url: string,
     options: RequestOptions,
-  ): Promise<Response> {
-    const deadline = AbortSignal.timeout(options.timeoutMs ?? this.#timeoutMs);
+  ): Promise<{ response: Response; done: () => void }> {
+    const timeoutMs = options.timeoutMs ?? this.#timeoutMs;
+    const deadline = new AbortController();
+    const timer = setTimeout(
+      () => deadline.abort(new DOMException("deadline", "TimeoutError")),
+      timeoutMs,
+    );
+    const done = () => clearTimeout(timer);
     const signal = options.signal === undefined
-      ? deadline
-      : AbortSignal.any([options.signal, deadline]);
+      ? deadline.signal
+      : AbortSignal.any([options.signal, deadline.signal]);
     const headers = { ...this.#headers };
     let body: string | undefined;
     if (options.body !== undefined) {
@@ -327,28 +357,41 @@ export class KubeClient {
       body = JSON.stringify(options.body);
     }
     try {
-      return await fetch(url, {
+      const response = await fetch(url, {
         method,
         headers,
         client: this.#client,
         signal,
         ...(body === undefined ? {} : { body }),
       });
+      return { response, done };
     } catch (error) {
-      if (deadline.aborted && !options.signal?.aborted) {
-        throw new KubeApiError(
-          `${method} ${url}: no answer within ${
-            options.timeoutMs ?? this.#timeoutMs
-          } ms`,
-          {
-            status: 0,
-            reason: "Timeout",
-            cause: error,
-          },
-        );
-      }
-      throw transportError(method, url, error);
+      done();
+      throw this.#failure(method, url, error, {
+        deadline: deadline.signal,
+        timeoutMs,
+        ...options,
+      });
     }
+  }
+
+  #failure(
+    method: string,
+    url: string,
+    error: unknown,
+    context: { deadline: AbortSignal; timeoutMs: number; signal?: AbortSignal },
+  ): KubeApiError {
+    if (context.deadline.aborted && !context.signal?.aborted) {
+      return new KubeApiError(
+        `${method} ${url}: no answer within ${context.timeoutMs} ms`,
+        {
+          status: 0,
+          reason: "Timeout",
+          cause: error,
+        },
+      );
+    }
+    return transportError(method, url, error);
   }
 }
 

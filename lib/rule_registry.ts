@@ -42,9 +42,9 @@ export interface ClusterRule {
   rule: DependencyRule;
 }
 
-/** `group/version/resource`, with `core` for the empty group. */
+/** `group/version/resource` (the core group is empty: `/v1/configmaps`). */
 export function gvrKey(gvr: GroupVersionResource): string {
-  return `${gvr.group || "core"}/${gvr.version}/${gvr.resource}`;
+  return `${gvr.group}/${gvr.version}/${gvr.resource}`;
 }
 
 /** Rules indexed by the group/version/resource they protect. */
@@ -128,6 +128,7 @@ export class RuleRegistry {
         index.set(target, list);
       }
     }
+    for (const list of index.values()) Object.freeze(list);
     this.#index = index;
     return index;
   }

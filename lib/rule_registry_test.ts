@@ -114,11 +114,15 @@ function found(
   }));
 }
 
-Deno.test("gvrKey() joins group, version and resource, with core for the empty group", () => {
+Deno.test("gvrKey() joins group, version and resource, keeping the core group empty", () => {
   assert.equal(gvrKey(VPCS), "network.example.com/v1alpha1/vpcs");
   assert.equal(
     gvrKey({ group: "", version: "v1", resource: "configmaps" }),
-    "core/v1/configmaps",
+    "/v1/configmaps",
+  );
+  assert.notEqual(
+    gvrKey({ group: "", version: "v1", resource: "configmaps" }),
+    gvrKey({ group: "core", version: "v1", resource: "configmaps" }),
   );
 });
 

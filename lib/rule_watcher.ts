@@ -56,6 +56,8 @@ export class RuleWatcher {
   readonly #slice: Informer;
   readonly #endpoints = new Map<string, Informer>();
   readonly #reported = new Set<string>();
+  readonly #stopping = new Set<Promise<void>>();
+  #missingReported = false;
   #scheduled = false;
   #stopped = false;
 
@@ -84,13 +86,18 @@ export class RuleWatcher {
     await Promise.all([
       this.#slice.stop(),
       ...[...this.#endpoints.values()].map((i) => i.stop()),
+      ...this.#stopping,
     ]);
     this.#endpoints.clear();
   }
 
-  /** Whether the slice and every endpoint have been listed. */
+  /**
+   * Whether the rules are complete: the endpoint slice exists (a missing
+   * slice means a wrong export name or workspace, and deciding with no rules
+   * would let every delete through) and every endpoint has been listed.
+   */
   get synced(): boolean {
-    return this.#slice.synced &&
+    return this.#slice.synced && this.#slice.items().length > 0 &&
       [...this.#endpoints.values()].every((i) => i.synced);
   }
 
@@ -121,6 +128,18 @@ export class RuleWatcher {
 
   #followSlice(): void {
     if (this.#stopped) return;
+    if (this.#slice.items().length === 0 && !this.#missingReported) {
+      this.#missingReported = true;
+      this.#options.log.error(
+        "the dep-ctrl APIExportEndpointSlice does not exist: no rules can load until it does",
+        {
+          workspace: this.#options.workspaceUrl,
+          apiExportName: this.#options.apiExportName,
+        },
+      );
+    } else if (this.#slice.items().length > 0) {
+      this.#missingReported = false;
+    }
     const wanted = new Set<string>();
     for (const slice of this.#slice.items()) {
       const endpoints =
@@ -136,7 +155,9 @@ export class RuleWatcher {
         url,
       });
       this.#endpoints.delete(url);
-      informer.stop();
+      const stopping = informer.stop();
+      this.#stopping.add(stopping);
+      stopping.then(() => this.#stopping.delete(stopping));
     }
     for (const url of wanted) {
       if (this.#endpoints.has(url)) continue;

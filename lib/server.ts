@@ -181,22 +181,12 @@ export async function serveTls(
 ): Promise<RunningServer> {
   const { certFile, keyFile, log, reloadIntervalMs = 10_000 } = options;
   let pem = await readPair(certFile, keyFile);
-  // SO_REUSEPORT on a TLS listener is behind --unstable-net in Deno 2; without
-  // it the server still runs, and a rotated certificate waits for a restart.
-  let reusePort = true;
-  let server: Deno.HttpServer<Deno.NetAddr>;
-  try {
-    server = listen(bind, handler, { ...pem, reusePort });
-  } catch (error) {
-    if (!String(error).includes("--unstable-net")) throw error;
-    reusePort = false;
-    log.warn(
-      "TLS certificate rotation needs --unstable-net: a new certificate takes effect at the next restart",
-    );
-    server = listen(bind, handler, { ...pem, reusePort });
-  }
+  // Rotation starts the new listener beside the old one (SO_REUSEPORT), which
+  // Deno 2 keeps behind --unstable-net: run with that flag.
+  let server = listen(bind, handler, pem);
   const port = server.addr.port;
   let draining: Promise<void>[] = [];
+  let rejected = "";
   const timer = setInterval(async () => {
     let next;
     try {
@@ -209,26 +199,24 @@ export async function serveTls(
       });
       return;
     }
-    if (next.cert === pem.cert && next.key === pem.key) return;
-    if (!reusePort) {
-      log.warn(
-        "the TLS certificate changed: restart to use it, or run with --unstable-net",
-        { certFile },
-      );
-      pem = next;
+    const id = `${next.cert}\0${next.key}`;
+    if ((next.cert === pem.cert && next.key === pem.key) || id === rejected) {
       return;
     }
     try {
-      const replacement = listen({ hostname: bind.hostname, port }, handler, {
-        ...next,
-        reusePort,
-      });
+      const replacement = listen(
+        { hostname: bind.hostname, port },
+        handler,
+        next,
+      );
       const old = server;
       server = replacement;
       pem = next;
       draining.push(old.shutdown());
       log.info("reloaded the TLS certificate", { certFile });
     } catch (error) {
+      // Logged once per content: a half-written pair is retried at the next tick.
+      rejected = id;
       log.error("cannot use the new TLS certificate, keeping the current one", {
         certFile,
         error,
@@ -248,14 +236,14 @@ export async function serveTls(
 function listen(
   bind: BindAddress,
   handler: Deno.ServeHandler,
-  tls: { cert: string; key: string; reusePort: boolean },
+  pem: { cert: string; key: string },
 ): Deno.HttpServer<Deno.NetAddr> {
   return Deno.serve({
     hostname: bind.hostname,
     port: bind.port,
-    cert: tls.cert,
-    key: tls.key,
-    reusePort: tls.reusePort,
+    cert: pem.cert,
+    key: pem.key,
+    reusePort: true,
     handler,
     onListen: () => {},
   });

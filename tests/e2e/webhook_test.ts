@@ -205,7 +205,7 @@ kcpTest(
         ], {
           workspace: c1,
         });
-        assert.match(allowed, /vpc-b.*deleted \(server dry run\)/);
+        assert.match(allowed, /"vpc-b" deleted.*\(server dry run\)/);
         assert.ok(await exists(kcp, c1, "vpc", "vpc-a"));
         assert.ok(await exists(kcp, c1, "vpc", "vpc-b"));
       },
@@ -238,7 +238,13 @@ kcpTest(
           r.stderr,
           /still referenced by VirtualMachine\/vm-1 \(\.spec\.vpcRef\.name\), VirtualMachine\/vm-2/,
         );
-        await kcp.kubectlOk(["delete", "vm", "vm-1", "-n", "default"], {
+        await kcp.kubectlOk([
+          "delete",
+          "virtualmachine",
+          "vm-1",
+          "-n",
+          "default",
+        ], {
           workspace: c1,
         });
         r = await kcp.kubectl(["delete", "vpc", "vpc-a", "-n", "default"], {
@@ -250,7 +256,13 @@ kcpTest(
           /still referenced by VirtualMachine\/vm-2 \(\.spec\.vpcRef\.name\)$/m,
         );
         assert.doesNotMatch(r.stderr, /vm-1/);
-        await kcp.kubectlOk(["delete", "vm", "vm-2", "-n", "default"], {
+        await kcp.kubectlOk([
+          "delete",
+          "virtualmachine",
+          "vm-2",
+          "-n",
+          "default",
+        ], {
           workspace: c1,
         });
         await kcp.kubectlOk(["delete", "vpc", "vpc-a", "-n", "default"], {
@@ -290,7 +302,7 @@ kcpTest(
         await kcp.kubectlOk(["delete", "vpc", "vpc-x", "-n", "default"], {
           workspace: c1,
         });
-        assert.ok(await exists(kcp, c1, "vm", "vm-3"));
+        assert.ok(await exists(kcp, c1, "virtualmachine", "vm-3"));
       },
     );
 

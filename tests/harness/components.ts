@@ -108,14 +108,7 @@ export function spawnComponent(
 ): ComponentProcess {
   const logFile = `${kcp.rootDir}/${name}-${Date.now()}.log`;
   const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--allow-net",
-      "--allow-read",
-      "--allow-env",
-      `${ROOT}${name}.ts`,
-      ...args,
-    ],
+    args: ["run", ...DENO_RUN_FLAGS, `${ROOT}${name}.ts`, ...args],
     cwd: ROOT,
     stdin: "null",
     stdout: "piped",

@@ -136,7 +136,7 @@ export function spawnComponent(
     async waitReady(timeoutMs = 60_000) {
       await waitFor(`${name} to be ready`, async () => {
         if (exited !== undefined) {
-          throw new Error(
+          throw new GiveUp(
             `${name} exited with ${exited}: ${(await log()).slice(-2000)}`,
           );
         }

@@ -384,3 +384,23 @@ Deno.test("rulesUrl() is the all-clusters DependencyRule collection below an end
     "https://kcp.example:6443/services/apiexport/root:dep/x/clusters/*/apis/dependencies.opendefense.cloud/v1alpha1/dependencyrules",
   );
 });
+
+Deno.test("RuleWatcher without an endpoint slice stays unsynced and says why", async () => {
+  await withWatcher(
+    () => list([]),
+    {},
+    async (h) => {
+      await waitFor("the slice to be listed", () => h.lists(SLICE_PATH) > 0);
+      await waitFor(
+        "an error naming the missing slice",
+        () =>
+          h.logs.some((r) =>
+            r.level === "error" &&
+            /APIExportEndpointSlice does not exist/.test(String(r.msg))
+          ),
+      );
+      assert.equal(h.watcher.synced, false);
+      assert.equal(h.watcher.snapshot().synced, false);
+    },
+  );
+});

@@ -386,6 +386,73 @@ kcpTest(
       },
     );
 
+    await step(
+      "a webhook that cannot find its export stays unready and denies protected deletes",
+      async () => {
+        const lost = await startWebhook(kcp, {
+          args: ["--api-export-name=no-such-export"],
+          waitReady: false,
+        });
+        try {
+          await waitFor("the lost webhook to serve probes", async () => {
+            return (await lost.get(lost.healthPort, "/readyz")).status ===
+                503 || undefined;
+          });
+          const client = Deno.createHttpClient({ caCerts: [lost.cert.caPem] });
+          try {
+            const response = await fetch(lost.url, {
+              method: "POST",
+              client,
+              body: JSON.stringify({
+                apiVersion: "admission.k8s.io/v1",
+                kind: "AdmissionReview",
+                request: {
+                  uid: "u1",
+                  kind: {
+                    group: "network.example.com",
+                    version: "v1alpha1",
+                    kind: "VPC",
+                  },
+                  resource: {
+                    group: "network.example.com",
+                    version: "v1alpha1",
+                    resource: "vpcs",
+                  },
+                  name: "vpc-q",
+                  namespace: "default",
+                  operation: "DELETE",
+                  oldObject: {
+                    metadata: {
+                      name: "vpc-q",
+                      annotations: {
+                        "kcp.io/cluster": topo.consumers[0]!.cluster,
+                      },
+                    },
+                  },
+                },
+              }),
+            });
+            const review = await response.json() as {
+              response: { allowed: boolean; status?: { message: string } };
+            };
+            assert.equal(review.response.allowed, false);
+            assert.equal(
+              review.response.status?.message,
+              "dependency webhook not yet initialized, retry later",
+            );
+          } finally {
+            client.close();
+          }
+          assert.match(
+            await lost.log(),
+            /APIExportEndpointSlice does not exist/,
+          );
+        } finally {
+          await lost.stop();
+        }
+      },
+    );
+
     await step("SIGTERM stops the webhook with exit code 0", async () => {
       assert.equal(await webhook.stop("SIGTERM"), 0);
       assert.match(await webhook.log(), /"msg":"stopped"/);

@@ -61,6 +61,8 @@ export interface StartWebhookOptions {
   cert?: ServingCert;
   /** Reuse an admission port. */
   port?: number;
+  /** Wait until `/readyz` answers 200. @default {true} */
+  waitReady?: boolean;
 }
 
 /**
@@ -95,7 +97,7 @@ export async function startWebhook(
     url: `https://127.0.0.1:${admissionPort}/validate`,
     cert,
   };
-  await webhook.waitReady();
+  if (options.waitReady ?? true) await webhook.waitReady();
   return webhook;
 }
 

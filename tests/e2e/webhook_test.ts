@@ -387,6 +387,32 @@ kcpTest(
     );
 
     await step(
+      "after kcp restarts, the webhook reconnects by itself and follows new rules",
+      async () => {
+        await kcp.stop({ keepRootDir: true });
+        await kcp.start();
+        await kcp.kubectlOk(["apply", "-f", RULE], {
+          workspace: topo.compute.path,
+        });
+        await waitFor(
+          "the webhook to see the rule again",
+          async () => (await validRules(webhook)) === 1 || undefined,
+          {
+            timeoutMs: 90_000,
+          },
+        );
+        await create(kcp, c1, vpc("vpc-r"), vm("vm-r", { vpcRef: "vpc-r" }));
+        await waitForProtection(kcp, c1, "vpc-r", true);
+        const r = await kcp.kubectl(
+          ["delete", "vpc", "vpc-r", "-n", "default"],
+          { workspace: c1 },
+        );
+        assert.match(r.stderr, /still referenced by VirtualMachine\/vm-r/);
+        assert.match(await webhook.log(), /list or watch failed, retrying/);
+      },
+    );
+
+    await step(
       "a webhook that cannot find its export stays unready and denies protected deletes",
       async () => {
         const lost = await startWebhook(kcp, {

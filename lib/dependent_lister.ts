@@ -11,7 +11,7 @@ import type { KubeClient } from "./kube_client.ts";
 
 /** Options for {@linkcode FrontProxyDependentSource}. */
 export interface FrontProxyDependentSourceOptions {
-  /** Page size. @default {500} */
+  /** Page size. @default {10_000} */
   pageSize?: number;
 }
 
@@ -39,7 +39,7 @@ export class FrontProxyDependentSource implements DependentSource {
   ) {
     this.#client = client;
     this.#base = base;
-    this.#pageSize = options.pageSize ?? 500;
+    this.#pageSize = options.pageSize ?? 10_000;
   }
 
   /** Pages of the dependents a query selects. */

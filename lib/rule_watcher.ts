@@ -27,6 +27,11 @@ export interface RuleSnapshot {
   endpoints: string[];
 }
 
+/** One rule object, parsed. */
+type ParsedItem = { rule: ClusterRule } | {
+  invalid: RuleSnapshot["invalid"][number];
+};
+
 /** Options for {@linkcode RuleWatcher}. */
 export interface RuleWatcherOptions {
   /** Client for the dep-ctrl workspace and the virtual workspaces. */
@@ -56,6 +61,7 @@ export class RuleWatcher {
   readonly #slice: Informer;
   readonly #endpoints = new Map<string, Informer>();
   readonly #reported = new Set<string>();
+  #parsed = new Map<string, ParsedItem>();
   readonly #stopping = new Set<Promise<void>>();
   #missingReported = false;
   #scheduled = false;
@@ -105,25 +111,35 @@ export class RuleWatcher {
   snapshot(): RuleSnapshot {
     const rules: ClusterRule[] = [];
     const invalid: RuleSnapshot["invalid"] = [];
+    const parsed = new Map<string, ParsedItem>();
     for (const informer of this.#endpoints.values()) {
       for (const item of informer.items()) {
-        const cluster = item.metadata?.annotations?.["kcp.io/cluster"] ?? "";
-        const name = item.metadata?.name ?? "";
-        const parsed = parseDependencyRule(item);
-        if (parsed.ok) {
-          rules.push({ cluster, rule: parsed.rule });
-        } else {
-          invalid.push({ cluster, name, error: parsed.error });
-          this.#reportInvalid(item, parsed.error);
-        }
+        // Parse each object version once: a burst of N events must not cost N² parses.
+        const id = `${informer.url}|${objectKey(item)}@${
+          item.metadata?.resourceVersion ?? ""
+        }`;
+        const entry = this.#parsed.get(id) ?? this.#parse(item);
+        parsed.set(id, entry);
+        if ("rule" in entry) rules.push(entry.rule);
+        else invalid.push(entry.invalid);
       }
     }
+    this.#parsed = parsed;
     return {
       rules,
       invalid,
       synced: this.synced,
       endpoints: [...this.#endpoints.keys()],
     };
+  }
+
+  #parse(item: KubeObject): ParsedItem {
+    const cluster = item.metadata?.annotations?.["kcp.io/cluster"] ?? "";
+    const name = item.metadata?.name ?? "";
+    const result = parseDependencyRule(item);
+    if (result.ok) return { rule: { cluster, rule: result.rule } };
+    this.#reportInvalid(item, result.error);
+    return { invalid: { cluster, name, error: result.error } };
   }
 
   #followSlice(): void {

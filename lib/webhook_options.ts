@@ -69,8 +69,9 @@ export const WEBHOOK_FLAGS: readonly FlagSpec[] = [
   },
   {
     name: "list-page-size",
-    default: "500",
-    help: "Objects per page when listing dependents",
+    default: "10000",
+    help:
+      "Objects per page when listing dependents (each further page is a fresh read for kcp)",
   },
   { name: "log-level", default: "info", help: "debug, info, warn or error" },
 ];

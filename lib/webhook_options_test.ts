@@ -19,7 +19,7 @@ Deno.test("parseWebhookOptions() applies the reference's defaults", () => {
     healthBind: { hostname: "0.0.0.0", port: 8081 },
     metricsBind: { hostname: "0.0.0.0", port: 8080 },
     listTimeoutMs: 7000,
-    listPageSize: 500,
+    listPageSize: 10_000,
     logLevel: "info",
   });
 });

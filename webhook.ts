@@ -12,7 +12,7 @@ import { usage } from "./lib/flags.ts";
 import { baseUrl } from "./lib/kcp.ts";
 import { KubeClient } from "./lib/kube_client.ts";
 import { loadKubeConnection } from "./lib/kube_config.ts";
-import { createLogger } from "./lib/log.ts";
+import { createLogger, type Logger } from "./lib/log.ts";
 import { MetricsRegistry } from "./lib/metrics.ts";
 import { RuleRegistry } from "./lib/rule_registry.ts";
 import { RuleWatcher } from "./lib/rule_watcher.ts";
@@ -24,7 +24,11 @@ import {
   serveTls,
 } from "./lib/server.ts";
 import { createWebhookMetrics } from "./lib/webhook_metrics.ts";
-import { parseWebhookOptions, WEBHOOK_FLAGS } from "./lib/webhook_options.ts";
+import {
+  parseWebhookOptions,
+  WEBHOOK_FLAGS,
+  type WebhookOptions,
+} from "./lib/webhook_options.ts";
 
 const SUMMARY =
   "Serves the kcp admission webhook that denies deleting objects other objects still refer to.";
@@ -45,6 +49,16 @@ async function main(args: readonly string[]): Promise<number> {
   const log = createLogger({ level: options.logLevel }).with({
     component: "webhook",
   });
+  try {
+    return await run(options, log);
+  } catch (error) {
+    log.error("cannot start", { error });
+    return 1;
+  }
+}
+
+/** Wires the webhook together, serves until SIGTERM/SIGINT, then drains. */
+async function run(options: WebhookOptions, log: Logger): Promise<number> {
   const connection = loadKubeConnection(options.kubeconfig);
   const client = new KubeClient(connection, {
     userAgent: "dependency-webhook",

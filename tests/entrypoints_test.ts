@@ -56,3 +56,21 @@ Deno.test("webhook.ts rejects an unknown flag and a missing kubeconfig with exit
   assert.equal(missing.code, 2);
   assert.match(missing.stderr, /--kubeconfig \(or KUBECONFIG\) is required/);
 });
+
+Deno.test("webhook.ts exits 1 with a JSON log line naming an unreadable kubeconfig", async () => {
+  const { code, stderr } = await run("webhook.ts", [
+    "--kubeconfig=/nonexistent/kubeconfig",
+  ]);
+  assert.equal(code, 1);
+  const line = JSON.parse(stderr.trim().split("\n").at(-1)!) as {
+    level: string;
+    msg: string;
+    error: { message: string };
+  };
+  assert.equal(line.level, "error");
+  assert.equal(line.msg, "cannot start");
+  assert.match(
+    line.error.message,
+    /Cannot load kubeconfig \/nonexistent\/kubeconfig/,
+  );
+});

@@ -105,7 +105,10 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
     options.healthBind &&
     servePlain(options.healthBind, createHealthApp(ready).fetch),
     options.metricsBind &&
-    servePlain(options.metricsBind, createMetricsApp(metricsRegistry).fetch),
+    servePlain(
+      options.metricsBind,
+      createMetricsApp(metricsRegistry, metrics.collectProcess).fetch,
+    ),
   ].filter((s) => s !== undefined);
   watcher.start();
   log.info("serving", {

@@ -100,6 +100,12 @@ async function rss(pid: number): Promise<number> {
   return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1]) / 1024;
 }
 
+async function heapUsedMb(webhook: WebhookProcess): Promise<number> {
+  const { text } = await webhook.get(webhook.metricsPort, "/metrics");
+  return Number(/^deno_heap_bytes\{kind="used"\} (\S+)$/m.exec(text)?.[1]) /
+    1024 / 1024;
+}
+
 async function decisionSeconds(webhook: WebhookProcess): Promise<number> {
   const { text } = await webhook.get(webhook.metricsPort, "/metrics");
   const match =
@@ -258,6 +264,7 @@ async function memoryBench(
   webhook: WebhookProcess,
 ): Promise<void> {
   const oneRule = await rss(webhook.pid);
+  const oneRuleHeap = await heapUsedMb(webhook);
   const url =
     `/clusters/${computePath}/apis/dependencies.opendefense.cloud/v1alpha1/dependencyrules`;
   await createMany(kcp, url, 999, (i) => ({
@@ -286,12 +293,24 @@ async function memoryBench(
   }));
   await waitForRules(webhook, 1000);
   const thousand = await rss(webhook.pid);
-  console.log("\n3. Webhook resident memory");
+  const thousandHeap = await heapUsedMb(webhook);
+  console.log("\n3. Webhook resident memory (V8 heap in use)");
   console.log(
-    `   1 rule: ${oneRule.toFixed(1)} MB; 1000 rules: ${
-      thousand.toFixed(1)
-    } MB; ratio ${(thousand / oneRule).toFixed(2)}`,
+    `   1 rule: ${oneRule.toFixed(1)} MB (${
+      oneRuleHeap.toFixed(1)
+    }); 1000 rules: ${thousand.toFixed(1)} MB (${
+      thousandHeap.toFixed(1)
+    }); ratio ${(thousand / oneRule).toFixed(2)}`,
   );
+}
+
+/** `memory` runs only the memory figure (no 11 000 dependents to create). */
+const only = Deno.args[0];
+if (only !== undefined && only !== "memory") {
+  console.error(
+    `webhook_bench: the only mode is 'memory': current value is '${only}'`,
+  );
+  Deno.exit(2);
 }
 
 const kcp = await startKcp();
@@ -315,7 +334,7 @@ try {
       SIZES.reduce((a, b) => a + b)
     } VMs`,
   );
-  for (const n of SIZES) {
+  for (const n of only === "memory" ? [] : SIZES) {
     const ns = `bench-${n}`;
     await kcp.request("POST", `/clusters/${consumer.path}/api/v1/namespaces`, {
       body: { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } },
@@ -335,13 +354,15 @@ try {
   } finally {
     await fresh.stop();
   }
-  const webhook = await startWebhook(kcp, { args: ["--log-level=info"] });
-  try {
-    await waitForRules(webhook, 1000);
-    await decisionBench(kcp, webhook, consumer.cluster);
-    await fastPathBench(webhook, consumer.cluster);
-  } finally {
-    await webhook.stop();
+  if (only !== "memory") {
+    const webhook = await startWebhook(kcp, { args: ["--log-level=info"] });
+    try {
+      await waitForRules(webhook, 1000);
+      await decisionBench(kcp, webhook, consumer.cluster);
+      await fastPathBench(webhook, consumer.cluster);
+    } finally {
+      await webhook.stop();
+    }
   }
 } finally {
   await kcp.stop();

@@ -34,6 +34,17 @@ export interface InformerOptions {
   backoff?: BackoffOptions;
 }
 
+/**
+ * Drops `metadata.managedFields`, which nothing here reads and which is
+ * often the larger part of an object (client-go informers do the same).
+ */
+function slim(object: KubeObject): KubeObject {
+  if (object.metadata?.managedFields !== undefined) {
+    delete object.metadata.managedFields;
+  }
+  return object;
+}
+
 /** The store key of an object: `<kcp.io/cluster>/<namespace>/<name>`. */
 export function objectKey(object: KubeObject): string {
   const metadata = object.metadata ?? {};
@@ -109,7 +120,9 @@ export class Informer {
             ...(fieldSelector === undefined ? {} : { fieldSelector }),
           });
           this.#store.clear();
-          for (const item of list.items) this.#store.set(objectKey(item), item);
+          for (const item of list.items) {
+            this.#store.set(objectKey(item), slim(item));
+          }
           resourceVersion = list.metadata.resourceVersion ?? "";
           this.#succeeded();
           this.#synced = true;
@@ -137,7 +150,7 @@ export class Informer {
           if (event.type === "BOOKMARK") continue;
           const key = objectKey(event.object);
           if (event.type === "DELETED") this.#store.delete(key);
-          else this.#store.set(key, event.object);
+          else this.#store.set(key, slim(event.object));
           this.#options.onChange();
         }
         // A watch that the server ends at once, empty, is treated like an

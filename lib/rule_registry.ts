@@ -34,6 +34,12 @@ export interface Protection {
   fieldPathText: string;
 }
 
+/** A protection with its dependent's key precomputed. */
+interface IndexedProtection extends Protection {
+  /** {@linkcode gvrKey} of the dependent. */
+  dependentKey: string;
+}
+
 /** A rule together with the logical cluster it lives in. */
 export interface ClusterRule {
   /** Logical cluster name (the `kcp.io/cluster` annotation). */
@@ -50,8 +56,15 @@ export function gvrKey(gvr: GroupVersionResource): string {
 /** Rules indexed by the group/version/resource they protect. */
 export class RuleRegistry {
   #rules = new Map<string, ClusterRule>();
-  #index: Map<string, Protection[]> | undefined = new Map();
+  #index: Map<string, IndexedProtection[]> | undefined = new Map();
   #loaded = false;
+  readonly #derived = new WeakMap<
+    ClusterRule,
+    {
+      key: string;
+      protections: readonly { target: string; protection: IndexedProtection }[];
+    }
+  >();
 
   /** Whether the rules have been loaded once (until then the webhook must not decide). */
   get loaded(): boolean {
@@ -98,30 +111,16 @@ export class RuleRegistry {
     return this.#indexed().get(gvrKey(gvr)) ?? [];
   }
 
-  #indexed(): Map<string, Protection[]> {
+  #indexed(): Map<string, IndexedProtection[]> {
     if (this.#index !== undefined) return this.#index;
-    const index = new Map<string, Protection[]>();
+    const index = new Map<string, IndexedProtection[]>();
     const keys = [...this.#rules.keys()].sort();
     for (const key of keys) {
-      const { rule } = this.#rules.get(key)!;
-      const { dependent } = rule.spec;
-      for (const dependency of rule.spec.dependencies) {
-        const fieldPath = parseFieldPath(dependency.fieldRef.path);
-        const target = gvrKey(dependency);
+      const entry = this.#rules.get(key)!;
+      for (const { target, protection } of this.#protectionsOf(key, entry)) {
         const list = index.get(target) ?? [];
-        const protection: Protection = {
-          rule: key,
-          dependent: {
-            group: dependent.group,
-            version: dependent.version,
-            resource: dependent.resource,
-            kind: dependent.kind,
-          },
-          fieldPath,
-          fieldPathText: formatFieldPath(fieldPath),
-        };
         const duplicate = list.some((p) =>
-          gvrKey(p.dependent) === gvrKey(protection.dependent) &&
+          p.dependentKey === protection.dependentKey &&
           p.fieldPathText === protection.fieldPathText
         );
         if (!duplicate) list.push(protection);
@@ -131,5 +130,36 @@ export class RuleRegistry {
     for (const list of index.values()) Object.freeze(list);
     this.#index = index;
     return index;
+  }
+
+  /** The protections one rule contributes, computed once per rule object. */
+  #protectionsOf(
+    key: string,
+    entry: ClusterRule,
+  ): readonly { target: string; protection: IndexedProtection }[] {
+    const cached = this.#derived.get(entry);
+    if (cached !== undefined && cached.key === key) return cached.protections;
+    const { dependent } = entry.rule.spec;
+    const dependentGvr = {
+      group: dependent.group,
+      version: dependent.version,
+      resource: dependent.resource,
+      kind: dependent.kind,
+    };
+    const protections = entry.rule.spec.dependencies.map((dependency) => {
+      const fieldPath = parseFieldPath(dependency.fieldRef.path);
+      return {
+        target: gvrKey(dependency),
+        protection: {
+          rule: key,
+          dependent: dependentGvr,
+          dependentKey: gvrKey(dependentGvr),
+          fieldPath,
+          fieldPathText: formatFieldPath(fieldPath),
+        },
+      };
+    });
+    this.#derived.set(entry, { key, protections });
+    return protections;
   }
 }

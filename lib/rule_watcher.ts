@@ -61,7 +61,7 @@ export class RuleWatcher {
   readonly #slice: Informer;
   readonly #endpoints = new Map<string, Informer>();
   readonly #reported = new Set<string>();
-  #parsed = new Map<string, ParsedItem>();
+  readonly #parsed = new WeakMap<KubeObject, ParsedItem>();
   readonly #stopping = new Set<Promise<void>>();
   #missingReported = false;
   #scheduled = false;
@@ -111,20 +111,19 @@ export class RuleWatcher {
   snapshot(): RuleSnapshot {
     const rules: ClusterRule[] = [];
     const invalid: RuleSnapshot["invalid"] = [];
-    const parsed = new Map<string, ParsedItem>();
     for (const informer of this.#endpoints.values()) {
       for (const item of informer.items()) {
-        // Parse each object version once: a burst of N events must not cost N² parses.
-        const id = `${informer.url}|${objectKey(item)}@${
-          item.metadata?.resourceVersion ?? ""
-        }`;
-        const entry = this.#parsed.get(id) ?? this.#parse(item);
-        parsed.set(id, entry);
+        // An informer keeps an object until a newer version replaces it, so
+        // each version is parsed once, however many snapshots follow.
+        let entry = this.#parsed.get(item);
+        if (entry === undefined) {
+          entry = this.#parse(item);
+          this.#parsed.set(item, entry);
+        }
         if ("rule" in entry) rules.push(entry.rule);
         else invalid.push(entry.invalid);
       }
     }
-    this.#parsed = parsed;
     return {
       rules,
       invalid,
@@ -194,10 +193,11 @@ export class RuleWatcher {
   #schedule(): void {
     if (this.#scheduled || this.#stopped) return;
     this.#scheduled = true;
-    queueMicrotask(() => {
+    // A macrotask, so that all events of one chunk of a watch stream make one snapshot.
+    setTimeout(() => {
       this.#scheduled = false;
       if (!this.#stopped) this.#options.onChange(this.snapshot());
-    });
+    }, 0);
   }
 
   #reportInvalid(item: KubeObject, error: string): void {

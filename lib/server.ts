@@ -122,13 +122,16 @@ export function createHealthApp(ready: ReadinessCheck): Hono {
   return app;
 }
 
-/** `/metrics` in the Prometheus text format. */
-export function createMetricsApp(registry: MetricsRegistry): Hono {
+/** `/metrics` in the Prometheus text format; `collect` runs before each render. */
+export function createMetricsApp(
+  registry: MetricsRegistry,
+  collect: () => void = () => {},
+): Hono {
   const app = new Hono();
-  app.get(
-    "/metrics",
-    (c) => c.body(registry.render(), 200, { "content-type": CONTENT_TYPE }),
-  );
+  app.get("/metrics", (c) => {
+    collect();
+    return c.body(registry.render(), 200, { "content-type": CONTENT_TYPE });
+  });
   return app;
 }
 

@@ -13,6 +13,8 @@ import type { AdmissionObserver } from "./server.ts";
 export interface WebhookMetrics extends AdmissionObserver {
   /** Publishes the state of the rules after a change. */
   rules(snapshot: RuleSnapshot, protectedTypes: number): void;
+  /** Refreshes the process's memory gauges (call before each scrape). */
+  collectProcess(): void;
 }
 
 /** Registers the webhook's metrics in `registry`. */
@@ -61,7 +63,21 @@ export function createWebhookMetrics(
   const endpoints = registry.gauge("dependency_webhook_endpoints", {
     help: "Virtual-workspace endpoints of the dep-ctrl APIExport being watched",
   });
+  const residentMemory = registry.gauge("process_resident_memory_bytes", {
+    help: "Resident memory size in bytes",
+  });
+  const heap = registry.gauge("deno_heap_bytes", {
+    help: "V8 heap of the process, used and total, in bytes",
+    labelNames: ["kind"],
+  });
   return {
+    collectProcess() {
+      const usage = Deno.memoryUsage();
+      residentMemory.set(usage.rss);
+      heap.set(usage.heapUsed, { kind: "used" });
+      heap.set(usage.heapTotal, { kind: "total" });
+      heap.set(usage.external, { kind: "external" });
+    },
     reviewed(verdict: Verdict, seconds: number) {
       reviews.inc({ outcome: verdict.outcome });
       duration.observe(seconds, { outcome: verdict.outcome });

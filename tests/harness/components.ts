@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { freePorts, type KcpServer } from "./kcp_server.ts";
+import { appendTo, freePorts, type KcpServer } from "./kcp_server.ts";
 import { createServingCert, type ServingCert } from "./tls.ts";
 import { GiveUp, waitFor } from "./wait.ts";
 
@@ -118,10 +118,10 @@ export function spawnComponent(
     stdout: "piped",
     stderr: "piped",
   }).spawn();
-  const piped = Promise.all([child.stdout, child.stderr].map(async (stream) => {
-    const file = await Deno.open(logFile, { create: true, append: true });
-    await stream.pipeTo(file.writable).catch(() => {});
-  }));
+  const piped = Promise.all([
+    appendTo(child.stdout, logFile),
+    appendTo(child.stderr, logFile),
+  ]);
   let exited: number | undefined;
   const status = child.status.then((s) => exited = s.code);
   const get = async (port: number, path: string) => {

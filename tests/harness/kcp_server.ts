@@ -458,12 +458,24 @@ export function freePorts(count: number): number[] {
   return ports;
 }
 
-async function appendTo(
+/**
+ * Appends everything a stream yields to a file as it arrives (a `pipeTo`
+ * into `file.writable` holds the bytes back until the stream ends).
+ */
+export async function appendTo(
   stream: ReadableStream<Uint8Array>,
   path: string,
 ): Promise<void> {
-  const file = await Deno.open(path, { create: true, append: true });
-  await stream.pipeTo(file.writable).catch(() => {});
+  using file = await Deno.open(path, { create: true, append: true });
+  try {
+    for await (const chunk of stream) {
+      for (let written = 0; written < chunk.length;) {
+        written += await file.write(chunk.subarray(written));
+      }
+    }
+  } catch {
+    // the process is gone: keep what was written
+  }
 }
 
 async function exists(path: string): Promise<boolean> {

@@ -469,9 +469,14 @@ kcpTest(
           } finally {
             client.close();
           }
-          assert.match(
-            await lost.log(),
-            /APIExportEndpointSlice does not exist/,
+          await waitFor("the webhook to log why it is not ready", async () => {
+            return /APIExportEndpointSlice does not exist/.test(
+              await lost.log(),
+            ) || undefined;
+          });
+          assert.equal(
+            (await lost.get(lost.healthPort, "/readyz")).status,
+            503,
           );
         } finally {
           await lost.stop();

@@ -204,15 +204,13 @@ export class DeletionValidator {
     }
     // One signal ends every list: the deadline, or the first list that fails.
     const stop = new AbortController();
-    const pending = new Set(
-      [...byDependent.values()].map((g) =>
+    const pending = new Map(byDependent);
+    const timer = setTimeout(() => {
+      const names = [...pending.values()].map((g) =>
         `${g[0]!.dependent.resource}.${g[0]!.dependent.group}`
-      ),
-    );
-    const timer = setTimeout(
-      () => stop.abort(new DeadlineExceeded(this.#timeoutMs, [...pending])),
-      this.#timeoutMs,
-    );
+      );
+      stop.abort(new DeadlineExceeded(this.#timeoutMs, names));
+    }, this.#timeoutMs);
     const stopped = new Promise<never>((_, reject) => {
       stop.signal.addEventListener("abort", () => reject(stop.signal.reason), {
         once: true,
@@ -221,12 +219,9 @@ export class DeletionValidator {
     stopped.catch(() => {});
     const found = { named: [] as Blocker[], total: 0 };
     try {
-      const lists = [...byDependent.values()].map((group) =>
+      const lists = [...byDependent].map(([key, group]) =>
         this.#scan(group, query, stop.signal, found).then(
-          () =>
-            pending.delete(
-              `${group[0]!.dependent.resource}.${group[0]!.dependent.group}`,
-            ),
+          () => pending.delete(key),
           (error) => {
             if (!stop.signal.aborted) stop.abort(error);
             throw stop.signal.reason;

@@ -30,6 +30,8 @@ export interface RuleSnapshot {
 /** One rule object, parsed. */
 type ParsedItem = { rule: ClusterRule } | {
   invalid: RuleSnapshot["invalid"][number];
+  /** `<store key>@<resourceVersion>`: what was reported. */
+  id: string;
 };
 
 /** Options for {@linkcode RuleWatcher}. */
@@ -60,7 +62,7 @@ export class RuleWatcher {
   readonly #options: RuleWatcherOptions;
   readonly #slice: Informer;
   readonly #endpoints = new Map<string, Informer>();
-  readonly #reported = new Set<string>();
+  #reported = new Set<string>();
   readonly #parsed = new WeakMap<KubeObject, ParsedItem>();
   readonly #stopping = new Set<Promise<void>>();
   #missingReported = false;
@@ -111,6 +113,7 @@ export class RuleWatcher {
   snapshot(): RuleSnapshot {
     const rules: ClusterRule[] = [];
     const invalid: RuleSnapshot["invalid"] = [];
+    const stillInvalid = new Set<string>();
     for (const informer of this.#endpoints.values()) {
       for (const item of informer.items()) {
         // An informer keeps an object until a newer version replaces it, so
@@ -120,10 +123,18 @@ export class RuleWatcher {
           entry = this.#parse(item);
           this.#parsed.set(item, entry);
         }
-        if ("rule" in entry) rules.push(entry.rule);
-        else invalid.push(entry.invalid);
+        if ("rule" in entry) {
+          rules.push(entry.rule);
+        } else {
+          invalid.push(entry.invalid);
+          stillInvalid.add(entry.id);
+        }
       }
     }
+    // Forget reports of invalid rules that are gone or changed, so the set stays small.
+    this.#reported = new Set(
+      [...this.#reported].filter((id) => stillInvalid.has(id)),
+    );
     return {
       rules,
       invalid,
@@ -137,8 +148,9 @@ export class RuleWatcher {
     const name = item.metadata?.name ?? "";
     const result = parseDependencyRule(item);
     if (result.ok) return { rule: { cluster, rule: result.rule } };
-    this.#reportInvalid(item, result.error);
-    return { invalid: { cluster, name, error: result.error } };
+    const id = `${objectKey(item)}@${item.metadata?.resourceVersion ?? ""}`;
+    this.#reportInvalid(id, item, result.error);
+    return { invalid: { cluster, name, error: result.error }, id };
   }
 
   #followSlice(): void {
@@ -200,8 +212,7 @@ export class RuleWatcher {
     }, 0);
   }
 
-  #reportInvalid(item: KubeObject, error: string): void {
-    const id = `${objectKey(item)}@${item.metadata?.resourceVersion ?? ""}`;
+  #reportInvalid(id: string, item: KubeObject, error: string): void {
     if (this.#reported.has(id)) return;
     this.#reported.add(id);
     this.#options.log.warn("ignoring invalid DependencyRule", {

@@ -8,6 +8,7 @@ import {
   applyFiles,
   bindExport,
   createWorkspace,
+  type KcpServer,
   kcpTest,
   waitFor,
   waitForEndpointUrls,
@@ -20,6 +21,19 @@ const FIXTURES = new URL("../fixtures/network/", import.meta.url).pathname;
 interface Vpc {
   metadata: { name: string; annotations?: Record<string, string> };
   spec: { cidr: string };
+}
+
+/** Reads a VPC in `default` the way a user does, with kubectl. */
+async function getVpc(
+  kcp: KcpServer,
+  workspace: string,
+  name: string,
+): Promise<Vpc> {
+  return JSON.parse(
+    await kcp.kubectlOk(["get", "vpc", name, "-n", "default", "-o", "json"], {
+      workspace,
+    }),
+  ) as Vpc;
 }
 
 kcpTest(
@@ -102,19 +116,7 @@ kcpTest(
     await step(
       "the VPC reads back by path and by logical cluster name, annotated with the cluster",
       async () => {
-        const byPath = JSON.parse(
-          await kcp.kubectlOk([
-            "get",
-            "vpc",
-            "vpc-a",
-            "-n",
-            "default",
-            "-o",
-            "json",
-          ], {
-            workspace: consumer!.path,
-          }),
-        ) as Vpc;
+        const byPath = await getVpc(kcp, consumer!.path, "vpc-a");
         const byName = await kcp.request<Vpc>(
           "GET",
           `/clusters/${
@@ -153,19 +155,7 @@ kcpTest(
         await kcp.stop({ keepRootDir: true });
         await kcp.start();
         assert.notEqual(kcp.pid, before);
-        const vpc = JSON.parse(
-          await kcp.kubectlOk([
-            "get",
-            "vpc",
-            "vpc-a",
-            "-n",
-            "default",
-            "-o",
-            "json",
-          ], {
-            workspace: consumer!.path,
-          }),
-        ) as Vpc;
+        const vpc = await getVpc(kcp, consumer!.path, "vpc-a");
         assert.equal(
           vpc.metadata.annotations?.["kcp.io/cluster"],
           consumer!.cluster,

@@ -4,7 +4,8 @@
  *
  * @module
  */
-import { appendTo, freePorts, type KcpServer } from "./kcp_server.ts";
+import { freePorts, type KcpServer } from "./kcp_server.ts";
+import { appendTo, stopProcess } from "./process.ts";
 import { createServingCert, type ServingCert } from "./tls.ts";
 import { GiveUp, waitFor } from "./wait.ts";
 
@@ -149,22 +150,8 @@ export function spawnComponent(
       }, { timeoutMs, intervalMs: 100 });
     },
     async stop(signal: Deno.Signal = "SIGTERM") {
-      if (exited === undefined) {
-        try {
-          child.kill(signal);
-        } catch {
-          // exited meanwhile
-        }
-      }
-      const timer = setTimeout(() => {
-        try {
-          child.kill("SIGKILL");
-        } catch {
-          // exited
-        }
-      }, 20_000);
+      if (exited === undefined) await stopProcess(child, { signal });
       await status;
-      clearTimeout(timer);
       await piped;
       return exited ?? -1;
     },

@@ -8,6 +8,7 @@
 import { KubeConfig } from "@kubernetes/client-node";
 import { clusterUrl } from "../../lib/kcp.ts";
 import { type KcpBinaries, requireKcpBinaries } from "../kcp/binaries.ts";
+import { appendTo, pathExists, stopProcess } from "./process.ts";
 import { GiveUp, waitFor } from "./wait.ts";
 
 /** The identities a test kcp authenticates, each by a static bearer token. */
@@ -209,7 +210,7 @@ export class KcpServer {
     try {
       await waitFor("kcp to write its admin kubeconfig", async () => {
         if (exited) throw new GiveUp("kcp exited");
-        return (await exists(kubeconfig)) || undefined;
+        return (await pathExists(kubeconfig)) || undefined;
       }, { timeoutMs: this.#startTimeoutMs });
       await this.#loadCa(kubeconfig);
       await waitFor("kcp /readyz", async () => {
@@ -244,20 +245,7 @@ export class KcpServer {
     const child = this.#child;
     if (child !== undefined) {
       this.#child = undefined;
-      try {
-        child.kill("SIGTERM");
-      } catch {
-        // already exited
-      }
-      const timer = setTimeout(() => {
-        try {
-          child.kill("SIGKILL");
-        } catch {
-          // already exited
-        }
-      }, graceMs);
-      await child.status;
-      clearTimeout(timer);
+      await stopProcess(child, { graceMs });
       await this.#logsClosed;
     }
     this.#client?.close();
@@ -456,35 +444,6 @@ export function freePorts(count: number): number[] {
   const ports = listeners.map((l) => (l.addr as Deno.NetAddr).port);
   for (const l of listeners) l.close();
   return ports;
-}
-
-/**
- * Appends everything a stream yields to a file as it arrives (a `pipeTo`
- * into `file.writable` holds the bytes back until the stream ends).
- */
-export async function appendTo(
-  stream: ReadableStream<Uint8Array>,
-  path: string,
-): Promise<void> {
-  using file = await Deno.open(path, { create: true, append: true });
-  try {
-    for await (const chunk of stream) {
-      for (let written = 0; written < chunk.length;) {
-        written += await file.write(chunk.subarray(written));
-      }
-    }
-  } catch {
-    // the process is gone: keep what was written
-  }
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function safeJson(text: string): unknown {

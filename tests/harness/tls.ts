@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { pathExists } from "./process.ts";
 
 /** A CA and a serving certificate in a directory. */
 export interface ServingCert {
@@ -28,7 +29,7 @@ export async function createServingCert(
   const cn = options.cn ?? "dependency-webhook";
   await Deno.mkdir(dir, { recursive: true });
   const ca = `${dir}/ca`;
-  if (!(await exists(`${ca}.crt`))) {
+  if (!(await pathExists(`${ca}.crt`))) {
     await openssl([
       "req",
       "-x509",
@@ -104,14 +105,5 @@ async function openssl(args: string[]): Promise<void> {
     throw new Error(
       `openssl ${args[0]} failed: ${new TextDecoder().decode(stderr)}`,
     );
-  }
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
   }
 }

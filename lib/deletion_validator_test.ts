@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import { type Dependency, parseDependencyRule } from "./api.ts";
 import type { AdmissionRequest } from "./admission_review.ts";
 import {
   DeletionValidator,
@@ -15,51 +14,23 @@ import {
   type GroupVersionResource,
   RuleRegistry,
 } from "./rule_registry.ts";
+import {
+  dependency,
+  type DependentType,
+  LOAD_BALANCERS,
+  SUBNETS,
+  validRule,
+  VIRTUAL_MACHINES,
+  VPCS,
+} from "./_test_rules.ts";
 
 const UID = "705ab4f5-6393-11e8-b7cc-42010a800002";
 const SKIP = "dependencies.opendefense.cloud/skip-protection";
 
-const VPCS: GroupVersionResource = {
-  group: "network.example.com",
-  version: "v1alpha1",
-  resource: "vpcs",
-};
-const SUBNETS: GroupVersionResource = {
-  group: "network.example.com",
-  version: "v1alpha1",
-  resource: "subnets",
-};
-
-interface DependentType extends GroupVersionResource {
-  kind: string;
-}
-
-const VIRTUAL_MACHINES: DependentType = {
-  group: "compute.example.com",
-  version: "v1alpha1",
-  resource: "virtualmachines",
-  kind: "VirtualMachine",
-};
-const LOAD_BALANCERS: DependentType = {
-  group: "lb.example.com",
-  version: "v1",
-  resource: "loadbalancers",
-  kind: "LoadBalancer",
-};
 const VPC_TYPE: DependentType = { ...VPCS, kind: "VPC" };
 
 // ---------------------------------------------------------------------------
 // Rules and registry
-
-function dependency(target: GroupVersionResource, path: string): Dependency {
-  return {
-    apiExportRef: { path: "root:providers:network", name: target.group },
-    group: target.group,
-    version: target.version,
-    resource: target.resource,
-    fieldRef: { path },
-  };
-}
 
 /** A validated rule in cluster `provider1`: `dependent` refers to `target` at `paths`. */
 function rule(
@@ -68,17 +39,14 @@ function rule(
   paths: readonly string[] = [".spec.vpcRef.name"],
   target: GroupVersionResource = VPCS,
 ): ClusterRule {
-  const parsed = parseDependencyRule({
-    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
-    kind: "DependencyRule",
-    metadata: { name },
-    spec: {
-      dependent: { apiExportName: dependent.group, ...dependent },
-      dependencies: paths.map((path) => dependency(target, path)),
-    },
-  });
-  assert.ok(parsed.ok, parsed.ok ? "" : parsed.error);
-  return { cluster: "provider1", rule: parsed.rule };
+  return {
+    cluster: "provider1",
+    rule: validRule(
+      name,
+      dependent,
+      paths.map((path) => dependency(target, path)),
+    ),
+  };
 }
 
 /** VirtualMachines depend on VPCs via `.spec.vpcRef.name`. */

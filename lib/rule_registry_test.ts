@@ -1,10 +1,5 @@
 import assert from "node:assert/strict";
-import {
-  type Dependency,
-  type DependencyRule,
-  parseDependencyRule,
-  ruleKey,
-} from "./api.ts";
+import { type Dependency, type DependencyRule, ruleKey } from "./api.ts";
 import {
   type ClusterRule,
   type GroupVersionResource,
@@ -12,49 +7,21 @@ import {
   type Protection,
   RuleRegistry,
 } from "./rule_registry.ts";
-
-const VPCS: GroupVersionResource = {
-  group: "network.example.com",
-  version: "v1alpha1",
-  resource: "vpcs",
-};
-const SUBNETS: GroupVersionResource = {
-  group: "network.example.com",
-  version: "v1alpha1",
-  resource: "subnets",
-};
-const VIRTUAL_MACHINES = {
-  group: "compute.example.com",
-  version: "v1alpha1",
-  resource: "virtualmachines",
-  kind: "VirtualMachine",
-};
-const LOAD_BALANCERS = {
-  group: "lb.example.com",
-  version: "v1",
-  resource: "loadbalancers",
-  kind: "LoadBalancer",
-};
-
-/** A dependency on `target` at `path`, provided by the network APIExport. */
-function dependency(
-  target: GroupVersionResource,
-  path: string,
-): Dependency {
-  return {
-    apiExportRef: { path: "root:providers:network", name: target.group },
-    group: target.group,
-    version: target.version,
-    resource: target.resource,
-    fieldRef: { path },
-  };
-}
+import {
+  dependency,
+  type DependentType,
+  LOAD_BALANCERS,
+  SUBNETS,
+  validRule,
+  VIRTUAL_MACHINES,
+  VPCS,
+} from "./_test_rules.ts";
 
 interface RuleOptions {
   /** `metadata.name`. */
   name?: string;
   /** The type that holds references. */
-  dependent?: typeof VIRTUAL_MACHINES;
+  dependent?: DependentType;
   /** The protected types; default: VPCs at `.spec.vpcRef.name`. */
   dependencies?: Dependency[];
 }
@@ -69,17 +36,7 @@ function rule(options: RuleOptions = {}): DependencyRule {
     dependent = VIRTUAL_MACHINES,
     dependencies = [dependency(VPCS, ".spec.vpcRef.name")],
   } = options;
-  const parsed = parseDependencyRule({
-    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
-    kind: "DependencyRule",
-    metadata: { name },
-    spec: {
-      dependent: { apiExportName: dependent.group, ...dependent },
-      dependencies,
-    },
-  });
-  assert.ok(parsed.ok, parsed.ok ? "" : parsed.error);
-  return parsed.rule;
+  return validRule(name, dependent, dependencies);
 }
 
 /** `rule(options)` in `cluster`. */
@@ -90,7 +47,7 @@ function entry(cluster: string, options: RuleOptions = {}): ClusterRule {
 /** The protection a rule at `ruleKey` gives, as find() should report it. */
 function protection(
   key: string,
-  dependent: typeof VIRTUAL_MACHINES,
+  dependent: DependentType,
   fieldPathText: string,
 ): Protection {
   return {

@@ -4,6 +4,13 @@
  * validation, and {@linkcode parseDependencyRule}, which turns an untrusted
  * value into a typed rule or a readable list of problems.
  *
+ * These schemas are the single source of truth for the kcp
+ * APIResourceSchema too: `crd_schema.ts` turns them into its OpenAPI (with
+ * the field descriptions given here), and `deno task schema` writes it to
+ * `manifests/kcp/dep-ctrl/`. Every constraint is therefore a zod check that
+ * JSON Schema can express (`.max()`, `.regex()`, `.min()` on arrays,
+ * required fields), with an `error` function that words the message.
+ *
  * DependencyRules are cluster-scoped: a rule is identified by its kcp logical
  * cluster and its name (see {@linkcode ruleKey}).
  *
@@ -20,7 +27,6 @@
 
 import { z } from "zod";
 import { parseFieldPath } from "./field_path.ts";
-import { isWorkspacePath } from "./kcp.ts";
 
 /** API group of DependencyRule. */
 export const GROUP = "dependencies.opendefense.cloud";
@@ -47,31 +53,79 @@ export const SKIP_PROTECTION_ANNOTATION =
 /** Annotation in which kcp records the logical cluster of an object. */
 export const CLUSTER_ANNOTATION = "kcp.io/cluster";
 
+/**
+ * The name of the condition that sums up whether a DependencyRule is in
+ * effect, shown in the `Ready` printer column.
+ */
+export const READY_CONDITION = "Ready";
+/**
+ * The name of the condition that reports whether the controller installed the
+ * deletion webhooks a DependencyRule needs.
+ */
+export const WEBHOOKS_INSTALLED_CONDITION = "WebhooksInstalled";
+
 const DNS_SUBDOMAIN_MAX = 253;
 const DNS_LABEL_MAX = 63;
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const VERSION_PATTERN = /^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$/;
 const KIND_MAX = 63;
-const KIND_PATTERN = /^[A-Z][A-Za-z0-9]*$/;
 const RESOURCE_MAX = 63;
-const RESOURCE_PATTERN = /^[a-z][a-z0-9]*$/;
+const CONDITION_TYPE_MAX = 316;
+const CONDITION_REASON_MAX = 1024;
+const CONDITION_MESSAGE_MAX = 32768;
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+/** A DNS subdomain without the per-label length limit, to word messages. */
+const DNS_SUBDOMAIN_CHARACTERS =
+  /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
-const dnsSubdomain = _checkedString(_dnsSubdomainProblem);
-const version = _checkedString(_versionProblem);
-const resource = _checkedString(_resourceProblem);
+/**
+ * Pattern of a DNS subdomain (RFC 1123): lowercase alphanumerics, `-` and
+ * `.`, each dot-separated label starting and ending alphanumeric and at most
+ * 63 characters long. The overall limit of 253 characters is a separate
+ * length check.
+ */
+export const DNS_SUBDOMAIN_PATTERN =
+  /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$/;
+/** Pattern of an API version such as `v1`, `v1alpha1` or `v2beta3`. */
+export const VERSION_PATTERN = /^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$/;
+/** Pattern of a kind: an upper-case letter followed by letters and digits. */
+export const KIND_PATTERN = /^[A-Z][A-Za-z0-9]*$/;
+/** Pattern of a resource: lowercase letters and digits, starting with a letter. */
+export const RESOURCE_PATTERN = /^[a-z][a-z0-9]*$/;
+/**
+ * Pattern of a kcp workspace path such as `root` or `root:org-1:team-2`:
+ * DNS labels of at most 63 characters joined by `:`.
+ */
+export const WORKSPACE_PATH_PATTERN =
+  /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(:[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
+/**
+ * Pattern of a `fieldRef.path`: dot notation with an optional leading dot and
+ * at least two identifier segments, such as `.spec.vpcRef.name`. It accepts
+ * exactly what `parseFieldPath` accepts.
+ */
+export const FIELD_PATH_PATTERN =
+  /^\.?[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$/;
+/** Pattern of a condition type, as in Kubernetes' `metav1.Condition`. */
+const CONDITION_TYPE_PATTERN =
+  /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$/;
+/** Pattern of a condition reason, as in Kubernetes' `metav1.Condition`. */
+const CONDITION_REASON_PATTERN = /^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/;
 
 /**
  * Schema of `spec.dependent`: the type that holds references and is listed
  * when a protected object is deleted.
  */
 export const DependentSchema = z.object({
-  apiExportName: dnsSubdomain,
-  group: dnsSubdomain,
-  version,
-  kind: _checkedString(_kindProblem),
-  resource,
-});
+  apiExportName: _dnsSubdomain(
+    "Name of the APIExport that provides the dependent type.",
+  ),
+  group: _dnsSubdomain("API group of the dependent type."),
+  version: _version("API version of the dependent type, such as v1."),
+  kind: _kind("Kind of the dependent type, such as VirtualMachine."),
+  resource: _resource(
+    "Resource (plural) of the dependent type, such as virtualmachines.",
+  ),
+}).describe(
+  "The type that holds references; it is listed when a protected object is deleted.",
+);
 
 /** `spec.dependent`: the type that holds references, listed on DELETE. */
 export type Dependent = z.infer<typeof DependentSchema>;
@@ -82,16 +136,22 @@ export type Dependent = z.infer<typeof DependentSchema>;
  */
 export const DependencySchema = z.object({
   apiExportRef: z.object({
-    path: _checkedString(_workspacePathProblem),
-    name: dnsSubdomain,
-  }),
-  group: dnsSubdomain,
-  version,
-  resource,
+    path: _workspacePath(
+      "Workspace path of the APIExport, such as root:network-provider.",
+    ),
+    name: _dnsSubdomain("Name of the APIExport."),
+  }).describe("The APIExport that provides the protected type."),
+  group: _dnsSubdomain("API group of the protected type."),
+  version: _version("API version of the protected type, such as v1."),
+  resource: _resource("Resource (plural) of the protected type, such as vpcs."),
   fieldRef: z.object({
-    path: _checkedString(_fieldPathProblem),
-  }),
-});
+    path: _fieldPath(
+      "Dot notation, leading dot optional, at least two segments, such as .spec.vpcRef.name.",
+    ),
+  }).describe(
+    "The field of the dependent that holds the name of the protected object.",
+  ),
+}).describe("A protected type and the field of the dependent that names it.");
 
 /** One entry of `spec.dependencies`: a protected type. */
 export type Dependency = z.infer<typeof DependencySchema>;
@@ -101,15 +161,64 @@ export const DependencyRuleSpecSchema = z.object({
   dependent: DependentSchema,
   dependencies: z.array(DependencySchema).min(1, {
     error: "must list at least one dependency: current value is an empty list",
-  }),
-});
+  }).describe(
+    "The protected types, each with the field of the dependent that names it.",
+  ),
+}).describe("Which type depends on which protected types.");
 
 /** The `spec` of a DependencyRule. */
 export type DependencyRuleSpec = z.infer<typeof DependencyRuleSpecSchema>;
 
 /**
+ * Schema of one status condition, shaped like Kubernetes' `metav1.Condition`.
+ */
+export const ConditionSchema = z.object({
+  type: z.string().max(CONDITION_TYPE_MAX).regex(CONDITION_TYPE_PATTERN)
+    .describe(`Type of the condition, such as ${READY_CONDITION}.`),
+  status: z.enum(["True", "False", "Unknown"]).describe(
+    "Status of the condition: True, False or Unknown.",
+  ),
+  observedGeneration: z.int().min(0).describe(
+    "The metadata.generation the condition was set for.",
+  ).exactOptional(),
+  lastTransitionTime: z.iso.datetime({ offset: true }).describe(
+    "When the condition last changed its status.",
+  ),
+  reason: z.string().min(1).max(CONDITION_REASON_MAX).regex(
+    CONDITION_REASON_PATTERN,
+  ).describe("A CamelCase reason for the condition's last transition."),
+  message: z.string().max(CONDITION_MESSAGE_MAX).describe(
+    "A human-readable message about the last transition.",
+  ),
+}).describe("A condition of the rule, like a metav1.Condition.");
+
+/** One status condition, shaped like Kubernetes' `metav1.Condition`. */
+export type Condition = z.infer<typeof ConditionSchema>;
+
+/**
+ * Schema of the `status` of a DependencyRule, written by the controller.
+ * {@linkcode DependencyRuleSchema} does not apply it when parsing, since the
+ * controller overwrites the status anyway.
+ */
+export const DependencyRuleStatusSchema = z.object({
+  observedGeneration: z.int().min(0).describe(
+    "The metadata.generation of the rule the controller last acted on.",
+  ).exactOptional(),
+  conditions: z.array(ConditionSchema).meta({
+    description:
+      `The rule's conditions, one per type, such as ${READY_CONDITION}.`,
+    "x-kubernetes-list-type": "map",
+    "x-kubernetes-list-map-keys": ["type"],
+  }).exactOptional(),
+}).describe("The state of the rule, as observed by the controller.");
+
+/** The `status` of a DependencyRule, written by the controller. */
+export type DependencyRuleStatus = z.infer<typeof DependencyRuleStatusSchema>;
+
+/**
  * Schema of a whole DependencyRule object. Metadata fields the schema does
- * not name are kept; other unknown fields are dropped.
+ * not name are kept; other unknown fields are dropped. `status` is not
+ * checked (see {@linkcode DependencyRuleStatusSchema}).
  */
 export const DependencyRuleSchema = z.object({
   apiVersion: z.literal(API_VERSION),
@@ -124,7 +233,9 @@ export const DependencyRuleSchema = z.object({
   }),
   spec: DependencyRuleSpecSchema,
   status: z.unknown().optional(),
-});
+}).describe(
+  "A DependencyRule protects objects of the listed types from deletion while objects of the dependent type refer to them.",
+);
 
 /** A DependencyRule object, as validated by {@linkcode DependencyRuleSchema}. */
 export type DependencyRule = z.infer<typeof DependencyRuleSchema>;
@@ -175,66 +286,93 @@ export function ruleKey(cluster: string, name: string): string {
   return `${cluster}/${name}`;
 }
 
-/** A string schema that reports the first problem `problemOf` finds. */
-function _checkedString(
-  problemOf: (value: string) => string | undefined,
-): z.ZodString {
-  return z.string().superRefine((value, context) => {
-    const message = problemOf(value);
-    if (message !== undefined) {
-      context.addIssue({ code: "custom", message, input: value });
-    }
-  });
+function _dnsSubdomain(description: string): z.ZodString {
+  return z.string().max(DNS_SUBDOMAIN_MAX, {
+    abort: true,
+    error: (issue) =>
+      `must be a DNS subdomain of at most ${DNS_SUBDOMAIN_MAX} characters: current length is ${
+        _length(issue.input)
+      }`,
+  }).regex(DNS_SUBDOMAIN_PATTERN, {
+    error: (issue) => _dnsSubdomainMessage(String(issue.input)),
+  }).describe(description);
 }
 
-function _dnsSubdomainProblem(value: string): string | undefined {
-  if (value.length > DNS_SUBDOMAIN_MAX) {
-    return `must be a DNS subdomain of at most ${DNS_SUBDOMAIN_MAX} characters: current length is ${value.length}`;
-  }
-  const labels = value.split(".");
-  if (!labels.every((label) => DNS_LABEL.test(label))) {
+function _dnsSubdomainMessage(value: string): string {
+  if (!DNS_SUBDOMAIN_CHARACTERS.test(value)) {
     return `must be a DNS subdomain (lowercase alphanumerics, '-' and '.', each dot-separated part starting and ending alphanumeric): current value is '${value}'`;
   }
-  if (labels.some((label) => label.length > DNS_LABEL_MAX)) {
-    return `must be a DNS subdomain whose dot-separated parts have at most ${DNS_LABEL_MAX} characters: current value is '${value}'`;
-  }
-  return undefined;
+  return `must be a DNS subdomain whose dot-separated parts have at most ${DNS_LABEL_MAX} characters: current value is '${value}'`;
 }
 
-function _versionProblem(value: string): string | undefined {
-  if (VERSION_PATTERN.test(value)) return undefined;
-  return `must look like v1, v1alpha1 or v2beta3: current value is '${value}'`;
+function _version(description: string): z.ZodString {
+  return z.string().regex(VERSION_PATTERN, {
+    error: (issue) =>
+      `must look like v1, v1alpha1 or v2beta3: current value is '${
+        String(issue.input)
+      }'`,
+  }).describe(description);
 }
 
-function _kindProblem(value: string): string | undefined {
-  if (value.length > KIND_MAX) {
-    return `must be at most ${KIND_MAX} characters: current length is ${value.length}`;
-  }
-  if (KIND_PATTERN.test(value)) return undefined;
-  return `must start with an upper-case letter followed by letters and digits: current value is '${value}'`;
+function _kind(description: string): z.ZodString {
+  return z.string().max(KIND_MAX, {
+    abort: true,
+    error: (issue) =>
+      `must be at most ${KIND_MAX} characters: current length is ${
+        _length(issue.input)
+      }`,
+  }).regex(KIND_PATTERN, {
+    error: (issue) =>
+      `must start with an upper-case letter followed by letters and digits: current value is '${
+        String(issue.input)
+      }'`,
+  }).describe(description);
 }
 
-function _resourceProblem(value: string): string | undefined {
-  if (value.length > RESOURCE_MAX) {
-    return `must be at most ${RESOURCE_MAX} characters: current length is ${value.length}`;
-  }
-  if (RESOURCE_PATTERN.test(value)) return undefined;
-  return `must be lowercase letters and digits starting with a letter: current value is '${value}'`;
+function _resource(description: string): z.ZodString {
+  return z.string().max(RESOURCE_MAX, {
+    abort: true,
+    error: (issue) =>
+      `must be at most ${RESOURCE_MAX} characters: current length is ${
+        _length(issue.input)
+      }`,
+  }).regex(RESOURCE_PATTERN, {
+    error: (issue) =>
+      `must be lowercase letters and digits starting with a letter: current value is '${
+        String(issue.input)
+      }'`,
+  }).describe(description);
 }
 
-function _workspacePathProblem(value: string): string | undefined {
-  if (isWorkspacePath(value)) return undefined;
-  return `must be a workspace path of lowercase segments joined by ':', such as 'root' or 'root:org-1:team-2': current value is '${value}'`;
+function _workspacePath(description: string): z.ZodString {
+  return z.string().regex(WORKSPACE_PATH_PATTERN, {
+    error: (issue) =>
+      `must be a workspace path of lowercase segments joined by ':', such as 'root' or 'root:org-1:team-2': current value is '${
+        String(issue.input)
+      }'`,
+  }).describe(description);
 }
 
-function _fieldPathProblem(value: string): string | undefined {
+function _fieldPath(description: string): z.ZodString {
+  return z.string().regex(FIELD_PATH_PATTERN, {
+    error: (issue) => _fieldPathMessage(String(issue.input)),
+  }).describe(description);
+}
+
+/** The parser's explanation of why `value` is not a field path. */
+function _fieldPathMessage(value: string): string {
   try {
     parseFieldPath(value);
-    return undefined;
   } catch (error) {
     if (error instanceof SyntaxError) return error.message;
     throw error;
   }
+  // Unreachable while FIELD_PATH_PATTERN and parseFieldPath agree.
+  return `must match ${FIELD_PATH_PATTERN.source}: current value is '${value}'`;
+}
+
+function _length(input: unknown): number {
+  return typeof input === "string" ? input.length : 0;
 }
 
 /** Readable messages for the issues zod raises on its own. */

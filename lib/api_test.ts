@@ -1,13 +1,23 @@
 import assert from "node:assert/strict";
 import {
   API_VERSION,
+  type Condition,
+  ConditionSchema,
   DependencyRuleSchema,
+  type DependencyRuleStatus,
+  DependencyRuleStatusSchema,
+  FIELD_PATH_PATTERN,
   GROUP,
   KIND,
   parseDependencyRule,
+  READY_CONDITION,
   ruleKey,
   VERSION,
+  WEBHOOKS_INSTALLED_CONDITION,
+  WORKSPACE_PATH_PATTERN,
 } from "./api.ts";
+import { tryParseFieldPath } from "./field_path.ts";
+import { isWorkspacePath } from "./kcp.ts";
 
 type Key = string | number;
 
@@ -505,4 +515,91 @@ Deno.test("ruleKey() joins logical cluster and name", () => {
     "2x5jd0ws3r7t/vm-dependencies",
   );
   assert.notEqual(ruleKey("a", "b"), ruleKey("b", "a"));
+});
+
+Deno.test("WORKSPACE_PATH_PATTERN accepts exactly what isWorkspacePath() does", () => {
+  const values = [
+    ...FIELD_RULES["workspace paths"]?.accept ?? [],
+    ...(FIELD_RULES["workspace paths"]?.reject ?? []).map(([value]) => value),
+    "a::b",
+    "root:a:b:c",
+    `${l63}:${l63}`,
+    "root\n",
+  ];
+  assert.ok(values.length > 10);
+  for (const value of values) {
+    assert.equal(
+      WORKSPACE_PATH_PATTERN.test(value),
+      isWorkspacePath(value),
+      `'${value}'`,
+    );
+  }
+});
+
+Deno.test("FIELD_PATH_PATTERN accepts exactly what parseFieldPath() does", () => {
+  const values = [
+    ...FIELD_RULES["field paths"]?.accept ?? [],
+    ...(FIELD_RULES["field paths"]?.reject ?? []).map(([value]) => value),
+    "spec.a",
+    "spec[0].x",
+    "spec.*.x",
+    "_._",
+    "$a.b",
+    ".spec.a\n",
+    "..spec.a",
+  ];
+  assert.ok(values.length > 15);
+  for (const value of values) {
+    assert.equal(
+      FIELD_PATH_PATTERN.test(value),
+      tryParseFieldPath(value) !== undefined,
+      `'${value}'`,
+    );
+  }
+});
+
+Deno.test("ConditionSchema and DependencyRuleStatusSchema read a controller-written status", () => {
+  const ready: Condition = {
+    type: READY_CONDITION,
+    status: "False",
+    reason: "WebhooksNotInstalled",
+    message: "waiting for the webhook in root:compute",
+    lastTransitionTime: "2025-01-01T00:00:00Z",
+  };
+  const installed: Condition = {
+    ...ready,
+    type: WEBHOOKS_INSTALLED_CONDITION,
+    status: "Unknown",
+    observedGeneration: 2,
+  };
+  const status: DependencyRuleStatus = {
+    observedGeneration: 2,
+    conditions: [ready, installed],
+  };
+  assert.deepEqual(DependencyRuleStatusSchema.parse(status), status);
+  assert.deepEqual(DependencyRuleStatusSchema.parse({}), {});
+  assert.equal(READY_CONDITION, "Ready");
+  assert.equal(WEBHOOKS_INSTALLED_CONDITION, "WebhooksInstalled");
+  for (
+    const broken of [
+      { ...ready, status: "Yes" },
+      { ...ready, lastTransitionTime: "2025-01-01" },
+      { ...ready, reason: "" },
+      { ...ready, observedGeneration: -1 },
+    ]
+  ) {
+    assert.equal(
+      ConditionSchema.safeParse(broken).success,
+      false,
+      JSON.stringify(broken),
+    );
+  }
+});
+
+Deno.test("parseDependencyRule() accepts a rule whose status is garbage", () => {
+  for (const status of ["garbage", 7, null, { conditions: "x" }]) {
+    const result = parseDependencyRule({ ...validRule(), status });
+    assert.ok(result.ok, result.ok ? "" : result.error);
+    assert.deepEqual(result.rule.status, status);
+  }
 });

@@ -24,6 +24,8 @@ export interface InformerOptions {
   log: Logger;
   /** Called after every change of the store (a list, or a watch event). */
   onChange: () => void;
+  /** Label selector for list and watch. */
+  labelSelector?: string;
   /** Field selector for list and watch. */
   fieldSelector?: string;
   /** List page size. @default {500} */
@@ -105,6 +107,7 @@ export class Informer {
       client,
       url,
       log,
+      labelSelector,
       fieldSelector,
       pageSize = 500,
       watchTimeoutSeconds = 300,
@@ -117,6 +120,7 @@ export class Informer {
           const list = await client.list(url, {
             limit: pageSize,
             signal,
+            ...(labelSelector === undefined ? {} : { labelSelector }),
             ...(fieldSelector === undefined ? {} : { fieldSelector }),
           });
           this.#store.clear();
@@ -140,6 +144,7 @@ export class Informer {
             signal,
             timeoutSeconds: watchTimeoutSeconds,
             ...(resourceVersion === "" ? {} : { resourceVersion }),
+            ...(labelSelector === undefined ? {} : { labelSelector }),
             ...(fieldSelector === undefined ? {} : { fieldSelector }),
           })
         ) {

@@ -114,6 +114,8 @@ export interface ListOptions {
 export interface WatchOptions {
   /** Start after this resource version. */
   resourceVersion?: string;
+  /** Label selector. */
+  labelSelector?: string;
   /** Field selector. */
   fieldSelector?: string;
   /** Server-side end of the watch, in seconds. @default {300} */
@@ -270,14 +272,20 @@ export class KubeClient {
     url: string,
     options: WatchOptions = {},
   ): AsyncGenerator<WatchEvent> {
-    const { resourceVersion, fieldSelector, timeoutSeconds = 300, signal } =
-      options;
+    const {
+      resourceVersion,
+      labelSelector,
+      fieldSelector,
+      timeoutSeconds = 300,
+      signal,
+    } = options;
     const query = new URLSearchParams({
       watch: "true",
       allowWatchBookmarks: "true",
       timeoutSeconds: String(timeoutSeconds),
     });
     if (resourceVersion) query.set("resourceVersion", resourceVersion);
+    if (labelSelector) query.set("labelSelector", labelSelector);
     if (fieldSelector) query.set("fieldSelector", fieldSelector);
     const target = withQuery(url, query);
     // The server ends the watch after timeoutSeconds; the client gives up a

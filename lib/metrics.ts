@@ -531,6 +531,27 @@ function formatLabels(
   return `{${pairs.join(",")}}`;
 }
 
+/**
+ * Registers the process gauges (resident memory, V8 heap) and returns the
+ * function that refreshes them; call it before each scrape.
+ */
+export function registerProcessMetrics(registry: MetricsRegistry): () => void {
+  const residentMemory = registry.gauge("process_resident_memory_bytes", {
+    help: "Resident memory size in bytes",
+  });
+  const heap = registry.gauge("deno_heap_bytes", {
+    help: "V8 heap of the process, used and total, in bytes",
+    labelNames: ["kind"],
+  });
+  return () => {
+    const usage = Deno.memoryUsage();
+    residentMemory.set(usage.rss);
+    heap.set(usage.heapUsed, { kind: "used" });
+    heap.set(usage.heapTotal, { kind: "total" });
+    heap.set(usage.external, { kind: "external" });
+  };
+}
+
 function escapeLabelValue(value: string): string {
   return value.replace(/[\\"\n]/g, (c) => c === "\n" ? "\\n" : `\\${c}`);
 }

@@ -9,8 +9,8 @@
  */
 import { GROUP, parseDependencyRule, PLURAL, VERSION } from "./api.ts";
 import type { BackoffOptions } from "./backoff.ts";
-import { Informer, objectKey } from "./informer.ts";
-import { clusterUrl } from "./kcp.ts";
+import { ExportWatcher, wildcardUrl } from "./export_watcher.ts";
+import { objectKey } from "./informer.ts";
 import type { KubeClient, KubeObject } from "./kube_client.ts";
 import type { Logger } from "./log.ts";
 import type { ClusterRule } from "./rule_registry.ts";
@@ -54,49 +54,44 @@ export interface RuleWatcherOptions {
 
 /** The collection URL of DependencyRules across all workspaces of one endpoint. */
 export function rulesUrl(endpointUrl: string): string {
-  return `${clusterUrl(endpointUrl, "*")}/apis/${GROUP}/${VERSION}/${PLURAL}`;
+  return wildcardUrl(endpointUrl, RULES_PATH);
 }
+
+/** The DependencyRule collection path below `/clusters/<cluster>`. */
+export const RULES_PATH = `/apis/${GROUP}/${VERSION}/${PLURAL}`;
 
 /** Follows the endpoint slice and the rules behind every endpoint. */
 export class RuleWatcher {
   readonly #options: RuleWatcherOptions;
-  readonly #slice: Informer;
-  readonly #endpoints = new Map<string, Informer>();
+  readonly #watcher: ExportWatcher<"rules">;
   #reported = new Set<string>();
   readonly #parsed = new WeakMap<KubeObject, ParsedItem>();
-  readonly #stopping = new Set<Promise<void>>();
-  #missingReported = false;
-  #scheduled = false;
-  #stopped = false;
 
   /** Builds the watcher; {@linkcode RuleWatcher.start} runs it. */
   constructor(options: RuleWatcherOptions) {
     this.#options = options;
-    this.#slice = new Informer({
+    this.#watcher = new ExportWatcher({
       client: options.client,
-      url:
-        `${options.workspaceUrl}/apis/apis.kcp.io/v1alpha1/apiexportendpointslices`,
-      fieldSelector: `metadata.name=${options.apiExportName}`,
+      workspaceUrl: options.workspaceUrl,
+      apiExportName: options.apiExportName,
+      collections: { rules: { path: RULES_PATH } },
       log: options.log,
-      onChange: () => this.#followSlice(),
-      ...this.#informerTuning(),
+      onChange: () => options.onChange(this.snapshot()),
+      ...(options.backoff === undefined ? {} : { backoff: options.backoff }),
+      ...(options.watchTimeoutSeconds === undefined
+        ? {}
+        : { watchTimeoutSeconds: options.watchTimeoutSeconds }),
     });
   }
 
   /** Starts watching. */
   start(): void {
-    this.#slice.start();
+    this.#watcher.start();
   }
 
   /** Stops every list+watch and waits for them to end. */
-  async stop(): Promise<void> {
-    this.#stopped = true;
-    await Promise.all([
-      this.#slice.stop(),
-      ...[...this.#endpoints.values()].map((i) => i.stop()),
-      ...this.#stopping,
-    ]);
-    this.#endpoints.clear();
+  stop(): Promise<void> {
+    return this.#watcher.stop();
   }
 
   /**
@@ -105,8 +100,7 @@ export class RuleWatcher {
    * would let every delete through) and every endpoint has been listed.
    */
   get synced(): boolean {
-    return this.#slice.synced && this.#slice.items().length > 0 &&
-      [...this.#endpoints.values()].every((i) => i.synced);
+    return this.#watcher.synced;
   }
 
   /** The current snapshot. */
@@ -114,21 +108,19 @@ export class RuleWatcher {
     const rules: ClusterRule[] = [];
     const invalid: RuleSnapshot["invalid"] = [];
     const stillInvalid = new Set<string>();
-    for (const informer of this.#endpoints.values()) {
-      for (const item of informer.items()) {
-        // An informer keeps an object until a newer version replaces it, so
-        // each version is parsed once, however many snapshots follow.
-        let entry = this.#parsed.get(item);
-        if (entry === undefined) {
-          entry = this.#parse(item);
-          this.#parsed.set(item, entry);
-        }
-        if ("rule" in entry) {
-          rules.push(entry.rule);
-        } else {
-          invalid.push(entry.invalid);
-          stillInvalid.add(entry.id);
-        }
+    for (const { object } of this.#watcher.items("rules")) {
+      // An informer keeps an object until a newer version replaces it, so
+      // each version is parsed once, however many snapshots follow.
+      let entry = this.#parsed.get(object);
+      if (entry === undefined) {
+        entry = this.#parse(object);
+        this.#parsed.set(object, entry);
+      }
+      if ("rule" in entry) {
+        rules.push(entry.rule);
+      } else {
+        invalid.push(entry.invalid);
+        stillInvalid.add(entry.id);
       }
     }
     // Forget reports of invalid rules that are gone or changed, so the set stays small.
@@ -139,7 +131,7 @@ export class RuleWatcher {
       rules,
       invalid,
       synced: this.synced,
-      endpoints: [...this.#endpoints.keys()],
+      endpoints: this.#watcher.endpoints(),
     };
   }
 
@@ -153,65 +145,6 @@ export class RuleWatcher {
     return { invalid: { cluster, name, error: result.error }, id };
   }
 
-  #followSlice(): void {
-    if (this.#stopped) return;
-    if (this.#slice.items().length === 0 && !this.#missingReported) {
-      this.#missingReported = true;
-      this.#options.log.error(
-        "the dep-ctrl APIExportEndpointSlice does not exist: no rules can load until it does",
-        {
-          workspace: this.#options.workspaceUrl,
-          apiExportName: this.#options.apiExportName,
-        },
-      );
-    } else if (this.#slice.items().length > 0) {
-      this.#missingReported = false;
-    }
-    const wanted = new Set<string>();
-    for (const slice of this.#slice.items()) {
-      const endpoints =
-        (slice.status as { endpoints?: { url?: string }[] } | undefined)
-          ?.endpoints ?? [];
-      for (const endpoint of endpoints) {
-        if (endpoint.url) wanted.add(endpoint.url);
-      }
-    }
-    for (const [url, informer] of this.#endpoints) {
-      if (wanted.has(url)) continue;
-      this.#options.log.info("endpoint removed, no longer watching its rules", {
-        url,
-      });
-      this.#endpoints.delete(url);
-      const stopping = informer.stop();
-      this.#stopping.add(stopping);
-      stopping.then(() => this.#stopping.delete(stopping));
-    }
-    for (const url of wanted) {
-      if (this.#endpoints.has(url)) continue;
-      this.#options.log.info("endpoint added, watching its rules", { url });
-      const informer = new Informer({
-        client: this.#options.client,
-        url: rulesUrl(url),
-        log: this.#options.log,
-        onChange: () => this.#schedule(),
-        ...this.#informerTuning(),
-      });
-      this.#endpoints.set(url, informer);
-      informer.start();
-    }
-    this.#schedule();
-  }
-
-  #schedule(): void {
-    if (this.#scheduled || this.#stopped) return;
-    this.#scheduled = true;
-    // A macrotask, so that all events of one chunk of a watch stream make one snapshot.
-    setTimeout(() => {
-      this.#scheduled = false;
-      if (!this.#stopped) this.#options.onChange(this.snapshot());
-    }, 0);
-  }
-
   #reportInvalid(id: string, item: KubeObject, error: string): void {
     if (this.#reported.has(id)) return;
     this.#reported.add(id);
@@ -220,16 +153,5 @@ export class RuleWatcher {
       name: item.metadata?.name,
       error,
     });
-  }
-
-  #informerTuning(): {
-    backoff?: BackoffOptions;
-    watchTimeoutSeconds?: number;
-  } {
-    const { backoff, watchTimeoutSeconds } = this.#options;
-    return {
-      ...(backoff === undefined ? {} : { backoff }),
-      ...(watchTimeoutSeconds === undefined ? {} : { watchTimeoutSeconds }),
-    };
   }
 }

@@ -295,12 +295,12 @@ Deno.test("RuleWatcher starts and stops endpoint watches as the endpoint slice c
       const messages = h.logs.map((r) => `${r.msg} ${r.url}`);
       assert.ok(
         messages.includes(
-          `endpoint added, watching its rules ${h.api.url}${E2}`,
+          `endpoint added, watching it ${h.api.url}${E2}`,
         ),
       );
       assert.ok(
         messages.includes(
-          `endpoint removed, no longer watching its rules ${h.api.url}${E1}`,
+          `endpoint removed, no longer watching it ${h.api.url}${E1}`,
         ),
       );
     },

@@ -5,7 +5,7 @@
  * @module
  */
 import type { Verdict } from "./deletion_validator.ts";
-import type { MetricsRegistry } from "./metrics.ts";
+import { type MetricsRegistry, registerProcessMetrics } from "./metrics.ts";
 import type { RuleSnapshot } from "./rule_watcher.ts";
 import type { AdmissionObserver } from "./server.ts";
 
@@ -63,21 +63,9 @@ export function createWebhookMetrics(
   const endpoints = registry.gauge("dependency_webhook_endpoints", {
     help: "Virtual-workspace endpoints of the dep-ctrl APIExport being watched",
   });
-  const residentMemory = registry.gauge("process_resident_memory_bytes", {
-    help: "Resident memory size in bytes",
-  });
-  const heap = registry.gauge("deno_heap_bytes", {
-    help: "V8 heap of the process, used and total, in bytes",
-    labelNames: ["kind"],
-  });
+  const collectProcess = registerProcessMetrics(registry);
   return {
-    collectProcess() {
-      const usage = Deno.memoryUsage();
-      residentMemory.set(usage.rss);
-      heap.set(usage.heapUsed, { kind: "used" });
-      heap.set(usage.heapTotal, { kind: "total" });
-      heap.set(usage.external, { kind: "external" });
-    },
+    collectProcess,
     reviewed(verdict: Verdict, seconds: number) {
       reviews.inc({ outcome: verdict.outcome });
       duration.observe(seconds, { outcome: verdict.outcome });

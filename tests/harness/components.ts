@@ -104,6 +104,40 @@ export async function startWebhook(
   return webhook;
 }
 
+/** Options for {@linkcode startController}. */
+export interface StartControllerOptions {
+  /** The webhook kcp must call (its URL and CA). */
+  webhook: { url: string; cert: ServingCert };
+  /** Extra flags. */
+  args?: string[];
+  /** Wait until `/readyz` answers 200. @default {true} */
+  waitReady?: boolean;
+}
+
+/**
+ * Starts `controller.ts` as its own process, as the `controller` identity,
+ * with a kubeconfig pointing at `root:dep-ctrl`, the webhook's URL and CA
+ * bundle, and waits until it is ready.
+ */
+export async function startController(
+  kcp: KcpServer,
+  options: StartControllerOptions,
+): Promise<ComponentProcess> {
+  const [healthPort, metricsPort] = freePorts(2) as [number, number];
+  const kubeconfig = await kcp.kubeconfig("controller", "root:dep-ctrl");
+  const process = spawnComponent("controller", kcp, [
+    `--kubeconfig=${kubeconfig}`,
+    `--webhook-url=${options.webhook.url}`,
+    `--webhook-ca-bundle-path=${options.webhook.cert.caFile}`,
+    `--health-probe-bind-address=127.0.0.1:${healthPort}`,
+    `--metrics-bind-address=127.0.0.1:${metricsPort}`,
+    "--log-level=debug",
+    ...(options.args ?? []),
+  ], { healthPort, metricsPort });
+  if (options.waitReady ?? true) await process.waitReady();
+  return process;
+}
+
 /** Runs `<name>.ts` from the project root with the permissions its image grants. */
 export function spawnComponent(
   name: "webhook" | "controller",

@@ -13,6 +13,8 @@ export interface ServingCert {
   dir: string;
   /** The CA certificate, PEM: what a webhook configuration's `caBundle` carries. */
   caPem: string;
+  /** The CA certificate's file (what `--webhook-ca-bundle-path` takes). */
+  caFile: string;
 }
 
 /**
@@ -92,7 +94,11 @@ export async function createServingCert(
   // Replace both files by rename, as a Secret volume update does.
   await Deno.rename(`${dir}/next.key`, `${dir}/tls.key`);
   await Deno.rename(`${dir}/next.crt`, `${dir}/tls.crt`);
-  return { dir, caPem: await Deno.readTextFile(`${ca}.crt`) };
+  return {
+    dir,
+    caPem: await Deno.readTextFile(`${ca}.crt`),
+    caFile: `${ca}.crt`,
+  };
 }
 
 async function openssl(args: string[]): Promise<void> {

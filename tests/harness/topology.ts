@@ -3,7 +3,8 @@
  * a dep-ctrl workspace with `manifests/kcp/dep-ctrl` applied, a network
  * provider exporting VPCs and a compute provider exporting VirtualMachines
  * (both bound to the dep-ctrl export, accepting its claim), consumers bound
- * to both, and the per-shard `manifests/kcp/system-admin` RBAC.
+ * to both, the per-shard `manifests/kcp/system-admin` RBAC, and
+ * `manifests/kcp/workspace-reader` in root and every parent of a provider.
  *
  * @module
  */
@@ -80,6 +81,7 @@ export async function buildTopology(
   const [network, compute] = await Promise.all([
     provider(kcp, networkPath, "network.example.com", [
       `${FIXTURES}network/apiresourceschema-vpcs.yaml`,
+      `${FIXTURES}network/apiresourceschema-subnets.yaml`,
       `${FIXTURES}network/apiexport.yaml`,
     ]),
     provider(kcp, computePath, "compute.example.com", [
@@ -87,6 +89,13 @@ export async function buildTopology(
       `${FIXTURES}compute/apiexport.yaml`,
     ]),
   ]);
+  // The controller resolves rule paths parent by parent: it reads workspaces
+  // in root and in every parent of a provider workspace.
+  for (const parent of parentsOf([networkPath, computePath])) {
+    await kcp.kubectlOk(["apply", "-k", `${MANIFESTS}kcp/workspace-reader`], {
+      workspace: parent,
+    });
+  }
   const consumers = await Promise.all(consumerPaths.map(async (path) => {
     const consumer = await createWorkspace(kcp, path);
     for (
@@ -116,6 +125,18 @@ export async function buildTopology(
     DEP_CTRL_EXPORT,
   );
   return { depCtrl, network, compute, consumers, endpointUrls };
+}
+
+/** Every proper ancestor of the paths (`root`, `root:org`, ...), parents first. */
+export function parentsOf(paths: readonly string[]): string[] {
+  const parents = new Set<string>();
+  for (const path of paths) {
+    const segments = path.split(":");
+    for (let i = 1; i < segments.length; i++) {
+      parents.add(segments.slice(0, i).join(":"));
+    }
+  }
+  return [...parents].sort((a, b) => a.split(":").length - b.split(":").length);
 }
 
 async function provider(

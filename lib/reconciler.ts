@@ -1,0 +1,415 @@
+/**
+ * The controller's reconcile loop. Each pass computes the desired state from
+ * scratch ({@linkcode planReconcile}) out of what the watches show, and
+ * starts the writes that converge kcp to it: webhook configurations through
+ * the dep-ctrl virtual workspace, rule status, and workspace-path
+ * resolutions. Writes run per key in the background with per-key backoff,
+ * so a failing workspace or rule never delays another. A pass runs after
+ * every change, after every write, at each retry time, and every resync
+ * period.
+ *
+ * After a write the key waits until the watch shows it (or a deadline), so
+ * the next pass does not repeat the write from a stale cache.
+ *
+ * @module
+ */
+import { GROUP, PLURAL, VERSION } from "./api.ts";
+import type { BackoffOptions } from "./backoff.ts";
+import type { ExportWatcher } from "./export_watcher.ts";
+import { clusterUrl } from "./kcp.ts";
+import { KeyedTasks } from "./keyed_tasks.ts";
+import { KubeApiError, type KubeClient } from "./kube_client.ts";
+import type { Logger } from "./log.ts";
+import {
+  type ConfigurationAction,
+  type Plan,
+  planReconcile,
+  type Resolution,
+  type StatusAction,
+} from "./reconcile_plan.ts";
+import type { WebhookClientSettings } from "./webhook_config.ts";
+import {
+  WorkspaceResolutionError,
+  type WorkspaceResolver,
+} from "./workspace_resolver.ts";
+
+/** The collections the controller follows behind every endpoint. */
+export type ControllerCollection = "rules" | "bindings" | "configurations";
+
+/** What the reconciler reports, for metrics. */
+export interface ReconcileObserver {
+  /** A pass ended; `plan` is undefined if the watches were not synced. */
+  passed(plan: Plan | undefined, seconds: number): void;
+  /** A write or resolution ended. */
+  wrote(kind: "configuration" | "status" | "resolve", error?: unknown): void;
+}
+
+/** Options for {@linkcode Reconciler}. */
+export interface ReconcilerOptions {
+  /** Client for the virtual workspaces. */
+  client: KubeClient;
+  /** The controller's watches. */
+  watcher: ExportWatcher<ControllerCollection>;
+  /** Resolves workspace paths. */
+  resolver: WorkspaceResolver;
+  /** Reads the webhook's URL, CA bundle and timeout (called each pass). */
+  readSettings: () => Promise<WebhookClientSettings>;
+  /** `<workspace path>:<export name>` of the dep-ctrl export, for messages. */
+  exportRef: string;
+  /** Where to log. */
+  log: Logger;
+  /** Metrics. */
+  observer?: ReconcileObserver;
+  /** Period of full resyncs (paths resolved again, everything compared). */
+  resyncPeriodMs: number;
+  /** Retry delays per key. @default {initialMs: 500, maxMs: 60_000} */
+  backoff?: BackoffOptions;
+  /** How long a key waits for the watch to show its write. @default {10_000} */
+  expectationTimeoutMs?: number;
+}
+
+/** A write we wait to see in the watches. */
+interface Expectation {
+  /** The resourceVersion (or "absent") the cache showed before the write. */
+  before: string;
+  /** When to stop waiting. */
+  deadline: number;
+}
+
+const ABSENT = "absent";
+const VWC_PATH =
+  "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
+
+/** Converges webhook configurations and rule status to the rules. */
+export class Reconciler {
+  readonly #options: ReconcilerOptions;
+  readonly #tasks: KeyedTasks;
+  readonly #resolutions = new Map<string, Resolution>();
+  readonly #expectations = new Map<string, Expectation>();
+  #passScheduled = false;
+  #passRunning: Promise<void> | undefined;
+  #again = false;
+  #retryTimer: ReturnType<typeof setTimeout> | undefined;
+  #resyncTimer: ReturnType<typeof setInterval> | undefined;
+  #stopped = false;
+  #started = false;
+
+  /** Builds a reconciler; {@linkcode Reconciler.start} runs it. */
+  constructor(options: ReconcilerOptions) {
+    this.#options = options;
+    this.#tasks = new KeyedTasks({
+      backoff: options.backoff ?? { initialMs: 500, maxMs: 60_000 },
+      onSettled: () => this.trigger(),
+    });
+  }
+
+  /** Starts reconciling: a pass now, then on every trigger and resync. */
+  start(): void {
+    this.#started = true;
+    this.#resyncTimer = setInterval(() => {
+      this.#options.log.debug("periodic resync");
+      this.#resolutions.clear();
+      this.trigger();
+    }, this.#options.resyncPeriodMs);
+    this.trigger();
+  }
+
+  /** Asks for a pass soon (coalesced). */
+  trigger(): void {
+    if (!this.#started || this.#stopped || this.#passScheduled) return;
+    this.#passScheduled = true;
+    setTimeout(() => {
+      this.#passScheduled = false;
+      this.#runPass();
+    }, 0);
+  }
+
+  /** Stops: no new passes or writes; waits for running ones. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearInterval(this.#resyncTimer);
+    clearTimeout(this.#retryTimer);
+    await this.#passRunning;
+    await this.#tasks.stop();
+  }
+
+  #runPass(): void {
+    if (this.#stopped) return;
+    if (this.#passRunning !== undefined) {
+      this.#again = true;
+      return;
+    }
+    this.#passRunning = this.#pass().catch((error) => {
+      this.#options.log.error("reconcile pass failed", { error });
+    }).finally(() => {
+      this.#passRunning = undefined;
+      if (this.#again) {
+        this.#again = false;
+        this.trigger();
+      }
+    });
+  }
+
+  async #pass(): Promise<void> {
+    const started = performance.now();
+    const { watcher, log } = this.#options;
+    if (!watcher.synced) {
+      this.#options.observer?.passed(undefined, 0);
+      return;
+    }
+    let settings: WebhookClientSettings | { error: string };
+    try {
+      settings = await this.#options.readSettings();
+    } catch (error) {
+      settings = {
+        error: `cannot read the webhook settings: ${
+          error instanceof Error ? error.message : String(error)
+        }`,
+      };
+    }
+    if (this.#stopped) return;
+    const installErrors = new Map<string, string>();
+    for (const key of this.#tasks.keys()) {
+      if (!key.startsWith("vwc/")) continue;
+      const error = this.#tasks.error(key);
+      if (error !== undefined && !isConflict(error)) {
+        installErrors.set(key.slice(4), errorText(error));
+      }
+    }
+    const configurations = watcher.items("configurations");
+    const rules = watcher.items("rules");
+    const plan = planReconcile({
+      rules,
+      bindings: watcher.items("bindings"),
+      configurations,
+      resolutions: this.#resolutions,
+      settings,
+      installErrors,
+      exportRef: this.#options.exportRef,
+      now: new Date().toISOString().replace(/\.\d+Z$/, "Z"),
+    });
+
+    // Expectations: a key waits until the cache shows its last write.
+    const cacheVersions = new Map<string, string>();
+    for (const { object } of configurations) {
+      cacheVersions.set(
+        `vwc/${object.metadata?.annotations?.["kcp.io/cluster"] ?? ""}`,
+        object.metadata?.resourceVersion ?? "",
+      );
+    }
+    for (const { object } of rules) {
+      cacheVersions.set(
+        `status/${object.metadata?.annotations?.["kcp.io/cluster"] ?? ""}/${
+          object.metadata?.name ?? ""
+        }`,
+        object.metadata?.resourceVersion ?? "",
+      );
+    }
+    const now = Date.now();
+    for (const [key, expectation] of this.#expectations) {
+      const seen = cacheVersions.get(key) ?? ABSENT;
+      if (seen !== expectation.before || expectation.deadline <= now) {
+        this.#expectations.delete(key);
+      }
+    }
+
+    for (const path of plan.paths) this.#resolve(path, false);
+    for (const path of plan.stalePaths) this.#resolve(path, true);
+    for (const action of plan.configurations) this.#writeConfiguration(action);
+    for (const action of plan.statuses) this.#writeStatus(action);
+    // Forget keys that no longer have work.
+    const live = new Set([
+      ...plan.configurations.map((a) => `vwc/${a.cluster}`),
+      ...plan.statuses.map((a) => `status/${a.cluster}/${a.name}`),
+      ...plan.paths.map((p) => `path/${p}`),
+    ]);
+    for (const key of this.#tasks.keys()) {
+      if (!live.has(key)) this.#tasks.forget(key);
+    }
+    for (const path of this.#resolutions.keys()) {
+      if (!plan.paths.includes(path)) this.#resolutions.delete(path);
+    }
+    this.#scheduleRetry();
+    log.debug("reconciled", {
+      rules: rules.length,
+      configurations: configurations.length,
+      writes: plan.configurations.length,
+      statusWrites: plan.statuses.length,
+    });
+    this.#options.observer?.passed(
+      plan,
+      (performance.now() - started) / 1000,
+    );
+  }
+
+  /**
+   * Resolves a path in the background unless its answer is known; a failed
+   * answer is retried with backoff, and a `stale` one (its cluster has no
+   * dep-ctrl binding: the workspace may have been recreated) is dropped
+   * from the resolver's cache and resolved again, with backoff while it
+   * stays the same.
+   */
+  #resolve(path: string, stale: boolean): void {
+    const known = this.#resolutions.get(path);
+    if (known !== undefined && "cluster" in known && !stale) return;
+    this.#tasks.run(`path/${path}`, "resolve", async (signal) => {
+      if (stale) this.#options.resolver.invalidate(path);
+      let resolution: Resolution;
+      try {
+        resolution = {
+          cluster: await this.#options.resolver.resolve(path, { signal }),
+        };
+      } catch (error) {
+        if (!(error instanceof WorkspaceResolutionError)) throw error;
+        resolution = {
+          reason: error.reason,
+          message: error.message,
+          definitive: error.reason === "NotFound",
+        };
+      }
+      const before = JSON.stringify(this.#resolutions.get(path));
+      const after = JSON.stringify(resolution);
+      this.#resolutions.set(path, resolution);
+      const failure = "cluster" in resolution ? undefined : resolution.message;
+      const failed = failure !== undefined;
+      this.#options.observer?.wrote("resolve", failure);
+      if (after !== before) {
+        this.#options.log[failed ? "warn" : "info"](
+          "resolved workspace path",
+          { path, ...resolution },
+        );
+      }
+      // Failing (or still stale) answers are retried after the key's backoff.
+      if (failed) throw new Error(failure);
+      if (stale && after === before) {
+        throw new Error(`workspace ${path} still has no dep-ctrl binding`);
+      }
+    });
+  }
+
+  #writeConfiguration(action: ConfigurationAction): void {
+    const key = `vwc/${action.cluster}`;
+    if (this.#expectations.has(key)) return;
+    const fingerprint = `${action.action}:${JSON.stringify(action.object)}`;
+    const name = action.object.metadata?.name ?? "";
+    const collection = `${
+      clusterUrl(action.endpoint, action.cluster)
+    }${VWC_PATH}`;
+    const before = action.action === "create"
+      ? ABSENT
+      : action.object.metadata?.resourceVersion ?? "";
+    this.#tasks.run(key, fingerprint, async (signal) => {
+      const { client, log } = this.#options;
+      try {
+        if (action.action === "create") {
+          await client.request("POST", collection, {
+            body: action.object,
+            signal,
+          });
+        } else if (action.action === "update") {
+          await client.request("PUT", `${collection}/${name}`, {
+            body: action.object,
+            signal,
+          });
+        } else {
+          await deleteIgnoringNotFound(client, `${collection}/${name}`, {
+            resourceVersion: before,
+            signal,
+          });
+        }
+      } catch (error) {
+        this.#options.observer?.wrote("configuration", error);
+        log.warn("cannot write webhook configuration", {
+          cluster: action.cluster,
+          action: action.action,
+          error,
+        });
+        throw error;
+      }
+      this.#expect(key, before);
+      this.#options.observer?.wrote("configuration");
+      log.info("webhook configuration written", {
+        cluster: action.cluster,
+        action: action.action,
+      });
+    });
+  }
+
+  #writeStatus(action: StatusAction): void {
+    const key = `status/${action.cluster}/${action.name}`;
+    if (this.#expectations.has(key)) return;
+    const url = `${
+      clusterUrl(action.endpoint, action.cluster)
+    }/apis/${GROUP}/${VERSION}/${PLURAL}/${action.name}/status`;
+    this.#tasks.run(key, JSON.stringify(action.status), async (signal) => {
+      try {
+        await this.#options.client.request("PATCH", url, {
+          body: { status: action.status },
+          contentType: "application/merge-patch+json",
+          signal,
+        });
+      } catch (error) {
+        if (error instanceof KubeApiError && error.notFound) return;
+        this.#options.observer?.wrote("status", error);
+        this.#options.log.warn("cannot write rule status", {
+          cluster: action.cluster,
+          name: action.name,
+          error,
+        });
+        throw error;
+      }
+      this.#expect(key, action.resourceVersion);
+      this.#options.observer?.wrote("status");
+    });
+  }
+
+  #expect(key: string, before: string): void {
+    this.#expectations.set(key, {
+      before,
+      deadline: Date.now() + (this.#options.expectationTimeoutMs ?? 10_000),
+    });
+  }
+
+  #scheduleRetry(): void {
+    clearTimeout(this.#retryTimer);
+    let at = this.#tasks.nextRetryAt();
+    for (const expectation of this.#expectations.values()) {
+      if (at === undefined || expectation.deadline < at) {
+        at = expectation.deadline;
+      }
+    }
+    if (at === undefined) return;
+    this.#retryTimer = setTimeout(
+      () => this.trigger(),
+      Math.max(0, at - Date.now()) + 5,
+    );
+  }
+}
+
+async function deleteIgnoringNotFound(
+  client: KubeClient,
+  url: string,
+  options: { resourceVersion: string; signal: AbortSignal },
+): Promise<void> {
+  try {
+    await client.request("DELETE", url, {
+      body: {
+        apiVersion: "v1",
+        kind: "DeleteOptions",
+        preconditions: { resourceVersion: options.resourceVersion },
+      },
+      signal: options.signal,
+    });
+  } catch (error) {
+    if (error instanceof KubeApiError && error.notFound) return;
+    throw error;
+  }
+}
+
+function isConflict(error: unknown): boolean {
+  return error instanceof KubeApiError && error.status === 409;
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

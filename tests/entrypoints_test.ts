@@ -74,3 +74,77 @@ Deno.test("webhook.ts exits 1 with a JSON log line naming an unreadable kubeconf
     /Cannot load kubeconfig \/nonexistent\/kubeconfig/,
   );
 });
+
+Deno.test("controller.ts --help lists every flag with its default", async () => {
+  const { code, stdout } = await run("controller.ts", ["--help"]);
+  assert.equal(code, 0);
+  for (
+    const flag of [
+      "--kubeconfig",
+      '(default "dependencies.opendefense.cloud")',
+      "--kcp-base-host",
+      "--webhook-url=<value>",
+      "--webhook-ca-bundle-path=<value>",
+      "--webhook-timeout",
+      "--resync-period",
+      "--health-probe-bind-address",
+      '(default ":8081")',
+      "--metrics-bind-address",
+      '(default ":8080")',
+      "--leader-elect\n",
+      "--leader-election-namespace",
+      "--leader-election-id",
+      "--log-level",
+    ]
+  ) {
+    assert.ok(stdout.includes(flag), `--help lacks ${flag}:\n${stdout}`);
+  }
+});
+
+Deno.test("controller.ts names a missing required flag with exit code 2", async () => {
+  const unknown = await run("controller.ts", ["--no-such-flag"]);
+  assert.equal(unknown.code, 2);
+  assert.match(
+    unknown.stderr,
+    /controller: Cannot parse flags: .*no-such-flag/,
+  );
+  const noUrl = await run("controller.ts", [
+    "--kubeconfig=/nonexistent",
+    "--webhook-ca-bundle-path=/nonexistent",
+  ]);
+  assert.equal(noUrl.code, 2);
+  assert.match(noUrl.stderr, /--webhook-url is required/);
+});
+
+Deno.test("controller.ts exits 1 with a JSON log line naming an unreadable CA bundle", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const kubeconfig = `${dir}/kubeconfig`;
+    await Deno.writeTextFile(
+      kubeconfig,
+      JSON.stringify({
+        apiVersion: "v1",
+        kind: "Config",
+        clusters: [{
+          name: "kcp",
+          cluster: { server: "https://127.0.0.1:1/clusters/root:dep-ctrl" },
+        }],
+        users: [{ name: "u", user: { token: "t" } }],
+        contexts: [{ name: "c", context: { cluster: "kcp", user: "u" } }],
+        "current-context": "c",
+      }),
+    );
+    const { code, stderr } = await run("controller.ts", [
+      `--kubeconfig=${kubeconfig}`,
+      "--webhook-url=https://webhook.example:9443/validate",
+      `--webhook-ca-bundle-path=${dir}/missing-ca.crt`,
+    ]);
+    assert.equal(code, 1);
+    const line = JSON.parse(stderr.trim().split("\n").at(-1)!);
+    assert.equal(line.level, "error");
+    assert.equal(line.msg, "cannot start");
+    assert.match(line.error.message, /missing-ca\.crt/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

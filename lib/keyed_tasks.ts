@@ -111,10 +111,14 @@ export class KeyedTasks {
     return [...this.#keys.keys()];
   }
 
-  /** The earliest time a failed key may be retried, if any. */
+  /**
+   * The earliest time a failed key may be retried, if any. Running keys
+   * are left out: their end calls `onSettled` anyway.
+   */
   nextRetryAt(): number | undefined {
     let earliest: number | undefined;
     for (const state of this.#keys.values()) {
+      if (state.running) continue;
       const at = state.failure?.retryAt;
       if (at !== undefined && (earliest === undefined || at < earliest)) {
         earliest = at;

@@ -100,7 +100,7 @@ export interface Plan {
   statuses: StatusAction[];
   /** Rules by their Ready condition's status and reason, for metrics. */
   ready: Map<string, number>;
-  /** Provider clusters with a desired configuration. */
+  /** Provider clusters that keep (or get) a configuration. */
   desiredClusters: number;
 }
 
@@ -197,7 +197,12 @@ export function planReconcile(input: PlanInput): Plan {
     dependencyStates.set(key, states);
   }
 
-  const configurations = planConfigurations(input, desired, bindings, unsure);
+  const { actions: configurations, wanted } = planConfigurations(
+    input,
+    desired,
+    bindings,
+    unsure,
+  );
   const pendingClusters = new Set(configurations.map((c) => c.cluster));
   const resolvedClusters = new Map<string, string>();
   for (const [path, resolution] of input.resolutions) {
@@ -239,7 +244,14 @@ export function planReconcile(input: PlanInput): Plan {
         pendingClusters,
         resolvedClusters,
       });
-      if (verdict === undefined) continue; // Settles in a later pass.
+      if (verdict === undefined) {
+        // Settles in a later pass; meanwhile it counts as what it shows.
+        const shown = currentConditions(source.object).find((c) =>
+          c.type === READY_CONDITION
+        );
+        if (shown !== undefined) count(shown);
+        continue;
+      }
       installed = verdict;
     }
     const readyCondition = readyConditionFor(rule, installed, ruleProblems);
@@ -254,9 +266,13 @@ export function planReconcile(input: PlanInput): Plan {
     paths: [...paths].sort(),
     stalePaths: [...stalePaths].sort(),
     configurations,
-    statuses,
+    statuses: statuses.sort((a, b) =>
+      a.cluster === b.cluster
+        ? compare(a.name, b.name)
+        : compare(a.cluster, b.cluster)
+    ),
     ready,
-    desiredClusters: desired.size,
+    desiredClusters: wanted,
   };
 }
 
@@ -265,12 +281,13 @@ function planConfigurations(
   desired: Map<string, Map<string, GroupVersionResource>>,
   bindings: Map<string, { endpoint: string; claimAccepted: boolean }>,
   unsure: boolean,
-): ConfigurationAction[] {
+): { actions: ConfigurationAction[]; wanted: number } {
   const current = new Map<string, Sourced>();
   for (const source of input.configurations) {
     current.set(clusterOf(source), source);
   }
   const actions: ConfigurationAction[] = [];
+  let wanted = 0;
   const clusters = new Set([...desired.keys(), ...current.keys()]);
   for (const cluster of [...clusters].sort()) {
     const existing = current.get(cluster);
@@ -294,6 +311,7 @@ function planConfigurations(
       }
       continue;
     }
+    wanted++;
     if ("error" in input.settings) continue;
     const want = desiredWebhookConfiguration(types, input.settings);
     if (existing === undefined) {
@@ -309,7 +327,7 @@ function planConfigurations(
       });
     }
   }
-  return actions;
+  return { actions, wanted };
 }
 
 /** The WebhooksInstalled condition, or undefined while anything is pending. */
@@ -534,6 +552,10 @@ export function protectedTypesOf(object: KubeObject): GroupVersionResource[] {
 
 function clusterOf(source: Sourced): string {
   return source.object.metadata?.annotations?.["kcp.io/cluster"] ?? "";
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 function unique(values: readonly string[]): string[] {

@@ -93,6 +93,8 @@ export class Reconciler {
   #resyncTimer: ReturnType<typeof setInterval> | undefined;
   #stopped = false;
   #started = false;
+  /** Set by the periodic resync: resolve every path again (keeping the old answers meanwhile). */
+  #refresh = false;
 
   /** Builds a reconciler; {@linkcode Reconciler.start} runs it. */
   constructor(options: ReconcilerOptions) {
@@ -108,7 +110,7 @@ export class Reconciler {
     this.#started = true;
     this.#resyncTimer = setInterval(() => {
       this.#options.log.debug("periodic resync");
-      this.#resolutions.clear();
+      this.#refresh = true;
       this.trigger();
     }, this.#options.resyncPeriodMs);
     this.trigger();
@@ -213,8 +215,15 @@ export class Reconciler {
       }
     }
 
-    for (const path of plan.paths) this.#resolve(path, false);
-    for (const path of plan.stalePaths) this.#resolve(path, true);
+    const refresh = this.#refresh;
+    this.#refresh = false;
+    const stale = new Set(plan.stalePaths);
+    for (const path of plan.paths) {
+      this.#resolve(
+        path,
+        stale.has(path) ? "stale" : refresh ? "refresh" : "missing",
+      );
+    }
     for (const action of plan.configurations) this.#writeConfiguration(action);
     for (const action of plan.statuses) this.#writeStatus(action);
     // Forget keys that no longer have work.
@@ -247,11 +256,15 @@ export class Reconciler {
    * answer is retried with backoff, and a `stale` one (its cluster has no
    * dep-ctrl binding: the workspace may have been recreated) is dropped
    * from the resolver's cache and resolved again, with backoff while it
-   * stays the same.
+   * stays the same. `refresh` (the periodic resync) asks the resolver again
+   * and keeps the old answer meanwhile.
    */
-  #resolve(path: string, stale: boolean): void {
+  #resolve(path: string, mode: "missing" | "refresh" | "stale"): void {
+    const stale = mode === "stale";
     const known = this.#resolutions.get(path);
-    if (known !== undefined && "cluster" in known && !stale) return;
+    if (known !== undefined && "cluster" in known && mode === "missing") {
+      return;
+    }
     this.#tasks.run(`path/${path}`, "resolve", async (signal) => {
       if (stale) this.#options.resolver.invalidate(path);
       let resolution: Resolution;
@@ -341,7 +354,11 @@ export class Reconciler {
     const url = `${
       clusterUrl(action.endpoint, action.cluster)
     }/apis/${GROUP}/${VERSION}/${PLURAL}/${action.name}/status`;
-    this.#tasks.run(key, JSON.stringify(action.status), async (signal) => {
+    // Transition times move with the clock: they do not make new work.
+    const fingerprint = JSON.stringify(
+      action.status.conditions?.map((c) => ({ ...c, lastTransitionTime: "" })),
+    );
+    this.#tasks.run(key, fingerprint, async (signal) => {
       try {
         await this.#options.client.request("PATCH", url, {
           body: { status: action.status },

@@ -10,6 +10,7 @@ import {
   type FlagSpec,
   parseBindAddress,
   parseDuration,
+  parseFlag,
   parseFlags,
 } from "./flags.ts";
 import { baseUrl } from "./kcp.ts";
@@ -151,13 +152,13 @@ export function parseControllerOptions(
     throw new TypeError("Cannot start: --webhook-ca-bundle-path is required");
   }
   const kcpBaseHost = v["kcp-base-host"]
-    ? flag("kcp-base-host", () => baseUrl(v["kcp-base-host"]!))
+    ? parseFlag("kcp-base-host", () => baseUrl(v["kcp-base-host"]!))
     : undefined;
-  const healthBind = flag(
+  const healthBind = parseFlag(
     "health-probe-bind-address",
     () => parseBindAddress(v["health-probe-bind-address"]!),
   );
-  const metricsBind = flag(
+  const metricsBind = parseFlag(
     "metrics-bind-address",
     () => parseBindAddress(v["metrics-bind-address"]!),
   );
@@ -167,25 +168,28 @@ export function parseControllerOptions(
       kubeconfig,
       apiExportName: v["api-export-name"]!,
       ...(kcpBaseHost === undefined ? {} : { kcpBaseHost }),
-      webhookUrl: flag("webhook-url", () => checkWebhookUrl(webhookUrlText)),
+      webhookUrl: parseFlag(
+        "webhook-url",
+        () => checkWebhookUrl(webhookUrlText),
+      ),
       webhookCaBundlePath,
-      webhookTimeoutSeconds: flag(
+      webhookTimeoutSeconds: parseFlag(
         "webhook-timeout",
         () => parseWebhookTimeout(v["webhook-timeout"]!),
       ),
-      resyncPeriodMs: flag(
+      resyncPeriodMs: parseFlag(
         "resync-period",
         () => parseDuration(v["resync-period"]!),
       ),
       ...(healthBind === undefined ? {} : { healthBind }),
       ...(metricsBind === undefined ? {} : { metricsBind }),
       leaderElect,
-      leaderElectionNamespace: flag(
+      leaderElectionNamespace: parseFlag(
         "leader-election-namespace",
         () =>
           checkName(v["leader-election-namespace"]!, DNS_LABEL, "a DNS label"),
       ),
-      leaderElectionId: flag(
+      leaderElectionId: parseFlag(
         "leader-election-id",
         () =>
           checkName(
@@ -194,7 +198,7 @@ export function parseControllerOptions(
             "a DNS subdomain",
           ),
       ),
-      logLevel: flag("log-level", () => parseLogLevel(v["log-level"]!)),
+      logLevel: parseFlag("log-level", () => parseLogLevel(v["log-level"]!)),
     },
   };
 }
@@ -288,12 +292,4 @@ function checkName(text: string, pattern: RegExp, what: string): string {
     throw new TypeError(`want ${what}: current value is '${text}'`);
   }
   return text;
-}
-
-function flag<T>(name: string, parse: () => T): T {
-  try {
-    return parse();
-  } catch (error) {
-    throw new TypeError(`Cannot parse --${name}: ${(error as Error).message}`);
-  }
 }

@@ -80,6 +80,19 @@ export function parseFlags(
   return { help: raw.help === true, values, given };
 }
 
+/**
+ * Runs `parse` on a flag's value, naming the flag in any error.
+ *
+ * @throws {TypeError} `Cannot parse --<name>: <the error's message>`.
+ */
+export function parseFlag<T>(name: string, parse: () => T): T {
+  try {
+    return parse();
+  } catch (error) {
+    throw new TypeError(`Cannot parse --${name}: ${(error as Error).message}`);
+  }
+}
+
 /** The `--help` text: a usage line, a summary, then every flag with its default. */
 export function usage(
   program: string,

@@ -3,6 +3,7 @@ import {
   type FlagSpec,
   parseBindAddress,
   parseDuration,
+  parseFlag,
   parseFlags,
   usage,
 } from "./flags.ts";
@@ -96,4 +97,16 @@ Deno.test("parseDuration() reads ms, s, m and h and rejects the rest", () => {
   for (const bad of ["7", "0s", "-1s", "s", "7 s", "7d"]) {
     assert.throws(() => parseDuration(bad), /Cannot parse duration/, bad);
   }
+});
+
+Deno.test("parseFlag() returns the parsed value and names the flag in an error", () => {
+  assert.equal(parseFlag("list-timeout", () => parseDuration("7s")), 7000);
+  assert.throws(
+    () => parseFlag("list-timeout", () => parseDuration("soon")),
+    {
+      name: "TypeError",
+      message:
+        "Cannot parse --list-timeout: Cannot parse duration: want a positive number with ms, s, m or h: current value is 'soon'",
+    },
+  );
 });

@@ -95,6 +95,8 @@ export class Reconciler {
   #started = false;
   /** Set by the periodic resync: resolve every path again (keeping the old answers meanwhile). */
   #refresh = false;
+  /** The clusters bound to the export at the last pass. */
+  #bound = "";
 
   /** Builds a reconciler; {@linkcode Reconciler.start} runs it. */
   constructor(options: ReconcilerOptions) {
@@ -215,6 +217,19 @@ export class Reconciler {
       }
     }
 
+    // A new dep-ctrl binding may be a provider workspace that a failing or
+    // stale path names (created, or deleted and recreated): retry now.
+    const bound = JSON.stringify(
+      watcher.items("bindings").map(({ object }) =>
+        object.metadata?.annotations?.["kcp.io/cluster"] ?? ""
+      ).sort(),
+    );
+    if (bound !== this.#bound) {
+      this.#bound = bound;
+      for (const path of this.#resolutions.keys()) {
+        this.#tasks.forget(`path/${path}`);
+      }
+    }
     const refresh = this.#refresh;
     this.#refresh = false;
     const stale = new Set(plan.stalePaths);

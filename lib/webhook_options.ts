@@ -10,6 +10,7 @@ import {
   type FlagSpec,
   parseBindAddress,
   parseDuration,
+  parseFlag,
   parseFlags,
 } from "./flags.ts";
 import { type LogLevel, parseLogLevel } from "./log.ts";
@@ -130,7 +131,7 @@ export function parseWebhookOptions(
     flags.given.has("webhook-port") && !flags.given.has("webhook-bind-address")
       ? `:${v["webhook-port"]}`
       : v["webhook-bind-address"]!;
-  const webhookBind = flag(
+  const webhookBind = parseFlag(
     "webhook-bind-address",
     () => parseBindAddress(webhookBindText),
   );
@@ -147,11 +148,11 @@ export function parseWebhookOptions(
       }'`,
     );
   }
-  const healthBind = flag(
+  const healthBind = parseFlag(
     "health-probe-bind-address",
     () => parseBindAddress(v["health-probe-bind-address"]!),
   );
-  const metricsBind = flag(
+  const metricsBind = parseFlag(
     "metrics-bind-address",
     () => parseBindAddress(v["metrics-bind-address"]!),
   );
@@ -162,27 +163,19 @@ export function parseWebhookOptions(
       apiExportName: v["api-export-name"]!,
       webhookBind,
       tlsCertDir: v["tls-cert-dir"]!,
-      tlsReloadIntervalMs: flag(
+      tlsReloadIntervalMs: parseFlag(
         "tls-reload-interval",
         () => parseDuration(v["tls-reload-interval"]!),
       ),
       ...(healthBind === undefined ? {} : { healthBind }),
       ...(metricsBind === undefined ? {} : { metricsBind }),
       ...(v["kcp-base-host"] ? { kcpBaseHost: v["kcp-base-host"] } : {}),
-      listTimeoutMs: flag(
+      listTimeoutMs: parseFlag(
         "list-timeout",
         () => parseDuration(v["list-timeout"]!),
       ),
       listPageSize: pageSize,
-      logLevel: flag("log-level", () => parseLogLevel(v["log-level"]!)),
+      logLevel: parseFlag("log-level", () => parseLogLevel(v["log-level"]!)),
     },
   };
-}
-
-function flag<T>(name: string, parse: () => T): T {
-  try {
-    return parse();
-  } catch (error) {
-    throw new TypeError(`Cannot parse --${name}: ${(error as Error).message}`);
-  }
 }

@@ -7,10 +7,12 @@
  */
 import assert from "node:assert/strict";
 import {
+  applyObjects,
   buildTopology,
   type ComponentProcess,
   type KcpServer,
   kcpTest,
+  networkProvider,
   startController,
   startWebhook,
   type Topology,
@@ -95,17 +97,6 @@ function vm(name: string, refs: Record<string, string>): unknown {
     spec[field] = { name: target };
   }
   return object("VirtualMachine", name, spec);
-}
-
-async function apply(
-  kcp: KcpServer,
-  workspace: string,
-  ...objects: unknown[]
-): Promise<void> {
-  await kcp.kubectlOk(["apply", "-f", "-"], {
-    workspace,
-    stdin: JSON.stringify({ apiVersion: "v1", kind: "List", items: objects }),
-  });
 }
 
 async function remove(
@@ -281,11 +272,9 @@ kcpTest(
       await step(
         "a rule installs the configuration in a provider three levels deep and reports Ready",
         async () => {
-          await apply(
-            kcp,
-            COMPUTE,
+          await applyObjects(kcp, COMPUTE, [
             rule("vm-vpc", [{ resource: "vpcs", field: ".spec.vpcRef.name" }]),
-          );
+          ]);
           const config = await waitForConfiguration(kcp, NETWORK, ["vpcs"]);
           const metadata = config!.metadata as {
             labels?: Record<string, string>;
@@ -336,13 +325,11 @@ kcpTest(
       await step(
         "a VPC a VM refers to cannot be deleted; with two VMs removing one still blocks, removing both allows",
         async () => {
-          await apply(
-            kcp,
-            c1,
+          await applyObjects(kcp, c1, [
             object("VPC", "vpc-a"),
             vm("vm-1", { vpcRef: "vpc-a" }),
             vm("vm-2", { vpcRef: "vpc-a" }),
-          );
+          ]);
           await waitForProtection(
             kcp,
             c1,
@@ -369,13 +356,11 @@ kcpTest(
       await step(
         "another consumer deletes its VPCs (no leakage); skip-protection lets a delete through",
         async () => {
-          await apply(
-            kcp,
-            c1,
+          await applyObjects(kcp, c1, [
             object("VPC", "vpc-b"),
             vm("vm-b", { vpcRef: "vpc-b" }),
-          );
-          await apply(kcp, c2, object("VPC", "vpc-b"));
+          ]);
+          await applyObjects(kcp, c2, [object("VPC", "vpc-b")]);
           await waitForProtection(
             kcp,
             c1,
@@ -400,22 +385,16 @@ kcpTest(
       await step(
         "two rules on one provider merge into one configuration; deleting one keeps the other's protection",
         async () => {
-          await apply(
-            kcp,
-            COMPUTE,
-            rule("vm-subnet", [{
-              resource: "subnets",
-              field: ".spec.subnetRef.name",
-            }]),
-          );
+          await applyObjects(kcp, COMPUTE, [rule("vm-subnet", [{
+            resource: "subnets",
+            field: ".spec.subnetRef.name",
+          }])]);
           await waitForConfiguration(kcp, NETWORK, ["subnets", "vpcs"]);
-          await apply(
-            kcp,
-            c1,
+          await applyObjects(kcp, c1, [
             object("VPC", "vpc-c"),
             object("Subnet", "subnet-c"),
             vm("vm-c", { vpcRef: "vpc-c", subnetRef: "subnet-c" }),
-          );
+          ]);
           await waitForProtection(
             kcp,
             c1,
@@ -448,14 +427,10 @@ kcpTest(
         "an in-place edit that removes a dependency removes it from the configuration",
         async () => {
           const before = await ruleObject(kcp, COMPUTE, "vm-subnet");
-          await apply(
-            kcp,
-            COMPUTE,
-            rule("vm-subnet", [{
-              resource: "vpcs",
-              field: ".spec.altVpcRef.name",
-            }]),
-          );
+          await applyObjects(kcp, COMPUTE, [rule("vm-subnet", [{
+            resource: "vpcs",
+            field: ".spec.altVpcRef.name",
+          }])]);
           await waitForConfiguration(kcp, NETWORK, ["vpcs"]);
           await waitForReady(kcp, COMPUTE, "vm-subnet", {
             status: "True",
@@ -470,12 +445,10 @@ kcpTest(
           const r = await deleteObject(kcp, c1, "subnets", "subnet-c");
           assert.equal(r.code, 0, r.stderr);
           // vm-c names vpc-c in vpcRef, which the rule no longer reads.
-          await apply(
-            kcp,
-            c1,
+          await applyObjects(kcp, c1, [
             object("VPC", "vpc-d"),
             vm("vm-d", { altVpcRef: "vpc-d" }),
-          );
+          ]);
           await waitForProtection(
             kcp,
             c1,
@@ -510,9 +483,7 @@ kcpTest(
       await step(
         "an unresolvable path, a self-dependency and a cycle are reported in status; other rules keep working",
         async () => {
-          await apply(
-            kcp,
-            COMPUTE,
+          await applyObjects(kcp, COMPUTE, [
             rule("vm-vpc", [{ resource: "vpcs", field: ".spec.vpcRef.name" }]),
             rule("bad-path", [{
               path: "root:org:nope",
@@ -523,7 +494,7 @@ kcpTest(
               resource: "virtualmachines",
               field: ".spec.parentRef.name",
             }]),
-          );
+          ]);
           const unresolved = await waitForReady(kcp, COMPUTE, "bad-path", {
             status: "False",
             reason: "PathNotResolved",
@@ -540,12 +511,10 @@ kcpTest(
           });
           // The self-dependency installs nothing in the compute provider.
           assert.equal(await webhookConfiguration(kcp, COMPUTE), undefined);
-          await apply(
-            kcp,
-            c1,
+          await applyObjects(kcp, c1, [
             object("VPC", "vpc-e"),
             vm("vm-e", { vpcRef: "vpc-e" }),
-          );
+          ]);
           await waitForProtection(
             kcp,
             c1,
@@ -554,14 +523,10 @@ kcpTest(
           );
 
           // A VPC that protects VMs closes a cycle VPC -> VM -> VPC.
-          await apply(
-            kcp,
-            NETWORK,
-            rule("vpc-vm", [{
-              resource: "virtualmachines",
-              field: ".spec.vpcRef.name",
-            }], "VPC"),
-          );
+          await applyObjects(kcp, NETWORK, [rule("vpc-vm", [{
+            resource: "virtualmachines",
+            field: ".spec.vpcRef.name",
+          }], "VPC")]);
           for (
             const [workspace, name] of [[COMPUTE, "vm-vpc"], [
               NETWORK,
@@ -596,6 +561,53 @@ kcpTest(
             reason: "Enforced",
           });
           await waitForConfiguration(kcp, COMPUTE, []);
+        },
+      );
+
+      await step(
+        "a provider workspace deleted and recreated under the same path gets the configuration again",
+        async () => {
+          const path = "root:org:team:edge";
+          const first = await networkProvider(kcp, path);
+          await applyObjects(kcp, COMPUTE, [rule("vm-edge", [{
+            path,
+            resource: "subnets",
+            field: ".spec.subnetRef.name",
+          }])]);
+          await waitForConfiguration(kcp, path, ["subnets"]);
+          await waitForReady(kcp, COMPUTE, "vm-edge", {
+            status: "True",
+            reason: "Enforced",
+          });
+          await kcp.kubectlOk(["delete", "workspace", "edge"], {
+            workspace: "root:org:team",
+          });
+          await waitFor("workspace edge to be gone", async () => {
+            const r = await kcp.kubectl(["get", "workspace", "edge"], {
+              workspace: "root:org:team",
+            });
+            return r.code !== 0 || undefined;
+          }, { timeoutMs: 90_000, intervalMs: 500 });
+          // Gone: first its binding (ProviderNotBound), then the path itself.
+          await waitFor("vm-edge to report its provider gone", async () => {
+            const ready = (await ruleObject(kcp, COMPUTE, "vm-edge")).status
+              ?.conditions?.find((c) => c.type === "Ready");
+            return (ready?.status === "False" &&
+              ["ProviderNotBound", "PathNotResolved"].includes(ready.reason)) ||
+              undefined;
+          }, { timeoutMs: 30_000, intervalMs: 200 });
+          const second = await networkProvider(kcp, path);
+          assert.notEqual(second.cluster, first.cluster);
+          await waitForConfiguration(kcp, path, ["subnets"]);
+          const ready = await waitForReady(kcp, COMPUTE, "vm-edge", {
+            status: "True",
+            reason: "Enforced",
+          });
+          assert.ok(ready);
+          await kcp.kubectlOk(["delete", "dependencyrules", "vm-edge"], {
+            workspace: COMPUTE,
+          });
+          await waitForConfiguration(kcp, path, []);
         },
       );
 
@@ -640,14 +652,10 @@ kcpTest(
               : undefined;
           }) as ComponentProcess;
           const follower = replicas.find((p) => p !== leader)!;
-          await apply(
-            kcp,
-            COMPUTE,
-            rule("vm-subnet", [{
-              resource: "subnets",
-              field: ".spec.subnetRef.name",
-            }]),
-          );
+          await applyObjects(kcp, COMPUTE, [rule("vm-subnet", [{
+            resource: "subnets",
+            field: ".spec.subnetRef.name",
+          }])]);
           await waitForConfiguration(kcp, NETWORK, ["subnets", "vpcs"]);
           assert.equal(await leads(follower), false);
           assert.doesNotMatch(await follower.log(), /configuration written/);
@@ -668,21 +676,15 @@ kcpTest(
         async () => {
           await kcp.stop({ keepRootDir: true });
           await kcp.start();
-          await apply(
-            kcp,
-            COMPUTE,
-            rule("vm-subnet", [{
-              resource: "subnets",
-              field: ".spec.subnetRef.name",
-            }]),
-          );
+          await applyObjects(kcp, COMPUTE, [rule("vm-subnet", [{
+            resource: "subnets",
+            field: ".spec.subnetRef.name",
+          }])]);
           await waitForConfiguration(kcp, NETWORK, ["subnets", "vpcs"]);
-          await apply(
-            kcp,
-            c1,
+          await applyObjects(kcp, c1, [
             object("Subnet", "subnet-f"),
             vm("vm-f", { subnetRef: "subnet-f" }),
-          );
+          ]);
           await waitForProtection(
             kcp,
             c1,

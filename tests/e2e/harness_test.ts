@@ -61,6 +61,7 @@ kcpTest(
       async () => {
         const out = await applyFiles(kcp, network!.path, [
           `${FIXTURES}apiresourceschema-vpcs.yaml`,
+          `${FIXTURES}apiresourceschema-subnets.yaml`,
           `${FIXTURES}apiexport.yaml`,
         ]);
         assert.match(out, /apiexport.apis.kcp.io\/network.example.com created/);

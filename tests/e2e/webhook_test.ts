@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import {
+  applyObjects,
   buildTopology,
   installWebhookConfig,
   type KcpServer,
@@ -42,17 +43,6 @@ function vm(
     metadata: { name, namespace: "default" },
     spec,
   };
-}
-
-async function create(
-  kcp: KcpServer,
-  workspace: string,
-  ...objects: unknown[]
-): Promise<void> {
-  await kcp.kubectlOk(["apply", "-f", "-"], {
-    workspace,
-    stdin: JSON.stringify({ apiVersion: "v1", kind: "List", items: objects }),
-  });
 }
 
 async function exists(
@@ -152,13 +142,11 @@ kcpTest(
             resource: "vpcs",
           }],
         });
-        await create(
-          kcp,
-          c1,
+        await applyObjects(kcp, c1, [
           vpc("vpc-a"),
           vpc("vpc-b"),
           vm("vm-1", { vpcRef: "vpc-a" }),
-        );
+        ]);
         await waitForProtection(kcp, c1, "vpc-a", true);
       },
     );
@@ -230,7 +218,7 @@ kcpTest(
     await step(
       "with two VMs, removing one still blocks; removing both allows",
       async () => {
-        await create(kcp, c1, vm("vm-2", { vpcRef: "vpc-a" }));
+        await applyObjects(kcp, c1, [vm("vm-2", { vpcRef: "vpc-a" })]);
         let r = await kcp.kubectl(["delete", "vpc", "vpc-a", "-n", "default"], {
           workspace: c1,
         });
@@ -275,8 +263,11 @@ kcpTest(
     await step(
       "another consumer's objects of the same names are unaffected",
       async () => {
-        await create(kcp, c1, vpc("vpc-x"), vm("vm-3", { vpcRef: "vpc-x" }));
-        await create(kcp, c2, vpc("vpc-x"));
+        await applyObjects(kcp, c1, [
+          vpc("vpc-x"),
+          vm("vm-3", { vpcRef: "vpc-x" }),
+        ]);
+        await applyObjects(kcp, c2, [vpc("vpc-x")]);
         await kcp.kubectlOk(["delete", "vpc", "vpc-x", "-n", "default"], {
           workspace: c2,
         });
@@ -309,14 +300,12 @@ kcpTest(
     await step(
       "an in-place edit of the rule's field path is followed without a restart",
       async () => {
-        await create(
-          kcp,
-          c1,
+        await applyObjects(kcp, c1, [
           vpc("vpc-y"),
           vpc("vpc-z"),
           vm("vm-4", { vpcRef: "vpc-y" }),
           vm("vm-5", { altVpcRef: "vpc-z" }),
-        );
+        ]);
         await waitForProtection(kcp, c1, "vpc-y", true);
         await kcp.kubectlOk([
           "patch",
@@ -401,7 +390,10 @@ kcpTest(
             timeoutMs: 90_000,
           },
         );
-        await create(kcp, c1, vpc("vpc-r"), vm("vm-r", { vpcRef: "vpc-r" }));
+        await applyObjects(kcp, c1, [
+          vpc("vpc-r"),
+          vm("vm-r", { vpcRef: "vpc-r" }),
+        ]);
         await waitForProtection(kcp, c1, "vpc-r", true);
         const r = await kcp.kubectl(
           ["delete", "vpc", "vpc-r", "-n", "default"],

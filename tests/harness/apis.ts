@@ -62,6 +62,23 @@ export function applyFiles(
   });
 }
 
+/**
+ * `kubectl apply` of objects given as values (sent as one `List` on stdin),
+ * as a user does with a manifest.
+ *
+ * @throws {Error} If kubectl fails.
+ */
+export function applyObjects(
+  kcp: KcpServer,
+  workspace: string,
+  objects: readonly unknown[],
+): Promise<string> {
+  return kcp.kubectlOk(["apply", "-f", "-"], {
+    workspace,
+    stdin: JSON.stringify({ apiVersion: "v1", kind: "List", items: objects }),
+  });
+}
+
 /** Waits until an APIExport has its `status.identityHash` and returns it. */
 export function waitForExportIdentity(
   kcp: KcpServer,

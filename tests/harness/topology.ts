@@ -79,11 +79,7 @@ export async function buildTopology(
   await waitForExportIdentity(kcp, depCtrl.path, DEP_CTRL_EXPORT);
 
   const [network, compute] = await Promise.all([
-    provider(kcp, networkPath, "network.example.com", [
-      `${FIXTURES}network/apiresourceschema-vpcs.yaml`,
-      `${FIXTURES}network/apiresourceschema-subnets.yaml`,
-      `${FIXTURES}network/apiexport.yaml`,
-    ]),
+    networkProvider(kcp, networkPath),
     provider(kcp, computePath, "compute.example.com", [
       `${FIXTURES}compute/apiresourceschema-virtualmachines.yaml`,
       `${FIXTURES}compute/apiexport.yaml`,
@@ -137,6 +133,21 @@ export function parentsOf(paths: readonly string[]): string[] {
     }
   }
   return [...parents].sort((a, b) => a.split(":").length - b.split(":").length);
+}
+
+/**
+ * Creates a network provider workspace at `path` (VPCs and Subnets), bound
+ * to the dep-ctrl export with its claim accepted, as the topology's is.
+ */
+export function networkProvider(
+  kcp: KcpServer,
+  path: string,
+): Promise<WorkspaceRef> {
+  return provider(kcp, path, "network.example.com", [
+    `${FIXTURES}network/apiresourceschema-vpcs.yaml`,
+    `${FIXTURES}network/apiresourceschema-subnets.yaml`,
+    `${FIXTURES}network/apiexport.yaml`,
+  ]);
 }
 
 async function provider(

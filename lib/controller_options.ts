@@ -8,10 +8,11 @@ import { DEFAULT_API_EXPORT_NAME } from "./api.ts";
 import {
   type BindAddress,
   type FlagSpec,
-  parseBindAddress,
   parseDuration,
   parseFlag,
   parseFlags,
+  parseServiceBinds,
+  requiredFlag,
 } from "./flags.ts";
 import { baseUrl } from "./kcp.ts";
 import { type LogLevel, parseLogLevel } from "./log.ts";
@@ -133,35 +134,15 @@ export function parseControllerOptions(
   args: readonly string[],
   options: { env?: (name: string) => string | undefined } = {},
 ): ControllerArgs {
-  const { rest, leaderElect } = leaderElectArgs(args);
-  const flags = parseFlags(rest, CONTROLLER_FLAGS, options);
+  const flags = parseFlags(args, CONTROLLER_FLAGS, options);
   if (flags.help) return { help: true };
   const v = flags.values;
-  const kubeconfig = v.kubeconfig;
-  if (!kubeconfig) {
-    throw new TypeError(
-      "Cannot start: --kubeconfig (or KUBECONFIG) is required",
-    );
-  }
-  const webhookUrlText = v["webhook-url"];
-  if (!webhookUrlText) {
-    throw new TypeError("Cannot start: --webhook-url is required");
-  }
-  const webhookCaBundlePath = v["webhook-ca-bundle-path"];
-  if (!webhookCaBundlePath) {
-    throw new TypeError("Cannot start: --webhook-ca-bundle-path is required");
-  }
+  const kubeconfig = requiredFlag(flags, "kubeconfig", { env: "KUBECONFIG" });
+  const webhookUrlText = requiredFlag(flags, "webhook-url");
+  const webhookCaBundlePath = requiredFlag(flags, "webhook-ca-bundle-path");
   const kcpBaseHost = v["kcp-base-host"]
     ? parseFlag("kcp-base-host", () => baseUrl(v["kcp-base-host"]!))
     : undefined;
-  const healthBind = parseFlag(
-    "health-probe-bind-address",
-    () => parseBindAddress(v["health-probe-bind-address"]!),
-  );
-  const metricsBind = parseFlag(
-    "metrics-bind-address",
-    () => parseBindAddress(v["metrics-bind-address"]!),
-  );
   return {
     help: false,
     options: {
@@ -181,9 +162,8 @@ export function parseControllerOptions(
         "resync-period",
         () => parseDuration(v["resync-period"]!),
       ),
-      ...(healthBind === undefined ? {} : { healthBind }),
-      ...(metricsBind === undefined ? {} : { metricsBind }),
-      leaderElect,
+      ...parseServiceBinds(flags),
+      leaderElect: v["leader-elect"] === "true",
       leaderElectionNamespace: parseFlag(
         "leader-election-namespace",
         () =>
@@ -201,40 +181,6 @@ export function parseControllerOptions(
       logLevel: parseFlag("log-level", () => parseLogLevel(v["log-level"]!)),
     },
   };
-}
-
-/**
- * Takes `--leader-elect`, `--leader-elect=true` and `--leader-elect=false`
- * out of `args`, since Go's flag package accepts the last two and
- * `parseFlags` does not. The last one given wins; arguments after `--` are
- * left to `parseFlags`.
- */
-function leaderElectArgs(
-  args: readonly string[],
-): { rest: string[]; leaderElect: boolean } {
-  const rest: string[] = [];
-  let leaderElect = false;
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i]!;
-    if (arg === "--") {
-      rest.push(...args.slice(i));
-      break;
-    }
-    if (arg === "--leader-elect") {
-      leaderElect = true;
-    } else if (arg.startsWith("--leader-elect=")) {
-      const value = arg.slice("--leader-elect=".length);
-      if (value !== "true" && value !== "false") {
-        throw new TypeError(
-          `Cannot parse --leader-elect: want true or false: current value is '${value}'`,
-        );
-      }
-      leaderElect = value === "true";
-    } else {
-      rest.push(arg);
-    }
-  }
-  return { rest, leaderElect };
 }
 
 /**

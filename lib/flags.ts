@@ -43,10 +43,11 @@ export function parseFlags(
   options: { env?: (name: string) => string | undefined } = {},
 ): ParsedFlags {
   const env = options.env ?? ((name: string) => Deno.env.get(name));
+  const { rest, switches } = takeSwitches(args, specs);
   let parsed;
   try {
     parsed = parseArgs({
-      args: [...args],
+      args: rest,
       strict: true,
       allowPositionals: false,
       options: {
@@ -67,7 +68,7 @@ export function parseFlags(
   const values: Record<string, string | undefined> = {};
   const given = new Set<string>();
   for (const spec of specs) {
-    const value = raw[spec.name];
+    const value = switches.get(spec.name) ?? raw[spec.name];
     if (value !== undefined) {
       given.add(spec.name);
       values[spec.name] = String(value);
@@ -78,6 +79,91 @@ export function parseFlags(
     }
   }
   return { help: raw.help === true, values, given };
+}
+
+/**
+ * Takes the switches (`--name`, `--name=true`, `--name=false`, as Go's flag
+ * package accepts them) out of `args`; the last one given wins. Arguments
+ * after `--` are left alone.
+ *
+ * @throws {TypeError} If a switch is given a value other than true or false.
+ */
+function takeSwitches(
+  args: readonly string[],
+  specs: readonly FlagSpec[],
+): { rest: string[]; switches: Map<string, boolean> } {
+  const names = new Set(specs.filter((s) => s.boolean).map((s) => s.name));
+  const rest: string[] = [];
+  const switches = new Map<string, boolean>();
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === "--") {
+      rest.push(...args.slice(i));
+      break;
+    }
+    const match = /^--([^=]+)(?:=(.*))?$/.exec(arg);
+    const name = match?.[1];
+    if (name === undefined || !names.has(name)) {
+      rest.push(arg);
+      continue;
+    }
+    const value = match?.[2];
+    if (value !== undefined && value !== "true" && value !== "false") {
+      throw new TypeError(
+        `Cannot parse --${name}: want true or false: current value is '${value}'`,
+      );
+    }
+    switches.set(name, value !== "false");
+  }
+  return { rest, switches };
+}
+
+/**
+ * The value of a flag that must be given.
+ *
+ * @throws {TypeError} `Cannot start: --<name> is required`, naming the
+ * environment variable that can stand in for it, if any.
+ */
+export function requiredFlag(
+  flags: ParsedFlags,
+  name: string,
+  options: { env?: string } = {},
+): string {
+  const value = flags.values[name];
+  if (!value) {
+    const alternative = options.env === undefined ? "" : ` (or ${options.env})`;
+    throw new TypeError(`Cannot start: --${name}${alternative} is required`);
+  }
+  return value;
+}
+
+/** The probe and metrics listeners (`undefined` where disabled by `0`). */
+export interface ServiceBinds {
+  /** `--health-probe-bind-address`. */
+  healthBind?: BindAddress;
+  /** `--metrics-bind-address`. */
+  metricsBind?: BindAddress;
+}
+
+/**
+ * Parses `--health-probe-bind-address` and `--metrics-bind-address`, which
+ * both components have.
+ *
+ * @throws {TypeError} Naming the flag whose address is malformed.
+ */
+export function parseServiceBinds(flags: ParsedFlags): ServiceBinds {
+  const healthBind = parseFlag(
+    "health-probe-bind-address",
+    () => parseBindAddress(flags.values["health-probe-bind-address"]!),
+  );
+  const metricsBind = parseFlag(
+    "metrics-bind-address",
+    () => parseBindAddress(flags.values["metrics-bind-address"]!),
+  );
+  return {
+    ...(healthBind === undefined ? {} : { healthBind }),
+    ...(metricsBind === undefined ? {} : { metricsBind }),
+  };
 }
 
 /**

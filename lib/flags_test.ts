@@ -5,6 +5,8 @@ import {
   parseDuration,
   parseFlag,
   parseFlags,
+  parseServiceBinds,
+  requiredFlag,
   usage,
 } from "./flags.ts";
 
@@ -109,4 +111,58 @@ Deno.test("parseFlag() returns the parsed value and names the flag in an error",
         "Cannot parse --list-timeout: Cannot parse duration: want a positive number with ms, s, m or h: current value is 'soon'",
     },
   );
+});
+
+Deno.test("parseFlags() takes switches as Go does: --name, --name=true, --name=false, the last wins", () => {
+  const specs = [{ name: "leader-elect", help: "", boolean: true }];
+  const value = (args: string[]) =>
+    parseFlags(args, specs, { env: () => undefined }).values["leader-elect"];
+  assert.equal(value([]), "false");
+  assert.equal(value(["--leader-elect"]), "true");
+  assert.equal(value(["--leader-elect=false"]), "false");
+  assert.equal(value(["--leader-elect", "--leader-elect=false"]), "false");
+  assert.equal(value(["--leader-elect=false", "--leader-elect=true"]), "true");
+  assert.throws(() => value(["--leader-elect=yes"]), {
+    name: "TypeError",
+    message:
+      "Cannot parse --leader-elect: want true or false: current value is 'yes'",
+  });
+});
+
+Deno.test("requiredFlag() returns the value or names the flag and its variable", () => {
+  const specs = [{ name: "kubeconfig", help: "", env: "KUBECONFIG" }];
+  const given = parseFlags(["--kubeconfig=/k"], specs, {
+    env: () => undefined,
+  });
+  assert.equal(requiredFlag(given, "kubeconfig", { env: "KUBECONFIG" }), "/k");
+  const missing = parseFlags([], specs, { env: () => undefined });
+  assert.throws(
+    () => requiredFlag(missing, "kubeconfig", { env: "KUBECONFIG" }),
+    {
+      name: "TypeError",
+      message: "Cannot start: --kubeconfig (or KUBECONFIG) is required",
+    },
+  );
+  assert.throws(() => requiredFlag(missing, "kubeconfig"), {
+    message: "Cannot start: --kubeconfig is required",
+  });
+});
+
+Deno.test("parseServiceBinds() parses both listeners and leaves out a disabled one", () => {
+  const specs = [
+    { name: "health-probe-bind-address", help: "", default: ":8081" },
+    { name: "metrics-bind-address", help: "", default: ":8080" },
+  ];
+  const parse = (args: string[]) =>
+    parseServiceBinds(parseFlags(args, specs, { env: () => undefined }));
+  assert.deepEqual(parse([]), {
+    healthBind: { hostname: "0.0.0.0", port: 8081 },
+    metricsBind: { hostname: "0.0.0.0", port: 8080 },
+  });
+  assert.deepEqual(parse(["--metrics-bind-address=0"]), {
+    healthBind: { hostname: "0.0.0.0", port: 8081 },
+  });
+  assert.throws(() => parse(["--health-probe-bind-address=nope"]), {
+    message: /^Cannot parse --health-probe-bind-address: /,
+  });
 });

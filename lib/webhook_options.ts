@@ -12,6 +12,8 @@ import {
   parseDuration,
   parseFlag,
   parseFlags,
+  parseServiceBinds,
+  requiredFlag,
 } from "./flags.ts";
 import { type LogLevel, parseLogLevel } from "./log.ts";
 
@@ -121,12 +123,7 @@ export function parseWebhookOptions(
   const flags = parseFlags(args, WEBHOOK_FLAGS, options);
   if (flags.help) return { help: true };
   const v = flags.values;
-  const kubeconfig = v.kubeconfig;
-  if (!kubeconfig) {
-    throw new TypeError(
-      "Cannot start: --kubeconfig (or KUBECONFIG) is required",
-    );
-  }
+  const kubeconfig = requiredFlag(flags, "kubeconfig", { env: "KUBECONFIG" });
   const webhookBindText =
     flags.given.has("webhook-port") && !flags.given.has("webhook-bind-address")
       ? `:${v["webhook-port"]}`
@@ -148,14 +145,6 @@ export function parseWebhookOptions(
       }'`,
     );
   }
-  const healthBind = parseFlag(
-    "health-probe-bind-address",
-    () => parseBindAddress(v["health-probe-bind-address"]!),
-  );
-  const metricsBind = parseFlag(
-    "metrics-bind-address",
-    () => parseBindAddress(v["metrics-bind-address"]!),
-  );
   return {
     help: false,
     options: {
@@ -167,8 +156,7 @@ export function parseWebhookOptions(
         "tls-reload-interval",
         () => parseDuration(v["tls-reload-interval"]!),
       ),
-      ...(healthBind === undefined ? {} : { healthBind }),
-      ...(metricsBind === undefined ? {} : { metricsBind }),
+      ...parseServiceBinds(flags),
       ...(v["kcp-base-host"] ? { kcpBaseHost: v["kcp-base-host"] } : {}),
       listTimeoutMs: parseFlag(
         "list-timeout",

@@ -15,46 +15,24 @@ import {
   parseControllerOptions,
 } from "./lib/controller_options.ts";
 import { createControllerMetrics } from "./lib/controller_metrics.ts";
+import { runEntrypoint, stopSignal } from "./lib/entrypoint.ts";
 import { ExportWatcher } from "./lib/export_watcher.ts";
-import { usage } from "./lib/flags.ts";
 import { baseUrl } from "./lib/kcp.ts";
 import { KubeClient } from "./lib/kube_client.ts";
 import { loadKubeConnection } from "./lib/kube_config.ts";
 import { LeaderElector } from "./lib/leader_election.ts";
-import { createLogger, type Logger } from "./lib/log.ts";
+import type { Logger } from "./lib/log.ts";
 import { MetricsRegistry } from "./lib/metrics.ts";
-import { type ControllerCollection, Reconciler } from "./lib/reconciler.ts";
-import { RULES_PATH } from "./lib/rule_watcher.ts";
+import {
+  CONTROLLER_COLLECTIONS,
+  type ControllerCollection,
+  Reconciler,
+} from "./lib/reconciler.ts";
 import { createHealthApp, createMetricsApp, servePlain } from "./lib/server.ts";
-import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from "./lib/webhook_config.ts";
 import { WorkspaceResolver } from "./lib/workspace_resolver.ts";
 
 const SUMMARY =
   "Installs the dependency webhook in every kcp provider workspace whose types DependencyRules protect, and reports each rule's state in its status.";
-
-async function main(args: readonly string[]): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseControllerOptions(args);
-  } catch (error) {
-    console.error(`controller: ${(error as Error).message}`);
-    return 2;
-  }
-  if (parsed.help) {
-    console.log(usage("controller", SUMMARY, CONTROLLER_FLAGS));
-    return 0;
-  }
-  const options = parsed.options;
-  const log = createLogger({ level: options.logLevel }).with({
-    component: "controller",
-  });
-  try {
-    return await run(options, log);
-  } catch (error) {
-    log.error("cannot start", { error });
-    return 1;
-  }
-}
 
 /** Wires the controller together and runs it until SIGTERM/SIGINT. */
 async function run(options: ControllerOptions, log: Logger): Promise<number> {
@@ -74,15 +52,7 @@ async function run(options: ControllerOptions, log: Logger): Promise<number> {
     client,
     workspaceUrl: connection.server,
     apiExportName: options.apiExportName,
-    collections: {
-      rules: { path: RULES_PATH },
-      bindings: { path: "/apis/apis.kcp.io/v1alpha2/apibindings" },
-      configurations: {
-        path:
-          "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
-        labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`,
-      },
-    },
+    collections: CONTROLLER_COLLECTIONS,
     log,
     onChange() {
       metrics.synced(watcher.synced);
@@ -157,11 +127,7 @@ async function run(options: ControllerOptions, log: Logger): Promise<number> {
     leaderElect: options.leaderElect,
   });
 
-  const signal = await new Promise<string>((resolve) => {
-    for (const name of ["SIGTERM", "SIGINT"] as const) {
-      Deno.addSignalListener(name, () => resolve(name));
-    }
-  });
+  const signal = await stopSignal();
   log.info("shutting down", { signal });
   await reconciler?.stop();
   await stopping;
@@ -172,4 +138,14 @@ async function run(options: ControllerOptions, log: Logger): Promise<number> {
   return 0;
 }
 
-if (import.meta.main) Deno.exit(await main(Deno.args));
+if (import.meta.main) {
+  Deno.exit(
+    await runEntrypoint(Deno.args, {
+      name: "controller",
+      summary: SUMMARY,
+      flags: CONTROLLER_FLAGS,
+      parse: parseControllerOptions,
+      run,
+    }),
+  );
+}

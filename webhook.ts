@@ -8,11 +8,11 @@
  */
 import { DeletionValidator } from "./lib/deletion_validator.ts";
 import { FrontProxyDependentSource } from "./lib/dependent_lister.ts";
-import { usage } from "./lib/flags.ts";
+import { runEntrypoint, stopSignal } from "./lib/entrypoint.ts";
 import { baseUrl } from "./lib/kcp.ts";
 import { KubeClient } from "./lib/kube_client.ts";
 import { loadKubeConnection } from "./lib/kube_config.ts";
-import { createLogger, type Logger } from "./lib/log.ts";
+import type { Logger } from "./lib/log.ts";
 import { MetricsRegistry } from "./lib/metrics.ts";
 import { RuleRegistry } from "./lib/rule_registry.ts";
 import { RuleWatcher } from "./lib/rule_watcher.ts";
@@ -32,30 +32,6 @@ import {
 
 const SUMMARY =
   "Serves the kcp admission webhook that denies deleting objects other objects still refer to.";
-
-async function main(args: readonly string[]): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseWebhookOptions(args);
-  } catch (error) {
-    console.error(`webhook: ${(error as Error).message}`);
-    return 2;
-  }
-  if (parsed.help) {
-    console.log(usage("webhook", SUMMARY, WEBHOOK_FLAGS));
-    return 0;
-  }
-  const options = parsed.options;
-  const log = createLogger({ level: options.logLevel }).with({
-    component: "webhook",
-  });
-  try {
-    return await run(options, log);
-  } catch (error) {
-    log.error("cannot start", { error });
-    return 1;
-  }
-}
 
 /** Wires the webhook together, serves until SIGTERM/SIGINT, then drains. */
 async function run(options: WebhookOptions, log: Logger): Promise<number> {
@@ -118,11 +94,7 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
     apiExport: options.apiExportName,
   });
 
-  const signal = await new Promise<string>((resolve) => {
-    for (const name of ["SIGTERM", "SIGINT"] as const) {
-      Deno.addSignalListener(name, () => resolve(name));
-    }
-  });
+  const signal = await stopSignal();
   log.info("shutting down: finishing in-flight reviews", { signal });
   await admission.shutdown();
   await Promise.all([...others.map((s) => s.shutdown()), watcher.stop()]);
@@ -131,4 +103,14 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
   return 0;
 }
 
-if (import.meta.main) Deno.exit(await main(Deno.args));
+if (import.meta.main) {
+  Deno.exit(
+    await runEntrypoint(Deno.args, {
+      name: "webhook",
+      summary: SUMMARY,
+      flags: WEBHOOK_FLAGS,
+      parse: parseWebhookOptions,
+      run,
+    }),
+  );
+}

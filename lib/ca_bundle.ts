@@ -1,6 +1,6 @@
 /**
  * The webhook's CA bundle as kcp wants it in a webhook configuration: the
- * PEM file's bytes, base64-encoded. Read again on every reconcile pass, so a
+ * PEM file's bytes, base64-encoded. Read again at every resync, so a
  * rotated CA reaches every configuration.
  *
  * @module

@@ -15,7 +15,7 @@
  */
 import { GROUP, PLURAL, VERSION } from "./api.ts";
 import type { BackoffOptions } from "./backoff.ts";
-import type { ExportWatcher } from "./export_watcher.ts";
+import type { Collection, ExportWatcher } from "./export_watcher.ts";
 import { clusterUrl } from "./kcp.ts";
 import { KeyedTasks } from "./keyed_tasks.ts";
 import { KubeApiError, type KubeClient } from "./kube_client.ts";
@@ -27,7 +27,13 @@ import {
   type Resolution,
   type StatusAction,
 } from "./reconcile_plan.ts";
-import type { WebhookClientSettings } from "./webhook_config.ts";
+import { RULES_PATH } from "./rule_watcher.ts";
+import {
+  MANAGED_BY_LABEL,
+  MANAGED_BY_VALUE,
+  WEBHOOK_CONFIGURATIONS_PATH,
+  type WebhookClientSettings,
+} from "./webhook_config.ts";
 import {
   WorkspaceResolutionError,
   type WorkspaceResolver,
@@ -35,6 +41,22 @@ import {
 
 /** The collections the controller follows behind every endpoint. */
 export type ControllerCollection = "rules" | "bindings" | "configurations";
+
+/**
+ * Where those collections are: every DependencyRule, the export's
+ * APIBindings (the virtual workspace serves only those), and the webhook
+ * configurations we own (others are never even listed).
+ */
+export const CONTROLLER_COLLECTIONS: Readonly<
+  Record<ControllerCollection, Collection>
+> = {
+  rules: { path: RULES_PATH },
+  bindings: { path: "/apis/apis.kcp.io/v1alpha2/apibindings" },
+  configurations: {
+    path: WEBHOOK_CONFIGURATIONS_PATH,
+    labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`,
+  },
+};
 
 /** What the reconciler reports, for metrics. */
 export interface ReconcileObserver {
@@ -52,7 +74,7 @@ export interface ReconcilerOptions {
   watcher: ExportWatcher<ControllerCollection>;
   /** Resolves workspace paths. */
   resolver: WorkspaceResolver;
-  /** Reads the webhook's URL, CA bundle and timeout (called each pass). */
+  /** Reads the webhook's URL, CA bundle and timeout (at the first pass, every resync, and after a failed read). */
   readSettings: () => Promise<WebhookClientSettings>;
   /** `<workspace path>:<export name>` of the dep-ctrl export, for messages. */
   exportRef: string;
@@ -77,8 +99,6 @@ interface Expectation {
 }
 
 const ABSENT = "absent";
-const VWC_PATH =
-  "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
 
 /** Converges webhook configurations and rule status to the rules. */
 export class Reconciler {
@@ -95,6 +115,8 @@ export class Reconciler {
   #started = false;
   /** Set by the periodic resync: resolve every path again (keeping the old answers meanwhile). */
   #refresh = false;
+  /** The webhook settings last read. */
+  #settings: WebhookClientSettings | { error: string } | undefined;
   /** The clusters bound to the export at the last pass. */
   #bound = "";
 
@@ -161,16 +183,21 @@ export class Reconciler {
       this.#options.observer?.passed(undefined, 0);
       return;
     }
-    let settings: WebhookClientSettings | { error: string };
-    try {
-      settings = await this.#options.readSettings();
-    } catch (error) {
-      settings = {
-        error: `cannot read the webhook settings: ${
-          error instanceof Error ? error.message : String(error)
-        }`,
-      };
+    const refresh = this.#refresh;
+    this.#refresh = false;
+    // Read at the first pass, at every resync, and after a failed read.
+    if (refresh || this.#settings === undefined || "error" in this.#settings) {
+      try {
+        this.#settings = await this.#options.readSettings();
+      } catch (error) {
+        this.#settings = {
+          error: `cannot read the webhook settings: ${
+            error instanceof Error ? error.message : String(error)
+          }`,
+        };
+      }
     }
+    const settings = this.#settings;
     if (this.#stopped) return;
     const installErrors = new Map<string, string>();
     for (const key of this.#tasks.keys()) {
@@ -230,8 +257,6 @@ export class Reconciler {
         this.#tasks.forget(`path/${path}`);
       }
     }
-    const refresh = this.#refresh;
-    this.#refresh = false;
     const stale = new Set(plan.stalePaths);
     for (const path of plan.paths) {
       this.#resolve(
@@ -322,7 +347,7 @@ export class Reconciler {
     const name = action.object.metadata?.name ?? "";
     const collection = `${
       clusterUrl(action.endpoint, action.cluster)
-    }${VWC_PATH}`;
+    }${WEBHOOK_CONFIGURATIONS_PATH}`;
     const before = action.action === "create"
       ? ABSENT
       : action.object.metadata?.resourceVersion ?? "";

@@ -15,7 +15,11 @@ import {
 import { ExportWatcher } from "./export_watcher.ts";
 import { KubeClient, type KubeObject } from "./kube_client.ts";
 import { createLogger } from "./log.ts";
-import { type ControllerCollection, Reconciler } from "./reconciler.ts";
+import {
+  CONTROLLER_COLLECTIONS,
+  type ControllerCollection,
+  Reconciler,
+} from "./reconciler.ts";
 import { RULES_PATH } from "./rule_watcher.ts";
 import {
   desiredWebhookConfiguration,
@@ -493,11 +497,7 @@ async function withController(
     client,
     workspaceUrl: `${kcp.url}${WORKSPACE_PATH}`,
     apiExportName: EXPORT,
-    collections: {
-      rules: { path: RULES_PATH },
-      bindings: { path: BINDINGS_PATH },
-      configurations: { path: VWC_PATH, labelSelector: SELECTOR },
-    },
+    collections: CONTROLLER_COLLECTIONS,
     log,
     onChange() {
       // Only called once started, after `reconciler` is set.

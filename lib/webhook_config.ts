@@ -31,6 +31,9 @@ export const WEBHOOK_CONFIGURATION_NAME = "dependency-controller";
 /** Name of the one webhook entry in the VWC. */
 export const WEBHOOK_NAME =
   "dependency-controller.dependencies.opendefense.cloud";
+/** The collection path of webhook configurations below `/clusters/<cluster>`. */
+export const WEBHOOK_CONFIGURATIONS_PATH =
+  "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
 /** Label on every VWC we own; we never touch VWCs without it. */
 export const MANAGED_BY_LABEL = "app.kubernetes.io/managed-by";
 /** Value of {@linkcode MANAGED_BY_LABEL} on every VWC we own. */

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { CLUSTER_ANNOTATION } from "./api.ts";
 import { Backoff, type BackoffOptions, sleep } from "./backoff.ts";
 import {
   KubeApiError,
@@ -47,12 +48,17 @@ function slim(object: KubeObject): KubeObject {
   return object;
 }
 
+/** The logical cluster kcp recorded on an object (`kcp.io/cluster`), or `""`. */
+export function clusterOf(object: KubeObject): string {
+  return object.metadata?.annotations?.[CLUSTER_ANNOTATION] ?? "";
+}
+
 /** The store key of an object: `<kcp.io/cluster>/<namespace>/<name>`. */
 export function objectKey(object: KubeObject): string {
   const metadata = object.metadata ?? {};
-  return `${metadata.annotations?.["kcp.io/cluster"] ?? ""}/${
-    metadata.namespace ?? ""
-  }/${metadata.name ?? ""}`;
+  return `${clusterOf(object)}/${metadata.namespace ?? ""}/${
+    metadata.name ?? ""
+  }`;
 }
 
 /** Keeps a store of one collection in step with the server. */

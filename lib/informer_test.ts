@@ -11,7 +11,12 @@ import {
   streamed,
   waitFor,
 } from "./_test_fake_api.ts";
-import { Informer, type InformerOptions, objectKey } from "./informer.ts";
+import {
+  clusterOf,
+  Informer,
+  type InformerOptions,
+  objectKey,
+} from "./informer.ts";
 import {
   KubeClient,
   type KubeClientOptions,
@@ -430,4 +435,18 @@ Deno.test("objectKey() joins the kcp.io/cluster annotation, namespace and name",
       metadata: { name: "a", annotations: { "kcp.io/cluster": "c2" } },
     }),
   );
+});
+
+Deno.test("clusterOf() and objectKey() read kcp's logical-cluster annotation", () => {
+  const object = {
+    metadata: {
+      name: "a",
+      namespace: "ns",
+      annotations: { "kcp.io/cluster": "c1" },
+    },
+  };
+  assert.equal(clusterOf(object), "c1");
+  assert.equal(objectKey(object), "c1/ns/a");
+  assert.equal(clusterOf({ metadata: { name: "b" } }), "");
+  assert.equal(objectKey({ metadata: { name: "b" } }), "//b");
 });

@@ -19,6 +19,7 @@ import {
   ruleKey,
   WEBHOOKS_INSTALLED_CONDITION,
 } from "./api.ts";
+import { clusterOf } from "./informer.ts";
 import type { KubeObject } from "./kube_client.ts";
 import { type GroupVersionResource, gvrKey } from "./rule_registry.ts";
 import { analyzeRules, type RuleProblem } from "./rule_graph.ts";
@@ -121,7 +122,11 @@ export function planReconcile(input: PlanInput): Plan {
   for (const source of input.rules) {
     const parsed = parseDependencyRule(source.object);
     if (parsed.ok) {
-      valid.push({ source, rule: parsed.rule, cluster: clusterOf(source) });
+      valid.push({
+        source,
+        rule: parsed.rule,
+        cluster: clusterOf(source.object),
+      });
     } else {
       invalid.push({ source, error: parsed.error });
     }
@@ -284,7 +289,7 @@ function planConfigurations(
 ): { actions: ConfigurationAction[]; wanted: number } {
   const current = new Map<string, Sourced>();
   for (const source of input.configurations) {
-    current.set(clusterOf(source), source);
+    current.set(clusterOf(source.object), source);
   }
   const actions: ConfigurationAction[] = [];
   let wanted = 0;
@@ -486,7 +491,7 @@ function pushIfChanged(
 ): void {
   if (statusUpToDate(source.object, status)) return;
   statuses.push({
-    cluster: clusterOf(source),
+    cluster: clusterOf(source.object),
     name: source.object.metadata?.name ?? "",
     endpoint: source.endpoint,
     resourceVersion: source.object.metadata?.resourceVersion ?? "",
@@ -513,7 +518,7 @@ function bindingsByCluster(
       (c.group ?? "") === VWC_GROUP && c.resource === VWC_RESOURCE &&
       c.state === "Accepted"
     );
-    const cluster = clusterOf(source);
+    const cluster = clusterOf(source.object);
     const known = result.get(cluster);
     // Several bindings to the export in one workspace: any accepting one counts.
     result.set(cluster, {
@@ -548,10 +553,6 @@ export function protectedTypesOf(object: KubeObject): GroupVersionResource[] {
     }
   }
   return types;
-}
-
-function clusterOf(source: Sourced): string {
-  return source.object.metadata?.annotations?.["kcp.io/cluster"] ?? "";
 }
 
 function compare(a: string, b: string): number {

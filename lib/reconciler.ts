@@ -19,6 +19,7 @@ import type { Collection, ExportWatcher } from "./export_watcher.ts";
 import { clusterUrl } from "./kcp.ts";
 import { KeyedTasks } from "./keyed_tasks.ts";
 import { KubeApiError, type KubeClient } from "./kube_client.ts";
+import { clusterOf } from "./informer.ts";
 import type { Logger } from "./log.ts";
 import {
   type ConfigurationAction,
@@ -201,10 +202,13 @@ export class Reconciler {
     if (this.#stopped) return;
     const installErrors = new Map<string, string>();
     for (const key of this.#tasks.keys()) {
-      if (!key.startsWith("vwc/")) continue;
+      if (!key.startsWith(CONFIGURATION_KEY)) continue;
       const error = this.#tasks.error(key);
       if (error !== undefined && !isConflict(error)) {
-        installErrors.set(key.slice(4), errorText(error));
+        installErrors.set(
+          key.slice(CONFIGURATION_KEY.length),
+          errorText(error),
+        );
       }
     }
     const configurations = watcher.items("configurations");
@@ -224,15 +228,13 @@ export class Reconciler {
     const cacheVersions = new Map<string, string>();
     for (const { object } of configurations) {
       cacheVersions.set(
-        `vwc/${object.metadata?.annotations?.["kcp.io/cluster"] ?? ""}`,
+        configurationKey(clusterOf(object)),
         object.metadata?.resourceVersion ?? "",
       );
     }
     for (const { object } of rules) {
       cacheVersions.set(
-        `status/${object.metadata?.annotations?.["kcp.io/cluster"] ?? ""}/${
-          object.metadata?.name ?? ""
-        }`,
+        statusKey(clusterOf(object), object.metadata?.name ?? ""),
         object.metadata?.resourceVersion ?? "",
       );
     }
@@ -247,14 +249,12 @@ export class Reconciler {
     // A new dep-ctrl binding may be a provider workspace that a failing or
     // stale path names (created, or deleted and recreated): retry now.
     const bound = JSON.stringify(
-      watcher.items("bindings").map(({ object }) =>
-        object.metadata?.annotations?.["kcp.io/cluster"] ?? ""
-      ).sort(),
+      watcher.items("bindings").map(({ object }) => clusterOf(object)).sort(),
     );
     if (bound !== this.#bound) {
       this.#bound = bound;
       for (const path of this.#resolutions.keys()) {
-        this.#tasks.forget(`path/${path}`);
+        this.#tasks.forget(pathKey(path));
       }
     }
     const stale = new Set(plan.stalePaths);
@@ -268,9 +268,9 @@ export class Reconciler {
     for (const action of plan.statuses) this.#writeStatus(action);
     // Forget keys that no longer have work.
     const live = new Set([
-      ...plan.configurations.map((a) => `vwc/${a.cluster}`),
-      ...plan.statuses.map((a) => `status/${a.cluster}/${a.name}`),
-      ...plan.paths.map((p) => `path/${p}`),
+      ...plan.configurations.map((a) => configurationKey(a.cluster)),
+      ...plan.statuses.map((a) => statusKey(a.cluster, a.name)),
+      ...plan.paths.map((p) => pathKey(p)),
     ]);
     for (const key of this.#tasks.keys()) {
       if (!live.has(key)) this.#tasks.forget(key);
@@ -305,7 +305,7 @@ export class Reconciler {
     if (known !== undefined && "cluster" in known && mode === "missing") {
       return;
     }
-    this.#tasks.run(`path/${path}`, "resolve", async (signal) => {
+    this.#tasks.run(pathKey(path), "resolve", async (signal) => {
       if (stale) this.#options.resolver.invalidate(path);
       let resolution: Resolution;
       try {
@@ -341,7 +341,7 @@ export class Reconciler {
   }
 
   #writeConfiguration(action: ConfigurationAction): void {
-    const key = `vwc/${action.cluster}`;
+    const key = configurationKey(action.cluster);
     if (this.#expectations.has(key)) return;
     const fingerprint = `${action.action}:${JSON.stringify(action.object)}`;
     const name = action.object.metadata?.name ?? "";
@@ -389,7 +389,7 @@ export class Reconciler {
   }
 
   #writeStatus(action: StatusAction): void {
-    const key = `status/${action.cluster}/${action.name}`;
+    const key = statusKey(action.cluster, action.name);
     if (this.#expectations.has(key)) return;
     const url = `${
       clusterUrl(action.endpoint, action.cluster)
@@ -461,6 +461,21 @@ async function deleteIgnoringNotFound(
     if (error instanceof KubeApiError && error.notFound) return;
     throw error;
   }
+}
+
+/** Task key prefix of the webhook configuration of a provider cluster. */
+const CONFIGURATION_KEY = "vwc/";
+
+function configurationKey(cluster: string): string {
+  return `${CONFIGURATION_KEY}${cluster}`;
+}
+
+function statusKey(cluster: string, name: string): string {
+  return `status/${cluster}/${name}`;
+}
+
+function pathKey(path: string): string {
+  return `path/${path}`;
 }
 
 function isConflict(error: unknown): boolean {

@@ -10,7 +10,7 @@
 import { GROUP, parseDependencyRule, PLURAL, VERSION } from "./api.ts";
 import type { BackoffOptions } from "./backoff.ts";
 import { ExportWatcher, wildcardUrl } from "./export_watcher.ts";
-import { objectKey } from "./informer.ts";
+import { clusterOf, objectKey } from "./informer.ts";
 import type { KubeClient, KubeObject } from "./kube_client.ts";
 import type { Logger } from "./log.ts";
 import type { ClusterRule } from "./rule_registry.ts";
@@ -136,7 +136,7 @@ export class RuleWatcher {
   }
 
   #parse(item: KubeObject): ParsedItem {
-    const cluster = item.metadata?.annotations?.["kcp.io/cluster"] ?? "";
+    const cluster = clusterOf(item);
     const name = item.metadata?.name ?? "";
     const result = parseDependencyRule(item);
     if (result.ok) return { rule: { cluster, rule: result.rule } };
@@ -149,7 +149,7 @@ export class RuleWatcher {
     if (this.#reported.has(id)) return;
     this.#reported.add(id);
     this.#options.log.warn("ignoring invalid DependencyRule", {
-      cluster: item.metadata?.annotations?.["kcp.io/cluster"],
+      cluster: clusterOf(item),
       name: item.metadata?.name,
       error,
     });

@@ -5,6 +5,8 @@
  *
  * @module
  */
+import { DEFAULT_API_EXPORT_NAME } from "./api.ts";
+import type { KubeObject } from "./kube_client.ts";
 import type { KubeConnection } from "./kube_config.ts";
 
 /** One request the fake server received. */
@@ -230,5 +232,34 @@ export function logCollector(): {
   return {
     records,
     write: (line) => records.push(JSON.parse(line)),
+  };
+}
+
+/** Path of the dep-ctrl workspace on the fake server. */
+export const DEP_CTRL_PATH = "/clusters/root:dep-ctrl";
+
+/** Path of the endpoint-slice collection in the dep-ctrl workspace. */
+export const SLICE_PATH =
+  `${DEP_CTRL_PATH}/apis/apis.kcp.io/v1alpha1/apiexportendpointslices`;
+
+/**
+ * The dep-ctrl export's endpoint slice, listing `endpoints` (paths on the
+ * fake server at `base`) as its virtual-workspace URLs.
+ */
+export function endpointSlice(
+  base: string,
+  endpoints: readonly string[],
+  options: { resourceVersion?: string } = {},
+): KubeObject {
+  return {
+    apiVersion: "apis.kcp.io/v1alpha1",
+    kind: "APIExportEndpointSlice",
+    metadata: {
+      name: DEFAULT_API_EXPORT_NAME,
+      resourceVersion: options.resourceVersion ?? "1",
+      annotations: { "kcp.io/cluster": "depctrlcluster" },
+    },
+    spec: { export: { path: "root:dep-ctrl", name: DEFAULT_API_EXPORT_NAME } },
+    status: { endpoints: endpoints.map((path) => ({ url: `${base}${path}` })) },
   };
 }

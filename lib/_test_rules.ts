@@ -1,5 +1,5 @@
 /**
- * Test fixtures shared by the registry and validator tests: the example
+ * Test fixtures shared by the unit tests: the example
  * types (VPCs, subnets, VirtualMachines, LoadBalancers) and validated
  * DependencyRules built from them. Only for `*_test.ts` files.
  *

@@ -1,13 +1,8 @@
 import assert from "node:assert/strict";
+import { sample } from "./_test_metrics.ts";
 import { createControllerMetrics } from "./controller_metrics.ts";
 import { MetricsRegistry } from "./metrics.ts";
 import type { Plan } from "./reconcile_plan.ts";
-
-/** The value of the sample `series` (name and labels) in `text`, if any. */
-function sample(text: string, series: string): number | undefined {
-  const line = text.split("\n").find((l) => l.startsWith(`${series} `));
-  return line === undefined ? undefined : Number(line.slice(series.length + 1));
-}
 
 /** A plan with `writes` configuration writes and the given Ready counts. */
 function plan(

@@ -18,6 +18,12 @@ import {
   type OpenApiSchema,
   setApiExportSchema,
 } from "./crd_schema.ts";
+import {
+  dependency,
+  validRule as fixtureRule,
+  VIRTUAL_MACHINES,
+  VPCS,
+} from "./_test_rules.ts";
 
 type Key = string | number;
 
@@ -32,34 +38,13 @@ function rootSchema(): OpenApiSchema {
   return version.schema;
 }
 
-/** A valid rule: a VM depends on its VPC. */
+/** A valid rule (a VM depends on its VPC) as plain data. */
 function validRule(): Record<string, unknown> {
-  return {
-    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
-    kind: "DependencyRule",
-    metadata: { name: "vm-dependencies" },
-    spec: {
-      dependent: {
-        apiExportName: "compute.test.io",
-        group: "compute.test.io",
-        version: "v1",
-        kind: "VirtualMachine",
-        resource: "virtualmachines",
-      },
-      dependencies: [
-        {
-          apiExportRef: {
-            path: "root:network-provider",
-            name: "network.test.io",
-          },
-          group: "network.test.io",
-          version: "v1",
-          resource: "vpcs",
-          fieldRef: { path: ".spec.vpcRef.name" },
-        },
-      ],
-    },
-  };
+  return structuredClone(
+    fixtureRule("vm-dependencies", VIRTUAL_MACHINES, [
+      dependency(VPCS, ".spec.vpcRef.name"),
+    ]),
+  );
 }
 
 /** `base` with the value at `path` replaced, or removed if `undefined`. */

@@ -2,10 +2,13 @@ import assert from "node:assert/strict";
 import {
   connection,
   delay,
+  DEP_CTRL_PATH,
+  endpointSlice,
   type EventStream,
   FakeApi,
   json,
   logCollector,
+  SLICE_PATH,
   status,
   streamed,
   waitFor,
@@ -22,9 +25,6 @@ import {
 import { createLogger } from "./log.ts";
 
 const EXPORT = "dependencies.opendefense.cloud";
-const WORKSPACE_PATH = "/clusters/root:dep-ctrl";
-const SLICE_PATH =
-  `${WORKSPACE_PATH}/apis/apis.kcp.io/v1alpha1/apiexportendpointslices`;
 const SELECTOR = "app.kubernetes.io/managed-by=dependency-controller";
 /** The two collections every test follows. */
 const COLLECTIONS = {
@@ -58,20 +58,6 @@ function object(
       resourceVersion,
       annotations: { "kcp.io/cluster": cluster },
     },
-  };
-}
-
-/** The endpoint slice listing `endpoints` (paths on the fake server). */
-function slice(base: string, endpoints: string[], resourceVersion = "1") {
-  return {
-    apiVersion: "apis.kcp.io/v1alpha1",
-    kind: "APIExportEndpointSlice",
-    metadata: {
-      name: EXPORT,
-      resourceVersion,
-      annotations: { "kcp.io/cluster": "depctrlcluster" },
-    },
-    status: { endpoints: endpoints.map((path) => ({ url: `${base}${path}` })) },
   };
 }
 
@@ -184,7 +170,7 @@ async function withWatcher(
   let onLog: (record: Record<string, unknown>) => void = () => {};
   const watcher = new ExportWatcher<Name>({
     client,
-    workspaceUrl: `${api.url}${WORKSPACE_PATH}`,
+    workspaceUrl: `${api.url}${DEP_CTRL_PATH}`,
     apiExportName: EXPORT,
     collections: COLLECTIONS,
     log: createLogger({
@@ -250,7 +236,7 @@ Deno.test("ExportWatcher is synced only once the slice exists and every collecti
   await withWatcher(
     async (base) => {
       await sliceListed;
-      return list([slice(base, [E1, E2])]);
+      return list([endpointSlice(base, [E1, E2])]);
     },
     {
       [E1]: {
@@ -311,7 +297,7 @@ Deno.test("ExportWatcher is synced only once the slice exists and every collecti
 
 Deno.test("ExportWatcher.items() tags objects with their endpoint and itemsOf() reads one endpoint", async () => {
   await withWatcher(
-    (base) => list([slice(base, [E1, E2])]),
+    (base) => list([endpointSlice(base, [E1, E2])]),
     {
       [E1]: {
         rules: () => list([object("c1", "r1"), object("c2", "r2")]),
@@ -363,7 +349,7 @@ Deno.test("ExportWatcher.items() tags objects with their endpoint and itemsOf() 
 
 Deno.test("ExportWatcher sends a collection's labelSelector on its list and watch only", async () => {
   await withWatcher(
-    (base) => list([slice(base, [E1])]),
+    (base) => list([endpointSlice(base, [E1])]),
     { [E1]: { rules: () => list([]), configurations: () => list([]) } },
     async (h) => {
       await waitFor("synced", () => h.watcher.synced, 10_000);
@@ -386,7 +372,7 @@ Deno.test("ExportWatcher sends a collection's labelSelector on its list and watc
 
 Deno.test("ExportWatcher starts and stops the informers of endpoints as the slice changes", async () => {
   await withWatcher(
-    (base) => list([slice(base, [E1])]),
+    (base) => list([endpointSlice(base, [E1])]),
     {
       [E1]: {
         rules: () => list([object("c1", "r1")]),
@@ -408,7 +394,10 @@ Deno.test("ExportWatcher starts and stops the informers of endpoints as the slic
         h.stream(collectionPath(E1, "configurations")),
       ]);
 
-      sliceStream.event("MODIFIED", slice(h.api.url, [E1, E2], "2"));
+      sliceStream.event(
+        "MODIFIED",
+        endpointSlice(h.api.url, [E1, E2], { resourceVersion: "2" }),
+      );
       await waitFor(
         "both endpoints synced",
         () =>
@@ -423,7 +412,10 @@ Deno.test("ExportWatcher starts and stops the informers of endpoints as the slic
         `${E2} p2/dependency-controller`,
       ]);
 
-      sliceStream.event("MODIFIED", slice(h.api.url, [E2], "3"));
+      sliceStream.event(
+        "MODIFIED",
+        endpointSlice(h.api.url, [E2], { resourceVersion: "3" }),
+      );
       await waitFor(
         "E1 dropped",
         () => h.watcher.endpoints().length === 1,
@@ -452,7 +444,7 @@ Deno.test("ExportWatcher starts and stops the informers of endpoints as the slic
 
 Deno.test("ExportWatcher with a slice that lists no endpoints is synced with no items", async () => {
   await withWatcher(
-    (base) => list([slice(base, [])]),
+    (base) => list([endpointSlice(base, [])]),
     {},
     async (h) => {
       await waitFor("synced", () => h.watcher.synced, 10_000);
@@ -478,7 +470,7 @@ Deno.test("ExportWatcher without an endpoint slice stays unsynced and logs the e
         );
       await waitFor("the error", () => errors().length === 1, 10_000);
       assert.equal(errors()[0]?.apiExportName, EXPORT);
-      assert.equal(errors()[0]?.workspace, h.url(WORKSPACE_PATH));
+      assert.equal(errors()[0]?.workspace, h.url(DEP_CTRL_PATH));
       assert.equal(h.watcher.sliceFound, false);
       assert.equal(h.watcher.synced, false);
 
@@ -495,10 +487,16 @@ Deno.test("ExportWatcher without an endpoint slice stays unsynced and logs the e
       assert.equal(h.watcher.synced, false);
 
       // The slice appears: synced; it goes away: unsynced, reported again.
-      second.event("ADDED", slice(h.api.url, [E1], "101"));
+      second.event(
+        "ADDED",
+        endpointSlice(h.api.url, [E1], { resourceVersion: "101" }),
+      );
       await waitFor("synced", () => h.watcher.synced, 10_000);
       assert.equal(errors().length, 1);
-      second.event("DELETED", slice(h.api.url, [E1], "102"));
+      second.event(
+        "DELETED",
+        endpointSlice(h.api.url, [E1], { resourceVersion: "102" }),
+      );
       await waitFor("the second error", () => errors().length === 2, 10_000);
       assert.equal(h.watcher.synced, false);
       assert.deepEqual(h.watcher.endpoints(), []);
@@ -508,7 +506,7 @@ Deno.test("ExportWatcher without an endpoint slice stays unsynced and logs the e
 
 Deno.test("ExportWatcher coalesces a burst of watch events into fewer onChange calls", async () => {
   await withWatcher(
-    (base) => list([slice(base, [E1])]),
+    (base) => list([endpointSlice(base, [E1])]),
     { [E1]: { rules: () => list([]), configurations: () => list([]) } },
     async (h) => {
       await waitFor("synced", () => h.watcher.synced, 10_000);
@@ -542,7 +540,7 @@ Deno.test("ExportWatcher coalesces a burst of watch events into fewer onChange c
 
 Deno.test("ExportWatcher.stop() closes every watch and stops calling onChange", async () => {
   await withWatcher(
-    (base) => list([slice(base, [E1, E2])]),
+    (base) => list([endpointSlice(base, [E1, E2])]),
     {
       [E1]: { rules: () => list([]), configurations: () => list([]) },
       [E2]: { rules: () => list([]), configurations: () => list([]) },
@@ -557,7 +555,10 @@ Deno.test("ExportWatcher.stop() closes every watch and stops calling onChange", 
         h.stream(collectionPath(E2, "configurations")),
       ]);
       // E2 is being removed while the watcher stops: stop() waits for it too.
-      streams[0]!.event("MODIFIED", slice(h.api.url, [E1], "2"));
+      streams[0]!.event(
+        "MODIFIED",
+        endpointSlice(h.api.url, [E1], { resourceVersion: "2" }),
+      );
       await waitFor(
         "E2 dropped",
         () => h.watcher.endpoints().length === 1,
@@ -583,7 +584,7 @@ Deno.test("ExportWatcher.stop() closes every watch and stops calling onChange", 
 
 Deno.test("ExportWatcher.stop() right after a slice change waits for the informers of the removed endpoint and calls no onChange", async () => {
   await withWatcher(
-    (base) => list([slice(base, [E1, E2])]),
+    (base) => list([endpointSlice(base, [E1, E2])]),
     {
       [E1]: { rules: () => list([]), configurations: () => list([]) },
       [E2]: { rules: () => list([]), configurations: () => list([]) },
@@ -606,7 +607,10 @@ Deno.test("ExportWatcher.stop() right after a slice change waits for the informe
           stopped = h.watcher.stop();
         });
       });
-      streams[0]!.event("MODIFIED", slice(h.api.url, [E1], "2"));
+      streams[0]!.event(
+        "MODIFIED",
+        endpointSlice(h.api.url, [E1], { resourceVersion: "2" }),
+      );
       await waitFor("stop()", () => stopped !== undefined, 10_000);
       await stopped;
       assert.equal(h.client.open, 0, "every list and watch has ended");

@@ -544,14 +544,20 @@ Deno.test("LeaderElector: renewals failing past the deadline stop leadership onc
 
 Deno.test("LeaderElector: a renewal that hangs times out before the renew deadline", async () => {
   await withLease(async (h) => {
-    const a = h.replica("a");
+    // Slower than FAST, so that a busy machine still fits a retry (each
+    // request may take half the renew deadline) before the deadline.
+    const a = h.replica("a", {
+      leaseDurationMs: 3_000,
+      renewDeadlineMs: 2_000,
+      retryPeriodMs: 100,
+    });
     a.elector.start();
     await waitFor("a leads", () => a.elector.isLeader);
     const hangs: Promise<void>[] = [];
     let answered = 0;
     h.server.fault = (request) => {
       if (request.method !== "PUT") return undefined;
-      const hang = delay(2_000).then(() => {
+      const hang = delay(5_000).then(() => {
         answered++;
       });
       hangs.push(hang);
@@ -559,7 +565,7 @@ Deno.test("LeaderElector: a renewal that hangs times out before the renew deadli
     };
     try {
       const before = h.server.api.requests.length;
-      await waitFor("a gives up", () => a.stopped() === 1, 3_000);
+      await waitFor("a gives up", () => a.stopped() === 1, 4_500);
       assert.equal(answered, 0, "lost leadership while its requests hung");
       const puts = h.server.api.requests.slice(before).filter((r) =>
         r.method === "PUT"

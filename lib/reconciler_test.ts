@@ -3,11 +3,14 @@ import type { Condition } from "./api.ts";
 import {
   connection,
   delay,
+  DEP_CTRL_PATH,
+  endpointSlice,
   type EventStream,
   FakeApi,
   json,
   logCollector,
   type SeenRequest,
+  SLICE_PATH,
   status,
   streamed,
   waitFor,
@@ -31,9 +34,6 @@ import {
 import { WorkspaceResolver } from "./workspace_resolver.ts";
 
 const EXPORT = "dependencies.opendefense.cloud";
-const WORKSPACE_PATH = "/clusters/root:dep-ctrl";
-const SLICE_PATH =
-  `${WORKSPACE_PATH}/apis/apis.kcp.io/v1alpha1/apiexportendpointslices`;
 /** The one virtual-workspace endpoint (a path on the fake server). */
 const ENDPOINT = `/services/apiexport/depctrl/${EXPORT}`;
 const BINDINGS_PATH = "/apis/apis.kcp.io/v1alpha2/apibindings";
@@ -227,7 +227,7 @@ class FakeKcp {
     const watch = request.url.searchParams.get("watch") === "true";
     if (path === SLICE_PATH && request.method === "GET") {
       if (watch) return streamed(this.api.stream());
-      return json(list([endpointSlice(this.url)], "1"));
+      return json(list([endpointSlice(this.url, [ENDPOINT])], "1"));
     }
     for (const kind of Object.keys(PATHS) as Kind[]) {
       if (path === `${ENDPOINT}/clusters/*${PATHS[kind]}`) {
@@ -359,19 +359,6 @@ function list(items: unknown[], resourceVersion: string) {
   return { metadata: { resourceVersion }, items };
 }
 
-function endpointSlice(base: string): KubeObject {
-  return {
-    apiVersion: "apis.kcp.io/v1alpha1",
-    kind: "APIExportEndpointSlice",
-    metadata: {
-      name: EXPORT,
-      resourceVersion: "1",
-      annotations: { "kcp.io/cluster": "depctrlcluster" },
-    },
-    status: { endpoints: [{ url: `${base}${ENDPOINT}` }] },
-  };
-}
-
 /** A rule in {@linkcode CONSUMER} protecting `target` from `path`. */
 function rule(
   name: string,
@@ -495,7 +482,7 @@ async function withController(
   const wrote: { kind: string; error?: unknown }[] = [];
   const watcher = new ExportWatcher<ControllerCollection>({
     client,
-    workspaceUrl: `${kcp.url}${WORKSPACE_PATH}`,
+    workspaceUrl: `${kcp.url}${DEP_CTRL_PATH}`,
     apiExportName: EXPORT,
     collections: CONTROLLER_COLLECTIONS,
     log,

@@ -1,10 +1,13 @@
 import assert from "node:assert/strict";
 import {
   connection,
+  DEP_CTRL_PATH,
+  endpointSlice,
   type EventStream,
   FakeApi,
   json,
   logCollector,
+  SLICE_PATH,
   streamed,
   waitFor,
 } from "./_test_fake_api.ts";
@@ -13,9 +16,6 @@ import { createLogger } from "./log.ts";
 import { type RuleSnapshot, rulesUrl, RuleWatcher } from "./rule_watcher.ts";
 
 const EXPORT = "dependencies.opendefense.cloud";
-const WORKSPACE_PATH = "/clusters/root:dep-ctrl";
-const SLICE_PATH =
-  `${WORKSPACE_PATH}/apis/apis.kcp.io/v1alpha1/apiexportendpointslices`;
 const RULES_SUFFIX =
   "/clusters/*/apis/dependencies.opendefense.cloud/v1alpha1/dependencyrules";
 /** Virtual-workspace paths of two endpoints (on the fake server). */
@@ -52,21 +52,6 @@ function rule(
         fieldRef: { path: ".spec.vpcRef.name" },
       }],
     },
-  };
-}
-
-/** The endpoint slice listing `endpoints` (paths on the fake server). */
-function slice(base: string, endpoints: string[], resourceVersion = "1") {
-  return {
-    apiVersion: "apis.kcp.io/v1alpha1",
-    kind: "APIExportEndpointSlice",
-    metadata: {
-      name: EXPORT,
-      resourceVersion,
-      annotations: { "kcp.io/cluster": "depctrlcluster" },
-    },
-    spec: { export: { path: "root:dep-ctrl", name: EXPORT } },
-    status: { endpoints: endpoints.map((path) => ({ url: `${base}${path}` })) },
   };
 }
 
@@ -130,7 +115,7 @@ async function withWatcher(
   const snapshots: RuleSnapshot[] = [];
   const watcher = new RuleWatcher({
     client,
-    workspaceUrl: `${api.url}${WORKSPACE_PATH}`,
+    workspaceUrl: `${api.url}${DEP_CTRL_PATH}`,
     apiExportName: EXPORT,
     log: createLogger({ level: "debug", write: logs.write }),
     onChange: (snapshot) => snapshots.push(snapshot),
@@ -179,7 +164,7 @@ function list(items: unknown[], resourceVersion = "100") {
 
 Deno.test("RuleWatcher.snapshot() becomes synced with the valid rules and lists an invalid rule", async () => {
   await withWatcher(
-    (base) => list([slice(base, [E1])]),
+    (base) => list([endpointSlice(base, [E1])]),
     {
       [E1]: () =>
         list([
@@ -210,7 +195,7 @@ Deno.test("RuleWatcher.snapshot() becomes synced with the valid rules and lists 
 
 Deno.test("RuleWatcher logs an invalid rule once per resource version", async () => {
   await withWatcher(
-    (base) => list([slice(base, [E1])]),
+    (base) => list([endpointSlice(base, [E1])]),
     { [E1]: () => list([rule("c1", "bad", "7", "v0")]) },
     async (h) => {
       await h.until("synced", (s) => s.synced);
@@ -247,7 +232,7 @@ Deno.test("RuleWatcher starts and stops endpoint watches as the endpoint slice c
   let releaseE2!: () => void;
   const e2Listed = new Promise<void>((resolve) => releaseE2 = resolve);
   await withWatcher(
-    (base) => list([slice(base, [E1])]),
+    (base) => list([endpointSlice(base, [E1])]),
     {
       [E1]: () => list([rule("c1", "r1")]),
       [E2]: async () => {
@@ -262,7 +247,10 @@ Deno.test("RuleWatcher starts and stops endpoint watches as the endpoint slice c
       const sliceStream = await h.stream(SLICE_PATH);
       const e1Stream = await h.stream(E1);
 
-      sliceStream.event("MODIFIED", slice(h.api.url, [E1, E2], "2"));
+      sliceStream.event(
+        "MODIFIED",
+        endpointSlice(h.api.url, [E1, E2], { resourceVersion: "2" }),
+      );
       await waitFor(
         "the list of E2",
         () => h.api.seen(`${E2}${RULES_SUFFIX}`).length === 1,
@@ -281,7 +269,10 @@ Deno.test("RuleWatcher starts and stops endpoint watches as the endpoint slice c
       assert.deepEqual(ruleIds(both), ["c1/r1", "c2/r2"]);
       assert.equal(h.lists(E2), 1);
 
-      sliceStream.event("MODIFIED", slice(h.api.url, [E2], "3"));
+      sliceStream.event(
+        "MODIFIED",
+        endpointSlice(h.api.url, [E2], { resourceVersion: "3" }),
+      );
       const onlyE2 = await h.until(
         "E1 dropped",
         (s) => s.endpoints.length === 1,
@@ -309,7 +300,7 @@ Deno.test("RuleWatcher starts and stops endpoint watches as the endpoint slice c
 
 Deno.test("RuleWatcher hands the final state to onChange after a burst of events, at most once per change", async () => {
   await withWatcher(
-    (base) => list([slice(base, [E1])]),
+    (base) => list([endpointSlice(base, [E1])]),
     { [E1]: () => list([]) },
     async (h) => {
       await h.until("synced", (s) => s.synced);
@@ -342,7 +333,7 @@ Deno.test("RuleWatcher hands the final state to onChange after a burst of events
 
 Deno.test("RuleWatcher with a slice that lists no endpoints is synced with no rules", async () => {
   await withWatcher(
-    (base) => list([slice(base, [])]),
+    (base) => list([endpointSlice(base, [])]),
     {},
     async (h) => {
       const snapshot = await h.until("synced", (s) => s.synced);
@@ -358,7 +349,7 @@ Deno.test("RuleWatcher with a slice that lists no endpoints is synced with no ru
 
 Deno.test("RuleWatcher.stop() closes the slice and endpoint watches and stops calling onChange", async () => {
   await withWatcher(
-    (base) => list([slice(base, [E1, E2])]),
+    (base) => list([endpointSlice(base, [E1, E2])]),
     { [E1]: () => list([rule("c1", "r1")]), [E2]: () => list([]) },
     async (h) => {
       await h.until("synced", (s) => s.synced);

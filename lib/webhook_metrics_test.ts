@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { sample } from "./_test_metrics.ts";
 import { allow, deny } from "./admission_review.ts";
 import type { Outcome, Verdict } from "./deletion_validator.ts";
 import { MetricsRegistry } from "./metrics.ts";
@@ -21,12 +22,6 @@ const RULES = "dependency_webhook_rules";
 const PROTECTED_TYPES = "dependency_webhook_protected_types";
 const SYNCED = "dependency_webhook_rules_synced";
 const ENDPOINTS = "dependency_webhook_endpoints";
-
-/** The value of the sample `series` (name and labels) in `text`, if any. */
-function sample(text: string, series: string): number | undefined {
-  const line = text.split("\n").find((l) => l.startsWith(`${series} `));
-  return line === undefined ? undefined : Number(line.slice(series.length + 1));
-}
 
 /** A verdict with `outcome`, allowing or denying as the outcome says. */
 function verdict(outcome: Outcome): Verdict {

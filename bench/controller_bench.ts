@@ -12,6 +12,7 @@
  */
 import {
   buildTopology,
+  dependencyRule,
   KcpRequestError,
   type KcpServer,
   startController,
@@ -19,16 +20,9 @@ import {
   startWebhook,
   waitFor,
 } from "../tests/harness/mod.ts";
+import { median, runCount } from "./_stats.ts";
 
-const runs = Number(Deno.args[0] ?? "5");
-if (!Number.isInteger(runs) || runs < 1) {
-  console.error(
-    `controller_bench: the run count must be a positive integer: current value is '${
-      Deno.args[0]
-    }'`,
-  );
-  Deno.exit(2);
-}
+const runs = runCount(Deno.args, { program: "controller_bench", fallback: 5 });
 
 const NETWORK = "root:providers:network";
 const COMPUTE = "root:providers:compute";
@@ -36,14 +30,6 @@ const RULES =
   `/clusters/${COMPUTE}/apis/dependencies.opendefense.cloud/v1alpha1/dependencyrules`;
 const VWC =
   `/clusters/${NETWORK}/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/dependency-controller`;
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1
-    ? sorted[middle]!
-    : (sorted[middle - 1]! + sorted[middle]!) / 2;
-}
 
 /** Whether a server-side dry-run delete of the VPC is denied. */
 async function denied(kcp: KcpServer, consumer: string): Promise<boolean> {
@@ -98,27 +84,13 @@ try {
         stdin: JSON.stringify(object),
       });
     }
-    const rule = {
-      apiVersion: "dependencies.opendefense.cloud/v1alpha1",
-      kind: "DependencyRule",
-      metadata: { name: "bench" },
-      spec: {
-        dependent: {
-          apiExportName: "compute.example.com",
-          group: "compute.example.com",
-          version: "v1alpha1",
-          kind: "VirtualMachine",
-          resource: "virtualmachines",
-        },
-        dependencies: [{
-          apiExportRef: { path: NETWORK, name: "network.example.com" },
-          group: "network.example.com",
-          version: "v1alpha1",
-          resource: "vpcs",
-          fieldRef: { path: ".spec.vpcRef.name" },
-        }],
-      },
-    };
+    const rule = dependencyRule("bench", {
+      dependencies: [{
+        path: NETWORK,
+        resource: "vpcs",
+        field: ".spec.vpcRef.name",
+      }],
+    });
     const toDenied: number[] = [];
     const toConfiguration: number[] = [];
     for (let i = 1; i <= runs; i++) {

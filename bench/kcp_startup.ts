@@ -6,16 +6,9 @@
  * @module
  */
 import { startKcp } from "../tests/harness/mod.ts";
+import { median, runCount } from "./_stats.ts";
 
-const runs = Number(Deno.args[0] ?? "3");
-if (!Number.isInteger(runs) || runs < 1) {
-  console.error(
-    `kcp_startup: the run count must be a positive integer: current value is '${
-      Deno.args[0]
-    }'`,
-  );
-  Deno.exit(2);
-}
+const runs = runCount(Deno.args, { program: "kcp_startup", fallback: 3 });
 
 const samples: number[] = [];
 for (let i = 1; i <= runs; i++) {
@@ -24,12 +17,8 @@ for (let i = 1; i <= runs; i++) {
   console.log(`run ${i}: ready in ${(kcp.lastStartupMs / 1000).toFixed(1)} s`);
   await kcp.stop();
 }
-const sorted = [...samples].sort((a, b) => a - b);
-const median = sorted.length % 2 === 1
-  ? sorted[(sorted.length - 1) / 2]!
-  : (sorted[sorted.length / 2 - 1]! + sorted[sorted.length / 2]!) / 2;
 console.log(
   `kcp startup-to-ready: median ${
-    (median / 1000).toFixed(1)
+    (median(samples) / 1000).toFixed(1)
   } s over ${runs} starts`,
 );

@@ -15,24 +15,19 @@
  */
 import {
   buildTopology,
+  dependencyRule,
   type KcpServer,
   startKcp,
   startWebhook,
   waitFor,
   type WebhookProcess,
 } from "../tests/harness/mod.ts";
+import { median } from "./_stats.ts";
 
 const SIZES = [1, 1_000, 10_000];
 const SAMPLES: Record<number, number> = { 1: 41, 1_000: 21, 10_000: 9 };
 const FAST_REQUESTS = 20_000;
 const CONCURRENCY = 16;
-
-function median(values: number[]): number {
-  const s = [...values].sort((a, b) => a - b);
-  return s.length % 2
-    ? s[(s.length - 1) / 2]!
-    : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-}
 
 function vm(name: string, vpc: string): unknown {
   return {
@@ -267,30 +262,15 @@ async function memoryBench(
   const oneRuleHeap = await heapUsedMb(webhook);
   const url =
     `/clusters/${computePath}/apis/dependencies.opendefense.cloud/v1alpha1/dependencyrules`;
-  await createMany(kcp, url, 999, (i) => ({
-    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
-    kind: "DependencyRule",
-    metadata: { name: `bench-rule-${i}` },
-    spec: {
-      dependent: {
-        apiExportName: "compute.example.com",
-        group: "compute.example.com",
-        version: "v1alpha1",
-        kind: "VirtualMachine",
-        resource: "virtualmachines",
-      },
+  await createMany(kcp, url, 999, (i) =>
+    dependencyRule(`bench-rule-${i}`, {
       dependencies: [{
-        apiExportRef: {
-          path: "root:providers:network",
-          name: "network.example.com",
-        },
+        path: "root:providers:network",
         group: `g${i}.network.example.com`,
-        version: "v1alpha1",
         resource: "vpcs",
-        fieldRef: { path: `.spec.ref${i}.name` },
+        field: `.spec.ref${i}.name`,
       }],
-    },
-  }));
+    }));
   await waitForRules(webhook, 1000);
   const thousand = await rss(webhook.pid);
   const thousandHeap = await heapUsedMb(webhook);

@@ -10,9 +10,11 @@ import {
   applyObjects,
   buildTopology,
   type ComponentProcess,
+  dependencyRule,
   type KcpServer,
   kcpTest,
   networkProvider,
+  type RuleDependency,
   startController,
   startWebhook,
   type Topology,
@@ -24,54 +26,19 @@ const NETWORK = "root:org:team:network";
 const COMPUTE = "root:providers:compute";
 const VWC = "validatingwebhookconfigurations";
 
-interface DependencySpec {
-  path?: string;
-  resource: "vpcs" | "subnets" | "virtualmachines";
-  field: string;
-}
-
-/** A DependencyRule whose dependent is the VirtualMachine (unless `dependent` says VPC). */
+/** A rule whose dependencies default to the network or compute provider of this test. */
 function rule(
   name: string,
-  dependencies: DependencySpec[],
+  dependencies: (Omit<RuleDependency, "path"> & { path?: string })[],
   dependent: "VirtualMachine" | "VPC" = "VirtualMachine",
 ): unknown {
-  const dependentSpec = dependent === "VirtualMachine"
-    ? {
-      apiExportName: "compute.example.com",
-      group: "compute.example.com",
-      version: "v1alpha1",
-      kind: "VirtualMachine",
-      resource: "virtualmachines",
-    }
-    : {
-      apiExportName: "network.example.com",
-      group: "network.example.com",
-      version: "v1alpha1",
-      kind: "VPC",
-      resource: "vpcs",
-    };
-  return {
-    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
-    kind: "DependencyRule",
-    metadata: { name },
-    spec: {
-      dependent: dependentSpec,
-      dependencies: dependencies.map((d) => {
-        const compute = d.resource === "virtualmachines";
-        return {
-          apiExportRef: {
-            path: d.path ?? (compute ? COMPUTE : NETWORK),
-            name: compute ? "compute.example.com" : "network.example.com",
-          },
-          group: compute ? "compute.example.com" : "network.example.com",
-          version: "v1alpha1",
-          resource: d.resource,
-          fieldRef: { path: d.field },
-        };
-      }),
-    },
-  };
+  return dependencyRule(name, {
+    dependent,
+    dependencies: dependencies.map((d) => ({
+      ...d,
+      path: d.path ?? (d.resource === "virtualmachines" ? COMPUTE : NETWORK),
+    })),
+  });
 }
 
 function object(

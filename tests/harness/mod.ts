@@ -17,6 +17,7 @@
 export * from "./apis.ts";
 export * from "./kcp_server.ts";
 export * from "./kcp_test.ts";
+export * from "./rules.ts";
 export * from "./wait.ts";
 export * from "./workspaces.ts";
 export * from "./components.ts";

@@ -1,0 +1,69 @@
+/**
+ * DependencyRules over the test topology's types, as users write them: a
+ * VirtualMachine (or a VPC) that refers to VPCs, Subnets or
+ * VirtualMachines by name.
+ *
+ * @module
+ */
+
+/** One protected type of a rule, and where the dependent names it. */
+export interface RuleDependency {
+  /** Workspace path of the provider that exports the type. */
+  path: string;
+  /** The protected resource. */
+  resource: "vpcs" | "subnets" | "virtualmachines";
+  /** `fieldRef.path` in the dependent, e.g. `.spec.vpcRef.name`. */
+  field: string;
+  /** API group, when not the provider's own (`network.example.com` or `compute.example.com`). */
+  group?: string;
+}
+
+/** Options for {@linkcode dependencyRule}. */
+export interface DependencyRuleOptions {
+  /** The protected types. */
+  dependencies: readonly RuleDependency[];
+  /** The type that holds the references. @default {"VirtualMachine"} */
+  dependent?: "VirtualMachine" | "VPC";
+}
+
+/** A DependencyRule object named `name`, ready for `kubectl apply` or a POST. */
+export function dependencyRule(
+  name: string,
+  options: DependencyRuleOptions,
+): Record<string, unknown> {
+  const dependent = options.dependent === "VPC"
+    ? {
+      apiExportName: "network.example.com",
+      group: "network.example.com",
+      version: "v1alpha1",
+      kind: "VPC",
+      resource: "vpcs",
+    }
+    : {
+      apiExportName: "compute.example.com",
+      group: "compute.example.com",
+      version: "v1alpha1",
+      kind: "VirtualMachine",
+      resource: "virtualmachines",
+    };
+  return {
+    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
+    kind: "DependencyRule",
+    metadata: { name },
+    spec: {
+      dependent,
+      dependencies: options.dependencies.map((d) => {
+        const exportName = d.resource === "virtualmachines"
+          ? "compute.example.com"
+          : "network.example.com";
+        return {
+          apiExportRef: { path: d.path, name: exportName },
+          group: d.group ?? exportName,
+          version: "v1alpha1",
+          resource: d.resource,
+          fieldRef: { path: d.field },
+        };
+      }),
+    },
+  };
+}

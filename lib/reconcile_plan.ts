@@ -13,6 +13,7 @@
 import {
   type Condition,
   type DependencyRule,
+  type DependencyRuleParseResult,
   type DependencyRuleStatus,
   parseDependencyRule,
   READY_CONDITION,
@@ -61,6 +62,12 @@ export interface PlanInput {
   exportRef: string;
   /** The current time, RFC 3339, for new condition transitions. */
   now: string;
+  /**
+   * Validates a rule object; a caller that plans often passes a memoized
+   * one, since watch caches keep an object until a newer version replaces it.
+   * @default {parseDependencyRule}
+   */
+  parse?: (object: KubeObject) => DependencyRuleParseResult;
 }
 
 /** What to do with the configuration of one provider cluster. */
@@ -120,7 +127,7 @@ export function planReconcile(input: PlanInput): Plan {
     [];
   const invalid: { source: Sourced; error: string }[] = [];
   for (const source of input.rules) {
-    const parsed = parseDependencyRule(source.object);
+    const parsed = (input.parse ?? parseDependencyRule)(source.object);
     if (parsed.ok) {
       valid.push({
         source,

@@ -1030,3 +1030,17 @@ Deno.test("planReconcile() counts rules and provider clusters while paths are re
   assert.deepEqual(plan.ready, new Map([["True/Enforced", 1]]));
   assert.equal(plan.desiredClusters, 1);
 });
+
+Deno.test("planReconcile() validates rules with the given parse function", () => {
+  const input = networkInput([vmRule()], [VPCS]);
+  const seen: unknown[] = [];
+  const plan = planReconcile({
+    ...input,
+    parse(object) {
+      seen.push(object);
+      return parseDependencyRule(object);
+    },
+  });
+  assert.deepEqual(seen, input.rules.map((r) => r.object));
+  assert.deepEqual(plan, planReconcile(input));
+});

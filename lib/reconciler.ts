@@ -13,12 +13,22 @@
  *
  * @module
  */
-import { GROUP, PLURAL, VERSION } from "./api.ts";
+import {
+  type DependencyRuleParseResult,
+  GROUP,
+  parseDependencyRule,
+  PLURAL,
+  VERSION,
+} from "./api.ts";
 import type { BackoffOptions } from "./backoff.ts";
 import type { Collection, ExportWatcher } from "./export_watcher.ts";
 import { clusterUrl } from "./kcp.ts";
 import { KeyedTasks } from "./keyed_tasks.ts";
-import { KubeApiError, type KubeClient } from "./kube_client.ts";
+import {
+  KubeApiError,
+  type KubeClient,
+  type KubeObject,
+} from "./kube_client.ts";
 import { clusterOf } from "./informer.ts";
 import type { Logger } from "./log.ts";
 import {
@@ -116,6 +126,8 @@ export class Reconciler {
   #started = false;
   /** Set by the periodic resync: resolve every path again (keeping the old answers meanwhile). */
   #refresh = false;
+  /** Each rule object's validation, kept as long as the watch cache keeps the object. */
+  readonly #parsed = new WeakMap<KubeObject, DependencyRuleParseResult>();
   /** The webhook settings last read. */
   #settings: WebhookClientSettings | { error: string } | undefined;
   /** The clusters bound to the export at the last pass. */
@@ -221,6 +233,14 @@ export class Reconciler {
       settings,
       installErrors,
       exportRef: this.#options.exportRef,
+      parse: (object) => {
+        let parsed = this.#parsed.get(object);
+        if (parsed === undefined) {
+          parsed = parseDependencyRule(object);
+          this.#parsed.set(object, parsed);
+        }
+        return parsed;
+      },
       now: new Date().toISOString().replace(/\.\d+Z$/, "Z"),
     });
 

@@ -128,6 +128,14 @@ export class Reconciler {
   #refresh = false;
   /** Each rule object's validation, kept as long as the watch cache keeps the object. */
   readonly #parsed = new WeakMap<KubeObject, DependencyRuleParseResult>();
+  readonly #parse = (object: KubeObject): DependencyRuleParseResult => {
+    let parsed = this.#parsed.get(object);
+    if (parsed === undefined) {
+      parsed = parseDependencyRule(object);
+      this.#parsed.set(object, parsed);
+    }
+    return parsed;
+  };
   /** The webhook settings last read. */
   #settings: WebhookClientSettings | { error: string } | undefined;
   /** The clusters bound to the export at the last pass. */
@@ -225,22 +233,16 @@ export class Reconciler {
     }
     const configurations = watcher.items("configurations");
     const rules = watcher.items("rules");
+    const bindings = watcher.items("bindings");
     const plan = planReconcile({
       rules,
-      bindings: watcher.items("bindings"),
+      bindings,
       configurations,
       resolutions: this.#resolutions,
       settings,
       installErrors,
       exportRef: this.#options.exportRef,
-      parse: (object) => {
-        let parsed = this.#parsed.get(object);
-        if (parsed === undefined) {
-          parsed = parseDependencyRule(object);
-          this.#parsed.set(object, parsed);
-        }
-        return parsed;
-      },
+      parse: this.#parse,
       now: new Date().toISOString().replace(/\.\d+Z$/, "Z"),
     });
 
@@ -269,7 +271,7 @@ export class Reconciler {
     // A new dep-ctrl binding may be a provider workspace that a failing or
     // stale path names (created, or deleted and recreated): retry now.
     const bound = JSON.stringify(
-      watcher.items("bindings").map(({ object }) => clusterOf(object)).sort(),
+      bindings.map(({ object }) => clusterOf(object)).sort(),
     );
     if (bound !== this.#bound) {
       this.#bound = bound;
@@ -295,8 +297,9 @@ export class Reconciler {
     for (const key of this.#tasks.keys()) {
       if (!live.has(key)) this.#tasks.forget(key);
     }
+    const paths = new Set(plan.paths);
     for (const path of this.#resolutions.keys()) {
-      if (!plan.paths.includes(path)) this.#resolutions.delete(path);
+      if (!paths.has(path)) this.#resolutions.delete(path);
     }
     this.#scheduleRetry();
     log.debug("reconciled", {

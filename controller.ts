@@ -17,7 +17,6 @@ import {
 import { createControllerMetrics } from "./lib/controller_metrics.ts";
 import { runEntrypoint, stopSignal } from "./lib/entrypoint.ts";
 import { ExportWatcher } from "./lib/export_watcher.ts";
-import { baseUrl } from "./lib/kcp.ts";
 import { KubeClient } from "./lib/kube_client.ts";
 import { loadKubeConnection } from "./lib/kube_config.ts";
 import { LeaderElector } from "./lib/leader_election.ts";
@@ -28,7 +27,7 @@ import {
   type ControllerCollection,
   Reconciler,
 } from "./lib/reconciler.ts";
-import { createHealthApp, createMetricsApp, servePlain } from "./lib/server.ts";
+import { serveServiceEndpoints } from "./lib/server.ts";
 import { WorkspaceResolver } from "./lib/workspace_resolver.ts";
 
 const SUMMARY =
@@ -42,9 +41,7 @@ async function run(options: ControllerOptions, log: Logger): Promise<number> {
   });
   // Fail at start on an unreadable CA bundle rather than at the first write.
   await readCaBundle(options.webhookCaBundlePath);
-  const base = options.kcpBaseHost
-    ? baseUrl(options.kcpBaseHost)
-    : connection.base;
+  const base = options.kcpBaseHost ?? connection.base;
   const metricsRegistry = new MetricsRegistry();
   const metrics = createControllerMetrics(metricsRegistry);
   let reconciler: Reconciler | undefined;
@@ -107,15 +104,11 @@ async function run(options: ControllerOptions, log: Logger): Promise<number> {
     : undefined;
 
   const ready = () => watcher.synced || "watches not synced yet";
-  const servers = [
-    options.healthBind &&
-    servePlain(options.healthBind, createHealthApp(ready).fetch),
-    options.metricsBind &&
-    servePlain(
-      options.metricsBind,
-      createMetricsApp(metricsRegistry, metrics.collectProcess).fetch,
-    ),
-  ].filter((s) => s !== undefined);
+  const servers = serveServiceEndpoints(options, {
+    ready,
+    registry: metricsRegistry,
+    collect: metrics.collectProcess,
+  });
   watcher.start();
   if (elector === undefined) lead();
   else elector.start();

@@ -9,7 +9,6 @@
 import { DeletionValidator } from "./lib/deletion_validator.ts";
 import { FrontProxyDependentSource } from "./lib/dependent_lister.ts";
 import { runEntrypoint, stopSignal } from "./lib/entrypoint.ts";
-import { baseUrl } from "./lib/kcp.ts";
 import { KubeClient } from "./lib/kube_client.ts";
 import { loadKubeConnection } from "./lib/kube_config.ts";
 import type { Logger } from "./lib/log.ts";
@@ -18,9 +17,7 @@ import { RuleRegistry } from "./lib/rule_registry.ts";
 import { RuleWatcher } from "./lib/rule_watcher.ts";
 import {
   createAdmissionApp,
-  createHealthApp,
-  createMetricsApp,
-  servePlain,
+  serveServiceEndpoints,
   serveTls,
 } from "./lib/server.ts";
 import { createWebhookMetrics } from "./lib/webhook_metrics.ts";
@@ -57,9 +54,7 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
       });
     },
   });
-  const base = options.kcpBaseHost
-    ? baseUrl(options.kcpBaseHost)
-    : connection.base;
+  const base = options.kcpBaseHost ?? connection.base;
   const source = new FrontProxyDependentSource(client, base, {
     pageSize: options.listPageSize,
   });
@@ -77,15 +72,11 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
     },
   );
   const ready = () => registry.loaded || "DependencyRules not loaded yet";
-  const others = [
-    options.healthBind &&
-    servePlain(options.healthBind, createHealthApp(ready).fetch),
-    options.metricsBind &&
-    servePlain(
-      options.metricsBind,
-      createMetricsApp(metricsRegistry, metrics.collectProcess).fetch,
-    ),
-  ].filter((s) => s !== undefined);
+  const others = serveServiceEndpoints(options, {
+    ready,
+    registry: metricsRegistry,
+    collect: metrics.collectProcess,
+  });
   watcher.start();
   log.info("serving", {
     port: admission.port,

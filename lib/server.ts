@@ -13,7 +13,7 @@ import {
   toReview,
 } from "./admission_review.ts";
 import type { DeletionValidator, Verdict } from "./deletion_validator.ts";
-import type { BindAddress } from "./flags.ts";
+import type { BindAddress, ServiceBinds } from "./flags.ts";
 import type { Logger } from "./log.ts";
 import { CONTENT_TYPE, type MetricsRegistry } from "./metrics.ts";
 
@@ -155,6 +155,41 @@ export function servePlain(
     onListen: () => {},
   });
   return { port: server.addr.port, shutdown: () => server.shutdown() };
+}
+
+/** What {@linkcode serveServiceEndpoints} serves. */
+export interface ServiceEndpoints {
+  /** The readiness check behind `/readyz`. */
+  ready: ReadinessCheck;
+  /** The metrics behind `/metrics`. */
+  registry: MetricsRegistry;
+  /** Runs before each scrape (process gauges). */
+  collect: () => void;
+}
+
+/**
+ * Serves the probes and the metrics on their listeners, leaving out one
+ * that is disabled.
+ */
+export function serveServiceEndpoints(
+  binds: ServiceBinds,
+  endpoints: ServiceEndpoints,
+): RunningServer[] {
+  const servers: RunningServer[] = [];
+  if (binds.healthBind !== undefined) {
+    servers.push(
+      servePlain(binds.healthBind, createHealthApp(endpoints.ready).fetch),
+    );
+  }
+  if (binds.metricsBind !== undefined) {
+    servers.push(
+      servePlain(
+        binds.metricsBind,
+        createMetricsApp(endpoints.registry, endpoints.collect).fetch,
+      ),
+    );
+  }
+  return servers;
 }
 
 /** Options for {@linkcode serveTls}. */

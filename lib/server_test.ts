@@ -21,6 +21,7 @@ import {
   createAdmissionApp,
   createHealthApp,
   createMetricsApp,
+  serveServiceEndpoints,
   serveTls,
 } from "./server.ts";
 import deleteVpc from "./testdata/admission_review_delete_vpc.json" with {
@@ -702,3 +703,35 @@ tlsTest(
     }
   },
 );
+
+Deno.test("serveServiceEndpoints() serves probes and metrics on their own ports, and leaves out a disabled one", async () => {
+  const registry = new MetricsRegistry();
+  registry.gauge("things", { help: "Things" }).set(3);
+  let collected = 0;
+  const endpoints = {
+    ready: () => "not yet" as const,
+    registry,
+    collect: () => {
+      collected++;
+    },
+  };
+  const both = serveServiceEndpoints({
+    healthBind: { hostname: "127.0.0.1", port: 0 },
+    metricsBind: { hostname: "127.0.0.1", port: 0 },
+  }, endpoints);
+  try {
+    assert.equal(both.length, 2);
+    const health = both[0]!;
+    const metrics = both[1]!;
+    const ready = await fetch(`http://127.0.0.1:${health.port}/readyz`);
+    assert.equal(ready.status, 503);
+    assert.equal(await ready.text(), "not ready: not yet\n");
+    const scrape = await fetch(`http://127.0.0.1:${metrics.port}/metrics`);
+    assert.match(await scrape.text(), /^things 3$/m);
+    assert.equal(collected, 1);
+  } finally {
+    await Promise.all(both.map((s) => s.shutdown()));
+  }
+  const none = serveServiceEndpoints({}, endpoints);
+  assert.deepEqual(none, []);
+});

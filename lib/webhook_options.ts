@@ -15,6 +15,7 @@ import {
   parseServiceBinds,
   requiredFlag,
 } from "./flags.ts";
+import { baseUrl } from "./kcp.ts";
 import { type LogLevel, parseLogLevel } from "./log.ts";
 
 /** The webhook's flag table, in `--help` order. */
@@ -95,7 +96,7 @@ export interface WebhookOptions {
   healthBind?: BindAddress;
   /** Metrics listener, if enabled. */
   metricsBind?: BindAddress;
-  /** Front-proxy base override. */
+  /** Front-proxy base override, without `/clusters/...`. */
   kcpBaseHost?: string;
   /** Review deadline, ms. */
   listTimeoutMs: number;
@@ -157,7 +158,14 @@ export function parseWebhookOptions(
         () => parseDuration(v["tls-reload-interval"]!),
       ),
       ...parseServiceBinds(flags),
-      ...(v["kcp-base-host"] ? { kcpBaseHost: v["kcp-base-host"] } : {}),
+      ...(v["kcp-base-host"]
+        ? {
+          kcpBaseHost: parseFlag(
+            "kcp-base-host",
+            () => baseUrl(v["kcp-base-host"]!),
+          ),
+        }
+        : {}),
       listTimeoutMs: parseFlag(
         "list-timeout",
         () => parseDuration(v["list-timeout"]!),

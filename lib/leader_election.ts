@@ -207,8 +207,17 @@ export class LeaderElector {
       if (this.#leading) {
         await this.#renew();
         if (this.#leading) {
-          const pause = Math.min(this.#retryPeriodMs, this.#renewRemainingMs());
-          await sleep(Math.max(0, pause), signal);
+          const remaining = this.#renewRemainingMs();
+          // The next renewal gets what is left after the pause; it must
+          // leave at least half a retry period for the request.
+          if (remaining - this.#retryPeriodMs >= this.#retryPeriodMs / 2) {
+            await sleep(this.#retryPeriodMs, signal);
+          } else {
+            // No renewal could be answered in time: wait for the deadline
+            // rather than send a request that cannot succeed.
+            await sleep(Math.max(0, remaining), signal);
+            if (!signal.aborted && this.#leading) this.#deadlineExceeded();
+          }
         }
       } else if (await this.#acquire(signal)) {
         this.#leading = true;
@@ -268,13 +277,16 @@ export class LeaderElector {
         });
       }
     }
-    if (this.#renewRemainingMs() <= 0) {
-      this.#log.error("cannot renew the lease within the renew deadline", {
-        error: this.#renewError,
-        renewDeadlineMs: this.#renewDeadlineMs,
-      });
-      this.#lose({ reason: "renew deadline exceeded" });
-    }
+    if (this.#renewRemainingMs() <= 0) this.#deadlineExceeded();
+  }
+
+  /** Gives up leadership at the renew deadline, with the last renewal error. */
+  #deadlineExceeded(): void {
+    this.#log.error("cannot renew the lease within the renew deadline", {
+      error: this.#renewError,
+      renewDeadlineMs: this.#renewDeadlineMs,
+    });
+    this.#lose({ reason: "renew deadline exceeded" });
   }
 
   /**

@@ -503,9 +503,8 @@ Deno.test("LeaderElector: a 409 on its PUT does not make it leader", async () =>
 
 Deno.test("LeaderElector: renewals failing past the deadline stop leadership once, and it leads again when the server recovers", async () => {
   await withLease(async (h) => {
-    // Renewals every 150 ms against a 400 ms deadline: the last one before
-    // the deadline has ~100 ms left, so it gets the server's answer rather
-    // than a timeout cut to the deadline, even on a busy machine.
+    // Renewals every 150 ms against a 400 ms deadline: the last one has
+    // ~100 ms left, so it gets the server's answer even on a busy machine.
     const a = h.replica("a", { retryPeriodMs: 150 });
     a.elector.start();
     await waitFor("a leads", () => a.elector.isLeader);

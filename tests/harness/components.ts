@@ -66,6 +66,8 @@ export interface StartWebhookOptions {
   port?: number;
   /** Wait until `/readyz` answers 200. @default {true} */
   waitReady?: boolean;
+  /** Restart the process when its source changes (`deno run --watch`). */
+  watch?: boolean;
 }
 
 /**
@@ -93,7 +95,7 @@ export async function startWebhook(
     `--metrics-bind-address=127.0.0.1:${metricsPort}`,
     "--log-level=debug",
     ...(options.args ?? []),
-  ], { healthPort, metricsPort });
+  ], { healthPort, metricsPort, watch: options.watch ?? false });
   const webhook = {
     ...process,
     port: admissionPort,
@@ -112,6 +114,8 @@ export interface StartControllerOptions {
   args?: string[];
   /** Wait until `/readyz` answers 200. @default {true} */
   waitReady?: boolean;
+  /** Restart the process when its source changes (`deno run --watch`). */
+  watch?: boolean;
 }
 
 /**
@@ -133,9 +137,19 @@ export async function startController(
     `--metrics-bind-address=127.0.0.1:${metricsPort}`,
     "--log-level=debug",
     ...(options.args ?? []),
-  ], { healthPort, metricsPort });
+  ], { healthPort, metricsPort, watch: options.watch ?? false });
   if (options.waitReady ?? true) await process.waitReady();
   return process;
+}
+
+/** Options for {@linkcode spawnComponent}. */
+export interface SpawnComponentOptions {
+  /** Health probe port, as the flags set it. */
+  healthPort: number;
+  /** Metrics port, as the flags set it. */
+  metricsPort: number;
+  /** Restart the process when its source changes (`deno run --watch`). */
+  watch?: boolean;
 }
 
 /** Runs `<name>.ts` from the project root with the permissions its image grants. */
@@ -143,11 +157,18 @@ export function spawnComponent(
   name: "webhook" | "controller",
   kcp: KcpServer,
   args: string[],
-  ports: { healthPort: number; metricsPort: number },
+  options: SpawnComponentOptions,
 ): ComponentProcess {
+  const { watch = false, ...ports } = options;
   const logFile = `${kcp.rootDir}/${name}-${Date.now()}.log`;
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", ...DENO_RUN_FLAGS, `${ROOT}${name}.ts`, ...args],
+    args: [
+      "run",
+      ...(watch ? ["--watch"] : []),
+      ...DENO_RUN_FLAGS,
+      `${ROOT}${name}.ts`,
+      ...args,
+    ],
     cwd: ROOT,
     stdin: "null",
     stdout: "piped",
@@ -184,10 +205,41 @@ export function spawnComponent(
       }, { timeoutMs, intervalMs: 100 });
     },
     async stop(signal: Deno.Signal = "SIGTERM") {
-      if (exited === undefined) await stopProcess(child, { signal });
+      if (exited === undefined && watch) {
+        await stopWatched(child, signal, log);
+      } else if (exited === undefined) {
+        await stopProcess(child, { signal });
+      }
       await status;
       await piped;
       return exited ?? -1;
     },
   };
+}
+
+const WATCHED_RUN_FINISHED = "Process finished.";
+
+/**
+ * Stops a `deno run --watch` process. Its script exits gracefully on
+ * `signal`, but the watcher itself stays, waiting for a change to run it
+ * again: once the log says the run finished (or after 20 s), the watcher is
+ * killed.
+ */
+async function stopWatched(
+  child: Deno.ChildProcess,
+  signal: Deno.Signal,
+  log: () => Promise<string>,
+): Promise<void> {
+  const finished = async () =>
+    (await log()).split(WATCHED_RUN_FINISHED).length - 1;
+  const before = await finished();
+  try {
+    child.kill(signal);
+    await waitFor("the watched run to finish", async () => {
+      return (await finished()) > before || undefined;
+    }, { timeoutMs: 20_000, intervalMs: 50 });
+  } catch {
+    // exited meanwhile, or did not finish in time: kill the watcher anyway
+  }
+  await stopProcess(child, { signal: "SIGKILL" });
 }

@@ -53,6 +53,11 @@ export interface StartKcpOptions {
   startTimeoutMs?: number;
   /** Extra `kcp start` flags. */
   extraArgs?: readonly string[];
+  /**
+   * Root directory to use instead of a fresh temporary one; it is created,
+   * and must be absent or empty.
+   */
+  rootDir?: string;
 }
 
 /** The loopback ports one kcp listens on. */
@@ -136,7 +141,7 @@ export class KcpServer {
   constructor(
     rootDir: string,
     ports: KcpPorts,
-    options: Required<StartKcpOptions>,
+    options: Required<Omit<StartKcpOptions, "rootDir">>,
   ) {
     this.rootDir = rootDir;
     this.#ports = ports;
@@ -412,15 +417,23 @@ export class KcpServer {
 
 /**
  * Starts a kcp on free loopback ports in a fresh temporary root directory
- * and waits until it is ready. Call {@linkcode KcpServer.stop} when done.
+ * (or `options.rootDir`) and waits until it is ready. Call {@linkcode KcpServer.stop} when done.
  */
 export async function startKcp(
   options: StartKcpOptions = {},
 ): Promise<KcpServer> {
   const binaries = options.binaries ?? await requireKcpBinaries();
-  const rootDir = await Deno.makeTempDir({
+  const rootDir = options.rootDir ?? await Deno.makeTempDir({
     prefix: "dependency-controller-kcp-",
   });
+  if (options.rootDir !== undefined) {
+    await Deno.mkdir(rootDir, { recursive: true });
+    for await (const entry of Deno.readDir(rootDir)) {
+      throw new Error(
+        `Cannot start kcp in ${rootDir}: it is not empty (${entry.name})`,
+      );
+    }
+  }
   const [secure, etcdClient, etcdPeer] = freePorts(3) as [
     number,
     number,

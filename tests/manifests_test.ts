@@ -1,0 +1,358 @@
+/**
+ * What operators `kubectl apply -k`: every kustomization under `manifests/`
+ * builds with kubectl's kustomize, and the hosting-cluster Deployments agree
+ * with the binaries they run: their flags parse with the components' own
+ * option parsers, every file a flag names is mounted from the Secret or
+ * ConfigMap it should come from, probes and Service reach the ports the
+ * flags bind, and the commands are where the Containerfile puts them.
+ */
+import assert from "node:assert/strict";
+import { relative } from "node:path";
+import { loadAllYaml } from "@kubernetes/client-node";
+import {
+  type ControllerOptions,
+  parseControllerOptions,
+} from "../lib/controller_options.ts";
+import {
+  parseWebhookOptions,
+  type WebhookOptions,
+} from "../lib/webhook_options.ts";
+import { requireKcpBinaries } from "./kcp/binaries.ts";
+
+const ROOT = new URL("../", import.meta.url).pathname;
+const DEPLOY = `${ROOT}manifests/deploy`;
+
+// deno-lint-ignore no-explicit-any
+type Obj = Record<string, any>;
+
+async function kustomize(dir: string): Promise<Obj[]> {
+  const { kubectl } = await requireKcpBinaries();
+  const output = await new Deno.Command(kubectl, {
+    args: ["kustomize", dir],
+    stdin: "null",
+  }).output();
+  const decoder = new TextDecoder();
+  assert.equal(
+    output.code,
+    0,
+    `kubectl kustomize ${dir} failed: ${decoder.decode(output.stderr)}`,
+  );
+  return (loadAllYaml(decoder.decode(output.stdout)) as (Obj | null)[])
+    .filter((o): o is Obj => o !== null);
+}
+
+async function kustomizations(dir: string): Promise<string[]> {
+  const found: string[] = [];
+  for await (const entry of Deno.readDir(dir)) {
+    const path = `${dir}/${entry.name}`;
+    if (entry.isDirectory) found.push(...await kustomizations(path));
+    else if (entry.name === "kustomization.yaml") found.push(dir);
+  }
+  return found.sort();
+}
+
+function find(objects: Obj[], kind: string, name: string): Obj {
+  const found = objects.find((o) =>
+    o.kind === kind && o.metadata?.name === name
+  );
+  assert.ok(found, `${kind} ${name} is in the build`);
+  return found;
+}
+
+/** The container's args with `$(VAR)` expanded as the kubelet does. */
+function expandedArgs(objects: Obj[], container: Obj): string[] {
+  const env = new Map<string, string>();
+  for (const variable of container.env ?? []) {
+    const ref = variable.valueFrom?.configMapKeyRef;
+    if (ref === undefined) {
+      env.set(variable.name, variable.value ?? "");
+      continue;
+    }
+    const value = find(objects, "ConfigMap", ref.name).data?.[ref.key];
+    assert.equal(
+      typeof value,
+      "string",
+      `ConfigMap ${ref.name} has ${ref.key}`,
+    );
+    env.set(variable.name, value);
+  }
+  return (container.args as string[]).map((arg) =>
+    arg.replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (whole, name: string) => {
+      assert.ok(env.has(name), `${whole} in ${arg} names a defined variable`);
+      return env.get(name)!;
+    })
+  );
+}
+
+/** The volume source of the file at `path` in the container. */
+function mountedFrom(pod: Obj, container: Obj, path: string): {
+  kind: "secret" | "configMap";
+  name: string;
+  key: string;
+} {
+  const mount = (container.volumeMounts as Obj[]).find((m) =>
+    path.startsWith(`${m.mountPath}/`)
+  );
+  assert.ok(mount, `${path} lies in a mounted volume`);
+  assert.equal(mount.readOnly, true, `${mount.mountPath} is mounted read-only`);
+  const volume = (pod.volumes as Obj[]).find((v) => v.name === mount.name);
+  assert.ok(volume, `volume ${mount.name} exists`);
+  const key = path.slice(mount.mountPath.length + 1);
+  if (volume.secret) {
+    return { kind: "secret", name: volume.secret.secretName, key };
+  }
+  assert.ok(volume.configMap, `volume ${mount.name} is a Secret or ConfigMap`);
+  return { kind: "configMap", name: volume.configMap.name, key };
+}
+
+function mountDir(pod: Obj, container: Obj, dir: string): string {
+  const mount = (container.volumeMounts as Obj[]).find((m) =>
+    m.mountPath === dir
+  );
+  assert.ok(mount, `${dir} is a mount`);
+  const volume = (pod.volumes as Obj[]).find((v) => v.name === mount.name);
+  assert.ok(volume?.secret, `${dir} comes from a Secret`);
+  return volume.secret.secretName;
+}
+
+function containerPort(container: Obj, port: string | number): number {
+  if (typeof port === "number") return port;
+  const named = (container.ports as Obj[]).find((p) => p.name === port);
+  assert.ok(named, `port ${port} is declared`);
+  return named.containerPort;
+}
+
+function assertHardened(pod: Obj, container: Obj): void {
+  const name = container.name;
+  assert.equal(pod.automountServiceAccountToken, false, `${name}: no token`);
+  assert.equal(pod.securityContext?.runAsNonRoot, true, `${name}: non-root`);
+  assert.notEqual(pod.securityContext?.runAsUser, 0, `${name}: uid is not 0`);
+  assert.equal(pod.securityContext?.seccompProfile?.type, "RuntimeDefault");
+  const security = container.securityContext ?? {};
+  assert.equal(
+    security.readOnlyRootFilesystem,
+    true,
+    `${name}: read-only root`,
+  );
+  assert.equal(
+    security.allowPrivilegeEscalation,
+    false,
+    `${name}: no escalation`,
+  );
+  assert.deepEqual(
+    security.capabilities?.drop,
+    ["ALL"],
+    `${name}: no capabilities`,
+  );
+  for (const kind of ["requests", "limits"]) {
+    for (const resource of ["cpu", "memory"]) {
+      assert.ok(
+        container.resources?.[kind]?.[resource],
+        `${name}: resources.${kind}.${resource} is set`,
+      );
+    }
+  }
+}
+
+function assertProbes(
+  container: Obj,
+  options: { healthBind?: { port: number } },
+): void {
+  assert.ok(options.healthBind, `${container.name} serves probes`);
+  for (
+    const [probe, path] of [
+      ["livenessProbe", "/healthz"],
+      ["readinessProbe", "/readyz"],
+    ] as const
+  ) {
+    const get = container[probe]?.httpGet;
+    assert.equal(get?.path, path, `${container.name} ${probe} path`);
+    assert.equal(
+      containerPort(container, get.port),
+      options.healthBind.port,
+      `${container.name} ${probe} reaches --health-probe-bind-address`,
+    );
+  }
+}
+
+/** Where the Containerfile's runtime stage puts the binaries. */
+async function imageBinaries(): Promise<string[]> {
+  const text = await Deno.readTextFile(`${ROOT}Containerfile`);
+  const copy = text.split("\n").find((line) =>
+    /^COPY --from=\S+ /.test(line) && line.includes("/out/")
+  );
+  assert.ok(copy, "the Containerfile copies the binaries from the builder");
+  const parts = copy.split(/\s+/).slice(2);
+  const dest = parts.pop()!;
+  return parts.map((p) => `${dest.replace(/\/$/, "")}/${p.split("/").pop()}`);
+}
+
+Deno.test("every kustomization under manifests/ builds", async () => {
+  const dirs = await kustomizations(`${ROOT}manifests`);
+  const relative = dirs.map((d) => d.slice(ROOT.length));
+  for (
+    const expected of [
+      "manifests/deploy",
+      "manifests/kcp/dep-ctrl",
+      "manifests/kcp/system-admin",
+      "manifests/kcp/workspace-reader",
+    ]
+  ) assert.ok(relative.includes(expected), `${expected} has a kustomization`);
+  for (const dir of dirs) {
+    const objects = await kustomize(dir);
+    assert.ok(objects.length > 0, `${dir} builds to at least one object`);
+    for (const o of objects) {
+      assert.ok(
+        o.apiVersion && o.kind && o.metadata?.name,
+        `${dir}: ${o.kind}`,
+      );
+    }
+  }
+});
+
+Deno.test("the deploy manifests agree with the binaries they run", async () => {
+  const objects = await kustomize(DEPLOY);
+  const namespace = find(objects, "Namespace", "dependency-controller");
+  for (const o of objects) {
+    if (o.kind === "Namespace") continue;
+    assert.equal(
+      o.metadata.namespace,
+      namespace.metadata.name,
+      `${o.kind} ${o.metadata.name} is in the namespace`,
+    );
+  }
+  const [controllerBin, webhookBin] = await imageBinaries().then((bins) => [
+    bins.find((b) => b.endsWith("/controller")),
+    bins.find((b) => b.endsWith("/webhook")),
+  ]);
+
+  // The controller.
+  const controller = find(objects, "Deployment", "dependency-controller");
+  const cPod = controller.spec.template.spec;
+  const [c] = cPod.containers;
+  find(objects, "ServiceAccount", cPod.serviceAccountName);
+  assert.deepEqual(c.command, [controllerBin]);
+  const parsedController = parseControllerOptions(expandedArgs(objects, c), {
+    env: () => undefined,
+  });
+  assert.equal(parsedController.help, false);
+  const co = (parsedController as { options: ControllerOptions }).options;
+  assert.deepEqual(mountedFrom(cPod, c, co.kubeconfig), {
+    kind: "secret",
+    name: "dependency-controller-kubeconfig",
+    key: "kubeconfig",
+  });
+  assert.deepEqual(mountedFrom(cPod, c, co.webhookCaBundlePath), {
+    kind: "configMap",
+    name: "dependency-webhook-ca",
+    key: "ca.crt",
+  });
+  if (controller.spec.replicas > 1) {
+    assert.equal(co.leaderElect, true, "replicas share the leader Lease");
+  }
+  assertProbes(c, co);
+  assert.equal(containerPort(c, "metrics"), co.metricsBind?.port);
+  assertHardened(cPod, c);
+
+  // The webhook, its Service and its disruption budget.
+  const webhook = find(objects, "Deployment", "dependency-webhook");
+  const wPod = webhook.spec.template.spec;
+  const [w] = wPod.containers;
+  find(objects, "ServiceAccount", wPod.serviceAccountName);
+  assert.deepEqual(w.command, [webhookBin]);
+  const parsedWebhook = parseWebhookOptions(expandedArgs(objects, w), {
+    env: () => undefined,
+  });
+  assert.equal(parsedWebhook.help, false);
+  const wo = (parsedWebhook as { options: WebhookOptions }).options;
+  assert.deepEqual(mountedFrom(wPod, w, wo.kubeconfig), {
+    kind: "secret",
+    name: "dependency-webhook-kubeconfig",
+    key: "kubeconfig",
+  });
+  assert.equal(mountDir(wPod, w, wo.tlsCertDir), "dependency-webhook-tls");
+  assertProbes(w, wo);
+  assert.equal(containerPort(w, "metrics"), wo.metricsBind?.port);
+  assertHardened(wPod, w);
+  assert.equal(webhook.spec.strategy.rollingUpdate.maxUnavailable, 0);
+
+  const service = find(objects, "Service", "dependency-webhook");
+  const labels = webhook.spec.template.metadata.labels;
+  for (const [key, value] of Object.entries(service.spec.selector)) {
+    assert.equal(
+      labels[key],
+      value,
+      `the Service selects webhook pods (${key})`,
+    );
+  }
+  const [servicePort] = service.spec.ports;
+  assert.equal(
+    containerPort(w, servicePort.targetPort),
+    wo.webhookBind.port,
+    "the Service reaches --webhook-bind-address",
+  );
+  const pdb = find(objects, "PodDisruptionBudget", "dependency-webhook");
+  assert.deepEqual(
+    pdb.spec.selector.matchLabels,
+    webhook.spec.selector.matchLabels,
+  );
+  assert.ok(pdb.spec.minAvailable >= 1);
+  assert.ok(
+    webhook.spec.replicas > pdb.spec.minAvailable,
+    "a drain can proceed",
+  );
+
+  // The default webhook URL is the Service, on the port it serves.
+  const url = new URL(co.webhookUrl);
+  assert.equal(
+    url.hostname,
+    `${service.metadata.name}.${namespace.metadata.name}.svc`,
+  );
+  assert.equal(Number(url.port || 443), servicePort.port);
+  assert.equal(url.pathname, "/validate");
+});
+
+Deno.test("an overlay sets the image and the webhook URL in one place each", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(
+      `${dir}/kustomization.yaml`,
+      [
+        "apiVersion: kustomize.config.k8s.io/v1beta1",
+        "kind: Kustomization",
+        // kustomize takes bases by relative path only.
+        `resources: ["${relative(dir, DEPLOY)}"]`,
+        "images:",
+        // The name the base's images entry already set.
+        "  - name: registry.example.com/dependency-controller",
+        "    newName: registry.internal/platform/dependency-controller",
+        "    newTag: 1.2.3",
+        "configMapGenerator:",
+        "  - name: dependency-controller-config",
+        "    behavior: merge",
+        "    literals:",
+        "      - webhook-url=https://deps.example.org:8443/validate",
+        "",
+      ].join("\n"),
+    );
+    const objects = await kustomize(dir);
+    for (const name of ["dependency-controller", "dependency-webhook"]) {
+      const pod = find(objects, "Deployment", name).spec.template.spec;
+      assert.equal(
+        pod.containers[0].image,
+        "registry.internal/platform/dependency-controller:1.2.3",
+      );
+    }
+    const controller = find(objects, "Deployment", "dependency-controller")
+      .spec.template.spec.containers[0];
+    const parsed = parseControllerOptions(expandedArgs(objects, controller), {
+      env: () => undefined,
+    });
+    assert.equal(
+      (parsed as { options: ControllerOptions }).options.webhookUrl,
+      "https://deps.example.org:8443/validate",
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -1,0 +1,352 @@
+/**
+ * The documentation against the code: docs/operations.md names every flag
+ * (with its default), every metric (with its type), every status reason and
+ * the exact strings operators match on; and every relative link in
+ * README.md and docs/*.md points at a file that exists.
+ */
+import assert from "node:assert/strict";
+import {
+  DEFAULT_API_EXPORT_NAME,
+  READY_CONDITION,
+  SKIP_PROTECTION_ANNOTATION,
+  WEBHOOKS_INSTALLED_CONDITION,
+} from "../lib/api.ts";
+import { createControllerMetrics } from "../lib/controller_metrics.ts";
+import { CONTROLLER_FLAGS } from "../lib/controller_options.ts";
+import { NOT_INITIALIZED_MESSAGE } from "../lib/deletion_validator.ts";
+import type { FlagSpec } from "../lib/flags.ts";
+import { MetricsRegistry } from "../lib/metrics.ts";
+import { planReconcile, type Sourced } from "../lib/reconcile_plan.ts";
+import {
+  MANAGED_BY_LABEL,
+  MANAGED_BY_VALUE,
+  WEBHOOK_CONFIGURATION_NAME,
+  WEBHOOK_NAME,
+} from "../lib/webhook_config.ts";
+import { createWebhookMetrics } from "../lib/webhook_metrics.ts";
+import { WEBHOOK_FLAGS } from "../lib/webhook_options.ts";
+import { SUBNETS, VIRTUAL_MACHINES, VPCS } from "../lib/_test_rules.ts";
+
+const ROOT = new URL("../", import.meta.url);
+const OPERATIONS = new URL("docs/operations.md", ROOT);
+
+/** The flags `<entry> --help` lists, as `--name`. */
+async function helpFlags(entry: string): Promise<string[]> {
+  const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-all", entry, "--help"],
+    cwd: ROOT.pathname,
+    env: { NO_COLOR: "1" },
+    stdin: "null",
+  }).output();
+  const decoder = new TextDecoder();
+  assert.equal(code, 0, `${entry} --help failed:\n${decoder.decode(stderr)}`);
+  const flags = [...decoder.decode(stdout).matchAll(/^ {2}(--[a-z0-9-]+)/gm)]
+    .map((m) => m[1]!);
+  assert.ok(flags.length > 0, `${entry} --help lists no flags`);
+  return flags;
+}
+
+/**
+ * The text below the heading `### <title>` up to the next heading of the
+ * same or a higher level.
+ */
+function section(markdown: string, title: string): string {
+  const lines = markdown.split("\n");
+  const start = lines.findIndex((l) => l === `### ${title}`);
+  assert.notEqual(start, -1, `docs/operations.md has no "### ${title}"`);
+  const end = lines.findIndex((l, i) => i > start && /^#{1,3} /.test(l));
+  return lines.slice(start + 1, end === -1 ? undefined : end).join("\n");
+}
+
+/** Whether `text` has `--name` not followed by more of a flag name. */
+function mentionsFlag(text: string, flag: string): boolean {
+  return new RegExp(`${flag}(?![a-z0-9-])`).test(text);
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+async function checkFlags(
+  entry: string,
+  title: string,
+  specs: readonly FlagSpec[],
+): Promise<void> {
+  const doc = await Deno.readTextFile(OPERATIONS);
+  const text = section(doc, title);
+  const missing = (await helpFlags(entry)).filter((flag) =>
+    !mentionsFlag(text, flag)
+  );
+  assert.deepEqual(
+    missing,
+    [],
+    `"### ${title}" in docs/operations.md lacks ${missing.join(", ")}`,
+  );
+  for (const spec of specs) {
+    if (spec.default === undefined) continue;
+    const row = text.split("\n").find((line) =>
+      new RegExp(`^\\|\\s*\`--${escapeRegExp(spec.name)}\``).test(line)
+    );
+    assert.ok(row, `"### ${title}" has no table row for --${spec.name}`);
+    assert.ok(
+      row.includes(`\`${spec.default}\``),
+      `the row of --${spec.name} in "### ${title}" does not give its default \`${spec.default}\`:\n${row}`,
+    );
+  }
+}
+
+Deno.test("docs/operations.md lists every controller flag with its default", async () => {
+  await checkFlags("controller.ts", "Controller flags", CONTROLLER_FLAGS);
+});
+
+Deno.test("docs/operations.md lists every webhook flag with its default", async () => {
+  await checkFlags("webhook.ts", "Webhook flags", WEBHOOK_FLAGS);
+});
+
+Deno.test("docs/operations.md lists every metric with its type", async () => {
+  const doc = await Deno.readTextFile(OPERATIONS);
+  const families = new Map<string, string>();
+  for (const create of [createControllerMetrics, createWebhookMetrics]) {
+    const registry = new MetricsRegistry();
+    create(registry).collectProcess();
+    for (
+      const [, name, type] of registry.render().matchAll(
+        /^# TYPE (\S+) (\S+)$/gm,
+      )
+    ) {
+      families.set(name!, type!);
+    }
+  }
+  assert.ok(families.size > 0, "the registries rendered no metric families");
+  const lines = doc.split("\n");
+  for (const [name, type] of families) {
+    assert.ok(
+      doc.includes(`\`${name}\``),
+      `docs/operations.md does not name the metric \`${name}\``,
+    );
+    assert.ok(
+      lines.some((line) =>
+        line.includes(`\`${name}\``) &&
+        new RegExp(`\\|\\s*${type}\\s*\\|`).test(line)
+      ),
+      `docs/operations.md has no table row giving \`${name}\` the type ${type}`,
+    );
+  }
+});
+
+/**
+ * The condition reasons the controller's status code can write: string
+ * literals given as `reason: "..."` (or a union of them) and as the reason
+ * argument of `condition(TYPE, "True"|"False", "...")`.
+ */
+async function statusReasons(): Promise<Map<string, Set<string>>> {
+  const byFile = new Map<string, Set<string>>();
+  for (const file of ["lib/reconcile_plan.ts", "lib/rule_graph.ts"]) {
+    const source = await Deno.readTextFile(new URL(file, ROOT));
+    const reasons = new Set<string>();
+    for (const [, literals] of source.matchAll(/\breason:\s*("[^;,\n]+)/g)) {
+      for (const [, reason] of literals!.matchAll(/"([A-Za-z]+)"/g)) {
+        reasons.add(reason!);
+      }
+    }
+    for (
+      const [, reason] of source.matchAll(
+        /\bcondition\(\s*[A-Z_]+,\s*"(?:True|False|Unknown)",\s*"([A-Za-z]+)"/g,
+      )
+    ) {
+      reasons.add(reason!);
+    }
+    byFile.set(file, reasons);
+  }
+  return byFile;
+}
+
+/** A DependencyRule object as the controller's watch shows it. */
+function ruleObject(name: string, spec: unknown): Sourced {
+  return {
+    endpoint: "https://kcp.example/services/apiexport/root:dep-ctrl/x",
+    object: {
+      apiVersion: "dependencies.opendefense.cloud/v1alpha1",
+      kind: "DependencyRule",
+      metadata: {
+        name,
+        generation: 1,
+        resourceVersion: "1",
+        annotations: { "kcp.io/cluster": "1compute" },
+      },
+      spec,
+    } as Sourced["object"],
+  };
+}
+
+function dependencyAt(
+  target: { group: string; version: string; resource: string },
+  path: string,
+): Record<string, unknown> {
+  const { group, version, resource } = target;
+  return {
+    apiExportRef: { path, name: group },
+    group,
+    version,
+    resource,
+    fieldRef: { path: ".spec.ref.name" },
+  };
+}
+
+Deno.test("the status reasons read from the code include those a real plan writes", async () => {
+  const byFile = await statusReasons();
+  for (const [file, reasons] of byFile) {
+    assert.ok(reasons.size > 0, `found no status reason in ${file}`);
+  }
+  const known = new Set([...byFile.values()].flatMap((s) => [...s]));
+  const dependent = {
+    apiExportName: "compute.example.com",
+    ...VIRTUAL_MACHINES,
+  };
+  const plan = planReconcile({
+    rules: [
+      ruleObject("invalid", {}),
+      ruleObject("self", {
+        dependent,
+        dependencies: [dependencyAt(VIRTUAL_MACHINES, "root:network")],
+      }),
+      ruleObject("unresolved", {
+        dependent,
+        dependencies: [dependencyAt(VPCS, "root:network")],
+      }),
+      ruleObject("unbound", {
+        dependent,
+        dependencies: [dependencyAt(SUBNETS, "root:storage")],
+      }),
+    ],
+    bindings: [],
+    configurations: [],
+    resolutions: new Map([
+      ["root:network", {
+        reason: "Forbidden",
+        message: "forbidden",
+        definitive: false,
+      }],
+      ["root:storage", { cluster: "2storage" }],
+    ]),
+    settings: {
+      url: "https://webhook.example/validate",
+      caBundle: "LS0t",
+      timeoutSeconds: 10,
+    },
+    installErrors: new Map(),
+    exportRef: "root:dep-ctrl:dependencies.opendefense.cloud",
+    now: "2026-01-01T00:00:00Z",
+  });
+  const written = new Set(
+    plan.statuses.flatMap((s) =>
+      (s.status.conditions ?? []).map((c) => c.reason)
+    ),
+  );
+  assert.equal(written.size, 4, `unexpected reasons: ${[...written]}`);
+  for (const reason of written) {
+    assert.ok(
+      known.has(reason),
+      `the plan wrote reason ${reason}, which reading the code did not find (found: ${[
+        ...known,
+      ]})`,
+    );
+  }
+});
+
+Deno.test("docs/operations.md explains every status reason the controller sets", async () => {
+  const doc = await Deno.readTextFile(OPERATIONS);
+  const reasons = [...(await statusReasons()).values()].flatMap((s) => [...s]);
+  const missing = [...new Set(reasons)].filter((reason) =>
+    !doc.includes(`\`${reason}\``)
+  );
+  assert.deepEqual(
+    missing,
+    [],
+    `docs/operations.md does not explain the reasons ${missing.join(", ")}`,
+  );
+  for (const condition of [READY_CONDITION, WEBHOOKS_INSTALLED_CONDITION]) {
+    assert.ok(
+      doc.includes(`\`${condition}\``),
+      `docs/operations.md does not name the condition ${condition}`,
+    );
+  }
+});
+
+Deno.test("docs/operations.md quotes the exact names and messages operators match on", async () => {
+  const doc = (await Deno.readTextFile(OPERATIONS)).replace(/\n\s*/g, " ");
+  for (
+    const text of [
+      SKIP_PROTECTION_ANNOTATION,
+      NOT_INITIALIZED_MESSAGE,
+      WEBHOOK_CONFIGURATION_NAME,
+      WEBHOOK_NAME,
+      `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`,
+      DEFAULT_API_EXPORT_NAME,
+    ]
+  ) {
+    assert.ok(doc.includes(text), `docs/operations.md does not quote ${text}`);
+  }
+});
+
+/** Inline and reference link targets outside code blocks and code spans. */
+function linkTargets(markdown: string): string[] {
+  const text = markdown
+    .replace(/^[ \t]*(`{3,}|~{3,})[^\n]*\n[\s\S]*?^[ \t]*\1[ \t]*$/gm, "")
+    .replace(/`[^`\n]*`/g, "");
+  const targets: string[] = [];
+  for (
+    const [, target] of text.matchAll(
+      /\]\(\s*<?([^\s()<>]+)>?(?:\s+"[^"]*")?\s*\)/g,
+    )
+  ) {
+    targets.push(target!);
+  }
+  for (
+    const [, target] of text.matchAll(/^ {0,3}\[[^\]]+\]:\s*<?([^\s>]+)/gm)
+  ) {
+    targets.push(target!);
+  }
+  return targets;
+}
+
+async function exists(url: URL): Promise<boolean> {
+  try {
+    await Deno.stat(url);
+    return true;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return false;
+    throw error;
+  }
+}
+
+Deno.test("every relative link in README.md and docs/*.md points at an existing file", async () => {
+  const files = [new URL("README.md", ROOT)];
+  for await (const entry of Deno.readDir(new URL("docs/", ROOT))) {
+    if (entry.isFile && entry.name.endsWith(".md")) {
+      files.push(new URL(`docs/${entry.name}`, ROOT));
+    }
+  }
+  const broken: string[] = [];
+  let checked = 0;
+  for (const file of files) {
+    const markdown = await Deno.readTextFile(file);
+    for (const target of linkTargets(markdown)) {
+      if (/^[a-z][a-z0-9+.-]*:/i.test(target) || target.startsWith("#")) {
+        continue;
+      }
+      const path = decodeURIComponent(target.replace(/[?#].*$/, ""));
+      const resolved = path.startsWith("/")
+        ? new URL(`.${path}`, ROOT)
+        : new URL(path, file);
+      checked++;
+      if (!(await exists(resolved))) {
+        broken.push(
+          `${file.pathname.slice(ROOT.pathname.length)}: ${target}`,
+        );
+      }
+    }
+  }
+  assert.ok(checked > 0, "found no relative link to check");
+  assert.deepEqual(broken, [], `links to missing files:\n${broken.join("\n")}`);
+});

@@ -381,6 +381,12 @@ export class Reconciler {
           await client.request("POST", collection, {
             body: action.object,
             signal,
+          }).catch(async (error) => {
+            throw await foreignConfigurationError(error, {
+              client,
+              url: `${collection}/${name}`,
+              signal,
+            });
           });
         } else if (action.action === "update") {
           await client.request("PUT", `${collection}/${name}`, {
@@ -499,6 +505,38 @@ function statusKey(cluster: string, name: string): string {
 
 function pathKey(path: string): string {
   return `path/${path}`;
+}
+
+/**
+ * A create answered AlreadyExists: when the configuration of that name is
+ * ours, the cache is behind (a conflict, retried quietly); when it lacks our
+ * label (made by hand, or by another installation), every retry would fail
+ * the same way, so the error says what to do, and the rule reports it.
+ */
+async function foreignConfigurationError(
+  error: unknown,
+  options: { client: KubeClient; url: string; signal: AbortSignal },
+): Promise<unknown> {
+  if (
+    !(error instanceof KubeApiError) || error.status !== 409 ||
+    error.reason !== "AlreadyExists"
+  ) return error;
+  const existing = await options.client.request<KubeObject>(
+    "GET",
+    options.url,
+    { signal: options.signal },
+  ).catch(() => undefined);
+  const labels = existing?.metadata?.labels ?? {};
+  if (existing === undefined || labels[MANAGED_BY_LABEL] === MANAGED_BY_VALUE) {
+    return error;
+  }
+  const name = existing.metadata?.name ?? "";
+  return new Error(
+    `a ValidatingWebhookConfiguration named ${name} exists without the ` +
+      `label ${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}: delete it (the ` +
+      "controller then installs its own), or add the label to let the " +
+      "controller take it over",
+  );
 }
 
 function isConflict(error: unknown): boolean {

@@ -313,6 +313,7 @@ class FakeKcp {
     if (existing === undefined) {
       return json(status(404, "NotFound", `${name} not found`), 404);
     }
+    if (request.method === "GET") return json(existing);
     const resourceVersion = existing.metadata?.resourceVersion;
     if (request.method === "PUT") {
       const object = body as KubeObject;
@@ -775,6 +776,65 @@ Deno.test("Reconciler retries a failing provider cluster with backoff without de
       );
       assert.equal(h.kcp.writes("POST", STORAGE).length, 1);
       assert.equal(h.condition("store"), "True/Enforced");
+    },
+  );
+});
+
+Deno.test("Reconciler reports InstallFailed for a configuration of its name that it does not own, and takes it over once labelled", async () => {
+  const foreign = {
+    apiVersion: "admissionregistration.k8s.io/v1",
+    kind: "ValidatingWebhookConfiguration",
+    metadata: {
+      name: WEBHOOK_CONFIGURATION_NAME,
+      annotations: { "kcp.io/cluster": NETWORK },
+    },
+    webhooks: [],
+  };
+  await withController(
+    (kcp) => {
+      networkProvider(kcp);
+      kcp.put("configurations", foreign);
+      kcp.put("rules", rule("net", "root:network", VPCS));
+    },
+    async (h) => {
+      await waitFor(
+        "the rule InstallFailed",
+        () => h.condition("net") === "False/InstallFailed",
+        TIMEOUT,
+      );
+      assert.match(
+        h.message("net") ?? "",
+        /cannot write the webhook configuration in root:network: a ValidatingWebhookConfiguration named dependency-controller exists without the label app\.kubernetes\.io\/managed-by=dependency-controller: delete it/,
+      );
+      assert.deepEqual(
+        h.kcp.get("configurations", NETWORK, WEBHOOK_CONFIGURATION_NAME)
+          ?.webhooks,
+        [],
+        "the foreign configuration is left alone",
+      );
+
+      const current = h.kcp.get(
+        "configurations",
+        NETWORK,
+        WEBHOOK_CONFIGURATION_NAME,
+      )!;
+      h.kcp.put("configurations", {
+        ...current,
+        metadata: {
+          ...current.metadata,
+          labels: { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE },
+        },
+      });
+      await waitFor(
+        "the rule Ready",
+        () => h.condition("net") === "True/Enforced",
+        TIMEOUT,
+      );
+      assert.deepEqual(
+        h.kcp.get("configurations", NETWORK, WEBHOOK_CONFIGURATION_NAME)
+          ?.webhooks,
+        desiredWebhookConfiguration([VPCS], SETTINGS).webhooks,
+      );
     },
   );
 });

@@ -1,8 +1,9 @@
 /**
- * Where the `kcp` and `kubectl` binaries that the tests run come from: the
- * `KCP_BIN` / `KUBECTL_BIN` overrides, or the per-user cache that
+ * Where the binaries that the tests run come from: the `KCP_BIN` /
+ * `KUBECTL_BIN` / `MANIFEST_CHECK_BIN` overrides, or the per-user cache that
  * `deno task kcp:build` fills, keyed by kcp version and by a digest of the
- * Go modules that pin the build.
+ * Go modules that pin the build. Each binary is found on its own, so a cache
+ * directory that lacks one of them still serves the others.
  *
  * @module
  */
@@ -10,13 +11,49 @@
 /** The kcp release the test suite builds and runs. */
 export const KCP_VERSION = "v0.28.1";
 
-/** Absolute paths of the two binaries the harness runs. */
+/** Absolute paths of the two binaries the kcp harness runs. */
 export interface KcpBinaries {
   /** The `kcp` server. */
   kcp: string;
   /** `kubectl`, built from kcp's Kubernetes fork. */
   kubectl: string;
 }
+
+/** Every binary the tests use, by its key in {@linkcode BINARIES}. */
+export interface Binaries extends KcpBinaries {
+  /**
+   * `manifest-check`, which validates manifests with kube-apiserver's own
+   * decoding, defaulting and validation code (`server/manifestcheck/`).
+   */
+  manifestCheck: string;
+}
+
+/** Where one binary comes from. */
+export interface BinarySpec {
+  /** Its file name in the cache directory. */
+  file: string;
+  /** The environment variable that names a binary to use instead. */
+  env: string;
+  /**
+   * For a binary built from this repository's Go code rather than from a
+   * pinned module: that code's directory (relative to this file). The cache
+   * keeps a digest of it beside the binary (`<file>.sources`), and a cached
+   * binary whose digest differs counts as missing, so that editing the code
+   * rebuilds only this binary.
+   */
+  sources?: string;
+}
+
+/** Every binary by its key in {@linkcode Binaries}. */
+export const BINARIES: Readonly<Record<keyof Binaries, BinarySpec>> = {
+  kcp: { file: "kcp", env: "KCP_BIN" },
+  kubectl: { file: "kubectl", env: "KUBECTL_BIN" },
+  manifestCheck: {
+    file: "manifest-check",
+    env: "MANIFEST_CHECK_BIN",
+    sources: "server/manifestcheck",
+  },
+};
 
 /** The Go modules whose `go.mod`/`go.sum` decide what gets built. */
 export const GO_MODULES = ["server", "kubectl"] as const;
@@ -39,27 +76,63 @@ export async function cacheDir(): Promise<string> {
 }
 
 /**
- * Finds the binaries: both overrides when `KCP_BIN` or `KUBECTL_BIN` is set,
- * otherwise the cached build. Returns `undefined` when nothing is built yet.
+ * Finds one binary: the file its override variable names when that is set,
+ * otherwise the cached build. Returns `undefined` when it is not built yet.
+ *
+ * @throws {Deno.errors.NotFound} If the override names a file that does not exist.
+ */
+export async function findBinary(
+  name: keyof Binaries,
+): Promise<string | undefined> {
+  const { file, env } = BINARIES[name];
+  const override = Deno.env.get(env);
+  if (override !== undefined) {
+    if (await isFile(override)) return override;
+    throw new Deno.errors.NotFound(`Cannot use ${env}: no file at ${override}`);
+  }
+  const path = `${await cacheDir()}/${file}`;
+  if (!(await isFile(path))) return undefined;
+  const digest = await sourcesDigest(name);
+  if (digest !== undefined) {
+    const stamp = await Deno.readTextFile(`${path}.sources`).catch(() => "");
+    if (stamp.trim() !== digest) return undefined;
+  }
+  return path;
+}
+
+/**
+ * The digest of a binary's {@linkcode BinarySpec.sources} (every file in
+ * that directory), or `undefined` for a binary without sources here.
+ */
+export async function sourcesDigest(
+  name: keyof Binaries,
+): Promise<string | undefined> {
+  const { sources } = BINARIES[name];
+  if (sources === undefined) return undefined;
+  const dir = new URL(`${sources}/`, HERE).pathname;
+  const files: string[] = [];
+  for await (const entry of Deno.readDir(dir)) {
+    if (entry.isFile) files.push(entry.name);
+  }
+  const parts: string[] = [];
+  for (const file of files.sort()) {
+    parts.push(file, await Deno.readTextFile(`${dir}${file}`));
+  }
+  return await digestOf(parts);
+}
+
+/**
+ * Finds `kcp` and `kubectl`: each override when `KCP_BIN` or `KUBECTL_BIN` is
+ * set, otherwise the cached build. Returns `undefined` when either is not
+ * built yet.
  *
  * @throws {Deno.errors.NotFound} If an override names a file that does not exist.
  */
 export async function findKcpBinaries(): Promise<KcpBinaries | undefined> {
-  const cached = await cacheDir();
-  const kcp = Deno.env.get("KCP_BIN") ?? `${cached}/kcp`;
-  const kubectl = Deno.env.get("KUBECTL_BIN") ?? `${cached}/kubectl`;
-  for (
-    const [name, path] of [["KCP_BIN", kcp], ["KUBECTL_BIN", kubectl]] as const
-  ) {
-    if (!(await isFile(path))) {
-      if (Deno.env.has(name)) {
-        throw new Deno.errors.NotFound(
-          `Cannot use ${name}: no file at ${path}`,
-        );
-      }
-      return undefined;
-    }
-  }
+  const kcp = await findBinary("kcp");
+  if (kcp === undefined) return undefined;
+  const kubectl = await findBinary("kubectl");
+  if (kubectl === undefined) return undefined;
   return { kcp, kubectl };
 }
 
@@ -79,6 +152,22 @@ export async function requireKcpBinaries(): Promise<KcpBinaries> {
   return found;
 }
 
+/**
+ * The `manifest-check` binary, or an error with instructions when it is not
+ * built.
+ *
+ * @throws {Error} If it is not found.
+ */
+export async function requireManifestCheck(): Promise<string> {
+  const found = await findBinary("manifestCheck");
+  if (found === undefined) {
+    throw new Error(
+      "Cannot find manifest-check: run 'deno task kcp:build' or set MANIFEST_CHECK_BIN",
+    );
+  }
+  return found;
+}
+
 async function modulesDigest(): Promise<string> {
   const parts: string[] = [];
   for (const name of GO_MODULES) {
@@ -86,6 +175,10 @@ async function modulesDigest(): Promise<string> {
       parts.push(await Deno.readTextFile(`${moduleDir(name)}${file}`));
     }
   }
+  return await digestOf(parts);
+}
+
+async function digestOf(parts: string[]): Promise<string> {
   const bytes = new TextEncoder().encode(parts.join("\0"));
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
   return Array.from(digest.slice(0, 6), (b) => b.toString(16).padStart(2, "0"))

@@ -1,5 +1,13 @@
 import assert from "node:assert/strict";
-import { cacheDir, findKcpBinaries, KCP_VERSION } from "./binaries.ts";
+import {
+  cacheDir,
+  findBinary,
+  findKcpBinaries,
+  KCP_VERSION,
+  requireManifestCheck,
+  sourcesDigest,
+} from "./binaries.ts";
+import { planBuild } from "./build.ts";
 
 function withEnv(
   vars: Record<string, string | undefined>,
@@ -71,5 +79,119 @@ Deno.test("findKcpBinaries() rejects an override that names no file, and finds n
     });
   } finally {
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+/** A cache under a temporary XDG_CACHE_HOME holding the named files. */
+async function withCache(
+  files: string[],
+  fn: (dir: string) => Promise<void>,
+  env: Record<string, string | undefined> = {},
+): Promise<void> {
+  const home = await Deno.makeTempDir();
+  try {
+    await withEnv({
+      XDG_CACHE_HOME: home,
+      KCP_BIN: undefined,
+      KUBECTL_BIN: undefined,
+      MANIFEST_CHECK_BIN: undefined,
+      ...env,
+    }, async () => {
+      const dir = await cacheDir();
+      await Deno.mkdir(dir, { recursive: true });
+      for (const file of files) await Deno.writeTextFile(`${dir}/${file}`, "");
+      await fn(dir);
+    });
+  } finally {
+    await Deno.remove(home, { recursive: true });
+  }
+}
+
+Deno.test("a cache from before manifest-check still serves kcp and kubectl, and only manifest-check gets built", async () => {
+  await withCache(["kcp", "kubectl"], async (dir) => {
+    assert.deepEqual(await findKcpBinaries(), {
+      kcp: `${dir}/kcp`,
+      kubectl: `${dir}/kubectl`,
+    });
+    assert.equal(await findBinary("manifestCheck"), undefined);
+    await assert.rejects(
+      requireManifestCheck(),
+      /Cannot find manifest-check: run 'deno task kcp:build' or set MANIFEST_CHECK_BIN/,
+    );
+    const plan = await planBuild();
+    assert.deepEqual(plan.found, {
+      kcp: `${dir}/kcp`,
+      kubectl: `${dir}/kubectl`,
+    });
+    assert.deepEqual(plan.missing.map((t) => [t.name, t.module, t.pkg]), [
+      ["manifestCheck", "server", "./manifestcheck"],
+    ]);
+  });
+});
+
+Deno.test("a cached manifest-check counts only while its sources digest matches", async () => {
+  const digest = await sourcesDigest("manifestCheck");
+  assert.match(digest ?? "", /^[0-9a-f]{12}$/);
+  assert.equal(await sourcesDigest("kcp"), undefined);
+  await withCache(["kcp", "kubectl", "manifest-check"], async (dir) => {
+    // No stamp: built by something else, or interrupted before the stamp.
+    assert.equal(await findBinary("manifestCheck"), undefined);
+    await Deno.writeTextFile(`${dir}/manifest-check.sources`, "000000000000\n");
+    assert.equal(await findBinary("manifestCheck"), undefined);
+    assert.deepEqual(
+      (await planBuild()).missing.map((t) => t.name),
+      ["manifestCheck"],
+    );
+    await Deno.writeTextFile(`${dir}/manifest-check.sources`, `${digest}\n`);
+    assert.equal(await findBinary("manifestCheck"), `${dir}/manifest-check`);
+    assert.equal(await requireManifestCheck(), `${dir}/manifest-check`);
+    assert.deepEqual((await planBuild()).missing, []);
+  });
+});
+
+Deno.test("MANIFEST_CHECK_BIN overrides the cache, and kcp:build then builds nothing", async () => {
+  const other = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${other}/manifest-check`, "");
+    await withCache(["kcp", "kubectl"], async (dir) => {
+      assert.equal(
+        await findBinary("manifestCheck"),
+        `${other}/manifest-check`,
+      );
+      assert.deepEqual((await planBuild()).missing, []);
+      const { code, stdout } = await new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "--allow-run",
+          "--allow-env",
+          "--allow-read",
+          "--allow-write",
+          new URL("./build.ts", import.meta.url).pathname,
+        ],
+        env: { NO_COLOR: "1", PATH: "" },
+        stdin: "null",
+      }).output();
+      assert.equal(code, 0);
+      const out = new TextDecoder().decode(stdout);
+      assert.match(out, /^kcp:build: found in .* ms: kcp .*manifest-check /);
+      assert.doesNotMatch(out, /building/);
+      assert.deepEqual(
+        await Array.fromAsync(Deno.readDir(dir), (e) => e.name).then((n) =>
+          n.sort()
+        ),
+        ["kcp", "kubectl"],
+      );
+    }, { MANIFEST_CHECK_BIN: `${other}/manifest-check` });
+    await withEnv(
+      { MANIFEST_CHECK_BIN: `${other}/missing` },
+      async () => {
+        await assert.rejects(
+          findBinary("manifestCheck"),
+          /Cannot use MANIFEST_CHECK_BIN: no file at .*\/missing/,
+        );
+      },
+    );
+  } finally {
+    await Deno.remove(other, { recursive: true });
   }
 });

@@ -1,22 +1,26 @@
 /**
- * `deno task kcp:build`: builds `kcp` and `kubectl` from the Go wrapper
- * modules beside this file into the per-user cache, unless they are cached
- * already or `KCP_BIN`/`KUBECTL_BIN` name them. Prints what it did and how
- * long it took.
+ * `deno task kcp:build`: builds `kcp`, `kubectl` and `manifest-check` from the
+ * Go wrapper modules beside this file into the per-user cache. Each binary is
+ * built only when it is neither cached already nor named by its override
+ * (`KCP_BIN`, `KUBECTL_BIN`, `MANIFEST_CHECK_BIN`), so a cache directory from
+ * before `manifest-check` existed only gains that binary. Prints what it did
+ * and how long it took.
  *
  * @module
  */
 import {
+  BINARIES,
+  type Binaries,
   cacheDir,
-  findKcpBinaries,
+  findBinary,
   KCP_VERSION,
-  type KcpBinaries,
   moduleDir,
+  sourcesDigest,
 } from "./binaries.ts";
 
 /** One binary and the Go package and module that build it. */
-interface Target {
-  name: keyof KcpBinaries;
+export interface Target {
+  name: keyof Binaries;
   module: "server" | "kubectl";
   pkg: string;
   ldflags: string;
@@ -24,7 +28,8 @@ interface Target {
 
 const KUBE_VERSION = "v1.32.3";
 
-const TARGETS: readonly Target[] = [
+/** Every binary `kcp:build` provides, in build order. */
+export const TARGETS: readonly Target[] = [
   {
     name: "kcp",
     module: "server",
@@ -42,42 +47,92 @@ const TARGETS: readonly Target[] = [
     pkg: "k8s.io/kubernetes/cmd/kubectl",
     ldflags: "",
   },
+  {
+    name: "manifestCheck",
+    module: "server",
+    pkg: "./manifestcheck",
+    ldflags: "",
+  },
 ];
+
+/** What a build would do: the binaries found, and the targets to build. */
+export interface BuildPlan {
+  found: Partial<Binaries>;
+  missing: Target[];
+}
+
+/**
+ * Finds each binary ({@linkcode findBinary}) and lists the targets that are
+ * missing.
+ *
+ * @throws {Deno.errors.NotFound} If an override names a file that does not exist.
+ */
+export async function planBuild(): Promise<BuildPlan> {
+  const found: Partial<Binaries> = {};
+  const missing: Target[] = [];
+  for (const target of TARGETS) {
+    const path = await findBinary(target.name);
+    if (path === undefined) missing.push(target);
+    else found[target.name] = path;
+  }
+  return { found, missing };
+}
 
 async function main(): Promise<number> {
   const started = performance.now();
-  const found = await findKcpBinaries();
-  if (found !== undefined) {
-    const ms = (performance.now() - started).toFixed(1);
-    console.log(
-      `kcp:build: found kcp ${KCP_VERSION} in ${ms} ms: ${found.kcp}, ${found.kubectl}`,
-    );
-    return 0;
-  }
-  const dir = await cacheDir();
-  const staging = `${dir}.partial-${Deno.pid}`;
-  await Deno.mkdir(staging, { recursive: true });
+  let plan: BuildPlan;
   try {
-    for (const target of TARGETS) {
-      const t0 = performance.now();
-      console.log(
-        `kcp:build: building ${target.name} (${target.pkg}); a cold build takes minutes`,
-      );
-      await goBuild(target, `${staging}/${target.name}`);
-      console.log(
-        `kcp:build: built ${target.name} in ${seconds(performance.now() - t0)}`,
-      );
-    }
-    await Deno.remove(dir, { recursive: true }).catch(() => {});
-    await Deno.rename(staging, dir);
+    plan = await planBuild();
   } catch (error) {
-    await Deno.remove(staging, { recursive: true }).catch(() => {});
     console.error(
       `kcp:build: ${error instanceof Error ? error.message : error}`,
     );
     return 1;
   }
-  console.log(`kcp:build: kcp ${KCP_VERSION} and kubectl are in ${dir}`);
+  const found = Object.entries(plan.found).map(([name, path]) =>
+    `${BINARIES[name as keyof Binaries].file} ${path}`
+  );
+  if (found.length > 0) {
+    const ms = (performance.now() - started).toFixed(1);
+    console.log(`kcp:build: found in ${ms} ms: ${found.join(", ")}`);
+  }
+  if (plan.missing.length === 0) return 0;
+  const dir = await cacheDir();
+  await Deno.mkdir(dir, { recursive: true });
+  for (const target of plan.missing) {
+    const file = BINARIES[target.name].file;
+    // Built beside its final name and renamed when complete, so the cache
+    // never holds a partial binary under the name the harness looks for.
+    const staging = `${dir}/${file}.partial-${Deno.pid}`;
+    const t0 = performance.now();
+    console.log(
+      `kcp:build: building ${file} (${target.pkg})${
+        target.name === "manifestCheck" ? "" : "; a cold build takes minutes"
+      }`,
+    );
+    try {
+      await goBuild(target, staging);
+      await Deno.rename(staging, `${dir}/${file}`);
+      const digest = await sourcesDigest(target.name);
+      if (digest !== undefined) {
+        await Deno.writeTextFile(`${dir}/${file}.sources`, `${digest}\n`);
+      }
+    } catch (error) {
+      await Deno.remove(staging).catch(() => {});
+      console.error(
+        `kcp:build: ${error instanceof Error ? error.message : error}`,
+      );
+      return 1;
+    }
+    console.log(
+      `kcp:build: built ${file} in ${seconds(performance.now() - t0)}`,
+    );
+  }
+  console.log(
+    `kcp:build: ${
+      plan.missing.map((t) => BINARIES[t.name].file).join(", ")
+    } (kcp ${KCP_VERSION}) in ${dir}`,
+  );
   console.log(`kcp:build: total ${seconds(performance.now() - started)}`);
   return 0;
 }
@@ -105,7 +160,11 @@ async function goBuild(target: Target, output: string): Promise<void> {
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) {
       throw new Error(
-        "Cannot build kcp: 'go' is not on PATH (install Go or set KCP_BIN and KUBECTL_BIN)",
+        `Cannot build ${
+          BINARIES[target.name].file
+        }: 'go' is not on PATH (install Go or set ${
+          BINARIES[target.name].env
+        })`,
       );
     }
     throw error;
@@ -113,7 +172,7 @@ async function goBuild(target: Target, output: string): Promise<void> {
   const status = await child.status;
   if (!status.success) {
     throw new Error(
-      `Cannot build ${target.name}: 'go ${
+      `Cannot build ${BINARIES[target.name].file}: 'go ${
         args.join(" ")
       }' exited with ${status.code}`,
     );

@@ -129,6 +129,27 @@ Deno.test("a cache from before manifest-check still serves kcp and kubectl, and 
   });
 });
 
+Deno.test("planBuild({ only }) plans just the named binaries, as deno task dev asks for kcp and kubectl", async () => {
+  await withCache(["kcp", "kubectl"], async (dir) => {
+    const plan = await planBuild({ only: ["kcp", "kubectl"] });
+    assert.deepEqual(plan.found, {
+      kcp: `${dir}/kcp`,
+      kubectl: `${dir}/kubectl`,
+    });
+    assert.deepEqual(plan.missing, []);
+    assert.deepEqual(
+      (await planBuild({ only: ["manifest-check"] })).missing.map((t) =>
+        t.name
+      ),
+      ["manifestCheck"],
+    );
+    await assert.rejects(
+      planBuild({ only: ["kcp", "kpc"] }),
+      /Cannot build kpc: the binaries are kcp, kubectl, manifest-check/,
+    );
+  });
+});
+
 Deno.test("a cached manifest-check counts only while its sources digest matches", async () => {
   const digest = await sourcesDigest("manifestCheck");
   assert.match(digest ?? "", /^[0-9a-f]{12}$/);

@@ -4,7 +4,8 @@
  * built only when it is neither cached already nor named by its override
  * (`KCP_BIN`, `KUBECTL_BIN`, `MANIFEST_CHECK_BIN`), so a cache directory from
  * before `manifest-check` existed only gains that binary. Prints what it did
- * and how long it took.
+ * and how long it took. Arguments name the binaries to provide (`kcp
+ * kubectl` for `deno task dev`); none means all.
  *
  * @module
  */
@@ -61,16 +62,36 @@ export interface BuildPlan {
   missing: Target[];
 }
 
+/** Options for {@linkcode planBuild}. */
+export interface PlanBuildOptions {
+  /** Only these binaries (file names, e.g. `kcp`). @default every target */
+  only?: readonly string[];
+}
+
 /**
  * Finds each binary ({@linkcode findBinary}) and lists the targets that are
  * missing.
  *
  * @throws {Deno.errors.NotFound} If an override names a file that does not exist.
+ * @throws {TypeError} If `only` names no known binary.
  */
-export async function planBuild(): Promise<BuildPlan> {
+export async function planBuild(
+  options: PlanBuildOptions = {},
+): Promise<BuildPlan> {
+  const known = TARGETS.map((t) => BINARIES[t.name].file);
+  const unknown = (options.only ?? []).filter((f) => !known.includes(f));
+  if (unknown.length > 0) {
+    throw new TypeError(
+      `Cannot build ${unknown.join(", ")}: the binaries are ${
+        known.join(", ")
+      }`,
+    );
+  }
   const found: Partial<Binaries> = {};
   const missing: Target[] = [];
   for (const target of TARGETS) {
+    const file = BINARIES[target.name].file;
+    if (options.only !== undefined && !options.only.includes(file)) continue;
     const path = await findBinary(target.name);
     if (path === undefined) missing.push(target);
     else found[target.name] = path;
@@ -78,11 +99,11 @@ export async function planBuild(): Promise<BuildPlan> {
   return { found, missing };
 }
 
-async function main(): Promise<number> {
+async function main(args: string[]): Promise<number> {
   const started = performance.now();
   let plan: BuildPlan;
   try {
-    plan = await planBuild();
+    plan = await planBuild(args.length > 0 ? { only: args } : {});
   } catch (error) {
     console.error(
       `kcp:build: ${error instanceof Error ? error.message : error}`,
@@ -183,4 +204,4 @@ function seconds(ms: number): string {
   return `${(ms / 1000).toFixed(1)} s`;
 }
 
-if (import.meta.main) Deno.exit(await main());
+if (import.meta.main) Deno.exit(await main(Deno.args));

@@ -107,7 +107,10 @@ async function run(options: ControllerOptions, log: Logger): Promise<number> {
   const servers = serveServiceEndpoints(options, {
     ready,
     registry: metricsRegistry,
-    collect: metrics.collectProcess,
+    collect() {
+      metrics.collectProcess();
+      metrics.watchesFailing(watcher.failingWatches());
+    },
   });
   watcher.start();
   if (elector === undefined) lead();

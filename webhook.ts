@@ -75,7 +75,10 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
   const others = serveServiceEndpoints(options, {
     ready,
     registry: metricsRegistry,
-    collect: metrics.collectProcess,
+    collect() {
+      metrics.collectProcess();
+      metrics.watchesFailing(watcher.failingWatches());
+    },
   });
   watcher.start();
   log.info("serving", {

@@ -1,7 +1,7 @@
 /**
  * The controller's Prometheus metrics: reconcile passes and their duration,
  * writes and errors by kind, webhook configurations installed, rules by
- * their Ready condition, leadership, and process memory.
+ * their Ready condition, leadership, failing watches, and process memory.
  *
  * @module
  */
@@ -11,12 +11,17 @@ import type { ReconcileObserver } from "./reconciler.ts";
 
 /** Reconcile hooks plus leadership and process gauges. */
 export interface ControllerMetrics extends ReconcileObserver {
-  /** Records whether this replica leads (or, without election, runs). */
+  /**
+   * Records whether this replica leads (or, without election, runs); a
+   * replica that stops leading reports no configurations, writes or rules.
+   */
   leading(leader: boolean): void;
   /** Records whether the watches are synced. */
   synced(synced: boolean): void;
   /** Refreshes the process's memory gauges (call before each scrape). */
   collectProcess(): void;
+  /** Publishes how many list+watch loops are retrying after an error. */
+  watchesFailing(count: number): void;
 }
 
 /** Registers the controller's metrics in `registry`. */
@@ -65,6 +70,10 @@ export function createControllerMetrics(
   const synced = registry.gauge("dependency_controller_synced", {
     help: "1 once every watch of every virtual-workspace endpoint is listed",
   });
+  const failing = registry.gauge("dependency_controller_watches_failing", {
+    help:
+      "List+watch loops (endpoint slice, and rules, bindings and configurations per endpoint) whose last attempt failed; they retry with backoff",
+  });
   const collectProcess = registerProcessMetrics(registry);
   let seen = new Set<string>();
   return {
@@ -97,6 +106,19 @@ export function createControllerMetrics(
     },
     leading(value: boolean) {
       leader.set(value ? 1 : 0);
+      if (value) return;
+      // Only the leader plans: a follower reports no configurations, writes
+      // or rules, so a sum over replicas counts the leader's figures once.
+      configurations.set(0);
+      pending.set(0);
+      for (const label of seen) {
+        const [status = "", reason = ""] = label.split("/");
+        rules.set(0, { status, reason });
+      }
+      seen = new Set();
+    },
+    watchesFailing(count: number) {
+      failing.set(count);
     },
     synced(value: boolean) {
       synced.set(value ? 1 : 0);

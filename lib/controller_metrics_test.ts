@@ -58,6 +58,7 @@ Deno.test("createControllerMetrics() registers every metric with HELP and TYPE a
     ["dependency_controller_rules", "gauge"],
     ["dependency_controller_leader", "gauge"],
     ["dependency_controller_synced", "gauge"],
+    ["dependency_controller_watches_failing", "gauge"],
     ["process_resident_memory_bytes", "gauge"],
     ["deno_heap_bytes", "gauge"],
   ];
@@ -207,6 +208,60 @@ Deno.test("ControllerMetrics.leading() and synced() set their gauges to 1 or 0",
   metrics.synced(false);
   text = registry.render();
   assert.equal(sample(text, "dependency_controller_synced"), 0);
+});
+
+Deno.test("ControllerMetrics.leading(false) zeroes what only the leader reports: configurations, pending writes, rules", () => {
+  const { registry, metrics } = setup();
+  metrics.leading(true);
+  metrics.passed(
+    plan({ "True/Enforced": 3, "False/PathNotResolved": 1 }, {
+      desiredClusters: 2,
+      writes: 1,
+    }),
+    0,
+  );
+  let text = registry.render();
+  assert.equal(sample(text, "dependency_controller_webhook_configurations"), 2);
+  assert.equal(
+    sample(
+      text,
+      'dependency_controller_rules{status="True",reason="Enforced"}',
+    ),
+    3,
+  );
+  metrics.leading(false);
+  text = registry.render();
+  assert.equal(sample(text, "dependency_controller_leader"), 0);
+  assert.equal(sample(text, "dependency_controller_webhook_configurations"), 0);
+  assert.equal(sample(text, "dependency_controller_pending_writes"), 0);
+  assert.equal(
+    sample(
+      text,
+      'dependency_controller_rules{status="True",reason="Enforced"}',
+    ),
+    0,
+  );
+  assert.equal(
+    sample(
+      text,
+      'dependency_controller_rules{status="False",reason="PathNotResolved"}',
+    ),
+    0,
+  );
+});
+
+Deno.test("ControllerMetrics.watchesFailing() sets the failing-watches gauge", () => {
+  const { registry, metrics } = setup();
+  metrics.watchesFailing(2);
+  assert.equal(
+    sample(registry.render(), "dependency_controller_watches_failing"),
+    2,
+  );
+  metrics.watchesFailing(0);
+  assert.equal(
+    sample(registry.render(), "dependency_controller_watches_failing"),
+    0,
+  );
 });
 
 Deno.test("ControllerMetrics.collectProcess() fills the process memory gauges", () => {

@@ -116,6 +116,21 @@ export class ExportWatcher<C extends string> {
       );
   }
 
+  /**
+   * How many list+watch loops (the endpoint slice's, and each collection's
+   * of each endpoint) failed on their last attempt and are retrying with
+   * backoff; 0 when every one is connected.
+   */
+  failingWatches(): number {
+    let failing = this.#slice.lastError === undefined ? 0 : 1;
+    for (const informers of this.#endpoints.values()) {
+      for (const informer of informers.values()) {
+        if (informer.lastError !== undefined) failing++;
+      }
+    }
+    return failing;
+  }
+
   /** The virtual-workspace URLs being watched. */
   endpoints(): string[] {
     return [...this.#endpoints.keys()];

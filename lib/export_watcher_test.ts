@@ -155,6 +155,7 @@ async function withWatcher(
         return json(status(404, "NotFound", "no such path"), 404);
       }
       body = watch ? undefined : await found();
+      if (body instanceof Response) return body;
     }
     if (watch) {
       const stream = api.stream();
@@ -500,6 +501,47 @@ Deno.test("ExportWatcher without an endpoint slice stays unsynced and logs the e
       await waitFor("the second error", () => errors().length === 2, 10_000);
       assert.equal(h.watcher.synced, false);
       assert.deepEqual(h.watcher.endpoints(), []);
+    },
+  );
+});
+
+Deno.test("ExportWatcher.failingWatches() counts the list+watch loops retrying after an error, and drops to 0 once they recover", async () => {
+  let broken = true;
+  await withWatcher(
+    (base) => list([endpointSlice(base, [E1, E2])]),
+    {
+      [E1]: {
+        rules: () =>
+          broken
+            ? json(status(500, "InternalError", "etcd is sad"), 500)
+            : list(
+              [],
+            ),
+        configurations: () => list([]),
+      },
+      [E2]: { rules: () => list([]), configurations: () => list([]) },
+    },
+    async (h) => {
+      await waitFor(
+        "the other collections listed",
+        () =>
+          h.lists(collectionPath(E2, "rules")) > 0 &&
+          h.lists(collectionPath(E1, "configurations")) > 0,
+        10_000,
+      );
+      await waitFor(
+        "the failing list retried",
+        () =>
+          h.api.requests.filter((r) =>
+            r.url.pathname === collectionPath(E1, "rules")
+          ).length >= 2,
+        10_000,
+      );
+      assert.equal(h.watcher.failingWatches(), 1);
+      assert.equal(h.watcher.synced, false);
+      broken = false;
+      await waitFor("synced", () => h.watcher.synced, 10_000);
+      assert.equal(h.watcher.failingWatches(), 0);
     },
   );
 });

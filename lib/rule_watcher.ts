@@ -89,6 +89,11 @@ export class RuleWatcher {
     this.#watcher.start();
   }
 
+  /** List+watch loops retrying after an error ({@linkcode ExportWatcher.failingWatches}). */
+  failingWatches(): number {
+    return this.#watcher.failingWatches();
+  }
+
   /** Stops every list+watch and waits for them to end. */
   stop(): Promise<void> {
     return this.#watcher.stop();

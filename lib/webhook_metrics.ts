@@ -1,6 +1,7 @@
 /**
  * The webhook's Prometheus metrics: reviews by outcome, review latency,
- * malformed requests, dependent list errors, and the state of the rules.
+ * malformed requests, dependent list errors, the state of the rules, and
+ * failing watches.
  *
  * @module
  */
@@ -15,6 +16,8 @@ export interface WebhookMetrics extends AdmissionObserver {
   rules(snapshot: RuleSnapshot, protectedTypes: number): void;
   /** Refreshes the process's memory gauges (call before each scrape). */
   collectProcess(): void;
+  /** Publishes how many list+watch loops are retrying after an error. */
+  watchesFailing(count: number): void;
 }
 
 /** Registers the webhook's metrics in `registry`. */
@@ -63,9 +66,16 @@ export function createWebhookMetrics(
   const endpoints = registry.gauge("dependency_webhook_endpoints", {
     help: "Virtual-workspace endpoints of the dep-ctrl APIExport being watched",
   });
+  const failing = registry.gauge("dependency_webhook_watches_failing", {
+    help:
+      "List+watch loops (endpoint slice, rules per endpoint) whose last attempt failed; they retry with backoff",
+  });
   const collectProcess = registerProcessMetrics(registry);
   return {
     collectProcess,
+    watchesFailing(count: number) {
+      failing.set(count);
+    },
     reviewed(verdict: Verdict, seconds: number) {
       reviews.inc({ outcome: verdict.outcome });
       duration.observe(seconds, { outcome: verdict.outcome });

@@ -111,6 +111,7 @@ Deno.test("createWebhookMetrics() registers every metric with HELP and TYPE and 
     [PROTECTED_TYPES, "gauge"],
     [SYNCED, "gauge"],
     [ENDPOINTS, "gauge"],
+    ["dependency_webhook_watches_failing", "gauge"],
     ["process_resident_memory_bytes", "gauge"],
     ["deno_heap_bytes", "gauge"],
   ];
@@ -303,6 +304,19 @@ Deno.test("WebhookMetrics.collectProcess() fills the process memory gauges", () 
   const used = sample(text, 'deno_heap_bytes{kind="used"}')!;
   const total = sample(text, 'deno_heap_bytes{kind="total"}')!;
   assert.ok(used > 0 && used <= total, `${used} <= ${total}`);
+});
+
+Deno.test("WebhookMetrics.watchesFailing() sets the failing-watches gauge", () => {
+  const { registry, metrics } = setup();
+  assert.equal(
+    sample(registry.render(), "dependency_webhook_watches_failing"),
+    0,
+  );
+  metrics.watchesFailing(3);
+  assert.equal(
+    sample(registry.render(), "dependency_webhook_watches_failing"),
+    3,
+  );
 });
 
 Deno.test("createWebhookMetrics() cannot register twice in one registry", () => {

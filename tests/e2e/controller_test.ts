@@ -206,6 +206,17 @@ function deleteObject(
   });
 }
 
+/** `dependency_<name>_watches_failing` as the component's /metrics serves it. */
+async function watchesFailing(
+  process: ComponentProcess,
+  name: "controller" | "webhook",
+): Promise<number> {
+  const { text } = await process.get(process.metricsPort, "/metrics");
+  const match = new RegExp(`^dependency_${name}_watches_failing (\\d+)$`, "m")
+    .exec(text);
+  return Number(match?.[1] ?? NaN);
+}
+
 kcpTest(
   "controller: webhook configurations follow the rules at any depth, with status on every rule",
   async (kcp, step) => {
@@ -642,7 +653,32 @@ kcpTest(
         "kcp restarts under the running controller and webhook; both reconnect and protection holds",
         async () => {
           await kcp.stop({ keepRootDir: true });
+          // Both report their watches failing while kcp is away, for alerts.
+          for (
+            const [process, name] of [[controller!, "controller"], [
+              webhook,
+              "webhook",
+            ]] as const
+          ) {
+            await waitFor(`${name} to report failing watches`, async () => {
+              return (await watchesFailing(process, name)) > 0 || undefined;
+            }, { timeoutMs: 60_000, intervalMs: 200 });
+          }
           await kcp.start();
+          for (
+            const [process, name] of [[controller!, "controller"], [
+              webhook,
+              "webhook",
+            ]] as const
+          ) {
+            await waitFor(
+              `${name} to report its watches recovered`,
+              async () => {
+                return (await watchesFailing(process, name)) === 0 || undefined;
+              },
+              { timeoutMs: 60_000, intervalMs: 200 },
+            );
+          }
           await applyObjects(kcp, COMPUTE, [rule("vm-subnet", [{
             resource: "subnets",
             field: ".spec.subnetRef.name",

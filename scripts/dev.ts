@@ -169,7 +169,13 @@ function isAlive(pid: number): boolean {
 class Running {
   kcp: KcpServer | undefined;
   readonly #components: ComponentProcess[] = [];
+  readonly #names = new Map<ComponentProcess, string>();
   #stopped = false;
+
+  /** The components started, by name. */
+  get components(): ReadonlyMap<ComponentProcess, string> {
+    return this.#names;
+  }
 
   async addKcp(kcp: KcpServer): Promise<KcpServer> {
     this.kcp = kcp;
@@ -177,8 +183,12 @@ class Running {
     return kcp;
   }
 
-  async add<T extends ComponentProcess>(component: T): Promise<T> {
+  async add<T extends ComponentProcess>(
+    name: string,
+    component: T,
+  ): Promise<T> {
     this.#components.push(component);
+    this.#names.set(component, name);
     if (this.#stopped) await component.stop();
     return component;
   }
@@ -236,6 +246,7 @@ async function walkThrough(running: Running): Promise<Topology> {
   step("Starting the webhook as user dependency-webhook");
   const cert = await createServingCert(`${kcp.rootDir}/webhook-tls`);
   const webhook: WebhookProcess = await running.add(
+    "webhook",
     await startWebhook(kcp, { cert, watch: true }),
   );
   note(`admission: ${webhook.url}`);
@@ -246,6 +257,7 @@ async function walkThrough(running: Running): Promise<Topology> {
 
   step("Starting the controller as user dependency-controller");
   const controller = await running.add(
+    "controller",
     await startController(kcp, { webhook, watch: true }),
   );
   note(
@@ -331,6 +343,29 @@ async function walkThrough(running: Running): Promise<Topology> {
   return topology;
 }
 
+const RESTARTED = /Restarting! File change detected: "([^"]+)"/g;
+
+/**
+ * Prints a line whenever `deno run --watch` restarts a component (its log
+ * says which file changed), so a person editing the source sees it.
+ */
+function reportRestarts(
+  components: ReadonlyMap<ComponentProcess, string>,
+): ReturnType<typeof setInterval> {
+  const seen = new Map<ComponentProcess, number>();
+  const check = async () => {
+    for (const [component, name] of components) {
+      const restarts = [...(await component.log()).matchAll(RESTARTED)];
+      const before = seen.get(component) ?? 0;
+      seen.set(component, restarts.length);
+      for (const match of restarts.slice(before)) {
+        note(`${cyan(name)} restarted: ${shown(match[1]!)} changed`);
+      }
+    }
+  };
+  return setInterval(() => void check(), 1000);
+}
+
 async function printUsage(kcp: KcpServer, topology: Topology): Promise<void> {
   const consumer = topology.consumers[0]!.path;
   const consumerConfig = shown(await kcp.kubeconfig("admin", consumer));
@@ -411,7 +446,9 @@ async function main(args: string[]): Promise<number> {
     }
     step("Running until Ctrl-C");
     await printUsage(running.kcp!, outcome.topology);
+    const reporting = reportRestarts(running.components);
     const name = await signal;
+    clearInterval(reporting);
     console.log(`\n${bold(`${name}: stopping`)} the components and kcp ...`);
     return 0;
   } catch (error) {

@@ -217,27 +217,37 @@ export function spawnComponent(
   };
 }
 
-const WATCHED_RUN_FINISHED = "Process finished.";
+const WATCHED_RUN_STARTED = "Process started.";
+/** What the watcher, or the component itself, logs when a run has ended. */
+const WATCHED_RUN_ENDED = ["Process finished.", '"msg":"stopped"'];
 
 /**
  * Stops a `deno run --watch` process. Its script exits gracefully on
  * `signal`, but the watcher itself stays, waiting for a change to run it
- * again: once the log says the run finished (or after 20 s), the watcher is
- * killed.
+ * again: once the log says the run ended (the watcher's "Process finished",
+ * or the component's own "stopped"; or after 20 s), the watcher is killed. A
+ * run that already ended (a Ctrl-C reaches the whole process group) is not
+ * signalled again.
  */
 async function stopWatched(
   child: Deno.ChildProcess,
   signal: Deno.Signal,
   log: () => Promise<string>,
 ): Promise<void> {
-  const finished = async () =>
-    (await log()).split(WATCHED_RUN_FINISHED).length - 1;
-  const before = await finished();
+  const finished = async () => {
+    const text = await log();
+    const started = text.lastIndexOf(WATCHED_RUN_STARTED);
+    return WATCHED_RUN_ENDED.some((end) => text.lastIndexOf(end) > started);
+  };
   try {
-    child.kill(signal);
-    await waitFor("the watched run to finish", async () => {
-      return (await finished()) > before || undefined;
-    }, { timeoutMs: 20_000, intervalMs: 50 });
+    if (!await finished()) {
+      child.kill(signal);
+      await waitFor(
+        "the watched run to finish",
+        async () => await finished() || undefined,
+        { timeoutMs: 20_000, intervalMs: 50 },
+      );
+    }
   } catch {
     // exited meanwhile, or did not finish in time: kill the watcher anyway
   }

@@ -48,8 +48,8 @@ another object refers to it, then allowed once it does not.
                 (default .dev/ in the project; removed at exit)
   --help, -h    show this help
 
-Needs kcp and kubectl (built from Go modules by 'deno task kcp:build', which
-'deno task dev' runs first; KCP_BIN and KUBECTL_BIN name your own) and openssl.
+Needs kcp and kubectl, which 'deno task dev' first builds from Go modules
+unless they are cached (KCP_BIN and KUBECTL_BIN name your own), and openssl.
 `;
 
 const useColor = !Deno.noColor && Deno.stdout.isTerminal();

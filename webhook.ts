@@ -13,6 +13,7 @@ import { KubeClient } from "./lib/kube_client.ts";
 import { loadKubeConnection } from "./lib/kube_config.ts";
 import type { Logger } from "./lib/log.ts";
 import { MetricsRegistry } from "./lib/metrics.ts";
+import { enforcedRules } from "./lib/rule_graph.ts";
 import { RuleRegistry } from "./lib/rule_registry.ts";
 import { RuleWatcher } from "./lib/rule_watcher.ts";
 import {
@@ -45,7 +46,7 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
     apiExportName: options.apiExportName,
     log,
     onChange(snapshot) {
-      if (snapshot.synced) registry.replace(snapshot.rules);
+      if (snapshot.synced) registry.replace(enforcedRules(snapshot.rules));
       metrics.rules(snapshot, registry.protectedTypes);
       log.debug("rules changed", {
         rules: snapshot.rules.length,

@@ -29,6 +29,25 @@ export interface RuleProblem {
 /** At most this many names are spelled out in a message. */
 const MAX_LISTED = 10;
 
+/**
+ * The rules whose protections are installed and enforced: every one but a
+ * rule with a `SelfDependency`, which the controller rejects whole. The
+ * webhook applies the same filter, so it never enforces a rule that reports
+ * that nothing of it is installed. (Rules in a `DependencyCycle` stay
+ * enforced: that fails closed.)
+ */
+export function enforcedRules(
+  rules: readonly ClusterRule[],
+): ClusterRule[] {
+  return rules.filter(({ rule }) => {
+    const { group, resource } = rule.spec.dependent;
+    const own = _typeName(group, resource);
+    return !rule.spec.dependencies.some((d) =>
+      _typeName(d.group, d.resource) === own
+    );
+  });
+}
+
 /** A directed graph of types, by index into `types` (sorted). */
 interface TypeGraph {
   /** Type names, sorted. */

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { analyzeRules, type RuleProblem } from "./rule_graph.ts";
+import { analyzeRules, enforcedRules, type RuleProblem } from "./rule_graph.ts";
 import type { ClusterRule, GroupVersionResource } from "./rule_registry.ts";
 import {
   dependency,
@@ -193,6 +193,33 @@ Deno.test("analyzeRules() reports a dependency on the rule's own dependent type"
         "field; remove this dependency",
     }]],
   ]);
+});
+
+Deno.test("enforcedRules() drops exactly the rules analyzeRules() rejects for a self dependency, and keeps cycles", () => {
+  const selfRule = {
+    cluster: "c1",
+    rule: validRule("vm-self", VIRTUAL_MACHINES, [
+      dependency(VPCS, ".spec.vpcRef.name"),
+      dependency(VIRTUAL_MACHINES, ".spec.parentRef.name"),
+    ]),
+  };
+  const rules = [
+    entry("c1", "vm-vpc", VIRTUAL_MACHINES, [VPCS]),
+    selfRule,
+    entry("c2", "vpc-subnet", VPC_DEPENDENT, [SUBNETS]),
+    entry("c2", "subnet-vpc", SUBNET_DEPENDENT, [VPCS]),
+  ];
+  const enforced = enforcedRules(rules).map((r) =>
+    `${r.cluster}/${r.rule.metadata.name}`
+  );
+  assert.deepEqual(enforced, ["c1/vm-vpc", "c2/vpc-subnet", "c2/subnet-vpc"]);
+  const rejected = [...analyzeRules(rules)]
+    .filter(([, problems]) =>
+      problems.some((p) => p.reason === "SelfDependency")
+    )
+    .map(([key]) => key);
+  assert.deepEqual(rejected, ["c1/vm-self"]);
+  assert.deepEqual(enforcedRules([]), []);
 });
 
 Deno.test("analyzeRules() reports a self dependency before a cycle of the same rule", () => {

@@ -63,6 +63,24 @@ export const READY_CONDITION = "Ready";
  * deletion webhooks a DependencyRule needs.
  */
 export const WEBHOOKS_INSTALLED_CONDITION = "WebhooksInstalled";
+/**
+ * Every reason the controller writes into a DependencyRule's conditions:
+ * `Enforced` (Ready) and `Installed` (WebhooksInstalled) when all is well,
+ * the others when it is not.
+ */
+export const CONDITION_REASONS = [
+  "Enforced",
+  "Installed",
+  "InvalidSpec",
+  "PathNotResolved",
+  "ProviderNotBound",
+  "ClaimNotAccepted",
+  "InstallFailed",
+  "SelfDependency",
+  "DependencyCycle",
+] as const;
+/** One of {@linkcode CONDITION_REASONS}. */
+export type ConditionReason = typeof CONDITION_REASONS[number];
 
 const DNS_SUBDOMAIN_MAX = 253;
 const DNS_LABEL_MAX = 63;

@@ -12,6 +12,7 @@
  */
 import {
   type Condition,
+  type ConditionReason,
   type DependencyRule,
   type DependencyRuleParseResult,
   type DependencyRuleStatus,
@@ -119,7 +120,10 @@ const VWC_RESOURCE = "validatingwebhookconfigurations";
 type DependencyState =
   | { state: "ok"; path: string; gvr: GroupVersionResource }
   | { state: "pending" }
-  | { state: "failed"; reason: string; message: string };
+  | { state: "failed"; reason: ConditionReason; message: string };
+
+/** A condition the plan writes: its reason is one it knows. */
+type PlannedCondition = Condition & { reason: ConditionReason };
 
 /** Computes the whole desired state. */
 export function planReconcile(input: PlanInput): Plan {
@@ -241,7 +245,7 @@ export function planReconcile(input: PlanInput): Plan {
     const key = ruleKey(cluster, rule.metadata.name);
     const ruleProblems = problems.get(key) ?? [];
     const self = ruleProblems.filter((p) => p.reason === "SelfDependency");
-    let installed: Condition;
+    let installed: PlannedCondition;
     if (self.length > 0) {
       installed = condition(
         WEBHOOKS_INSTALLED_CONDITION,
@@ -350,8 +354,8 @@ function installationVerdict(
     pendingClusters: ReadonlySet<string>;
     resolvedClusters: ReadonlyMap<string, string>;
   },
-): Condition | undefined {
-  const failures: { reason: string; message: string }[] = [];
+): PlannedCondition | undefined {
+  const failures: { reason: ConditionReason; message: string }[] = [];
   const installedIn = new Set<string>();
   let pending = false;
   for (const state of states) {
@@ -401,9 +405,9 @@ function installationVerdict(
 
 function readyConditionFor(
   rule: DependencyRule,
-  installed: Condition,
+  installed: PlannedCondition,
   problems: readonly RuleProblem[],
-): Condition {
+): PlannedCondition {
   const first = problems[0];
   if (installed.status !== "True") {
     const message = first === undefined
@@ -428,9 +432,9 @@ function readyConditionFor(
 function condition(
   type: string,
   status: Condition["status"],
-  reason: string,
+  reason: ConditionReason,
   options: { message: string },
-): Condition {
+): PlannedCondition {
   return {
     type,
     status,

@@ -4,37 +4,28 @@
  *
  * @module
  */
-import { DEFAULT_API_EXPORT_NAME } from "./api.ts";
 import {
-  type BindAddress,
+  API_EXPORT_NAME_FLAG,
+  type ComponentOptions,
+  kcpBaseHostFlag,
+  KUBECONFIG_FLAG,
+  LOG_LEVEL_FLAG,
+  parseComponentOptions,
+  SERVICE_BIND_FLAGS,
+} from "./component_flags.ts";
+import {
   type FlagSpec,
   parseDuration,
   parseFlag,
   parseFlags,
-  parseServiceBinds,
   requiredFlag,
 } from "./flags.ts";
-import { baseUrl } from "./kcp.ts";
-import { type LogLevel, parseLogLevel } from "./log.ts";
 
 /** The controller's flag table, in `--help` order. */
 export const CONTROLLER_FLAGS: readonly FlagSpec[] = [
-  {
-    name: "kubeconfig",
-    env: "KUBECONFIG",
-    help:
-      "Kubeconfig whose server is the dep-ctrl workspace (https://<front-proxy>/clusters/root:dep-ctrl)",
-  },
-  {
-    name: "api-export-name",
-    default: DEFAULT_API_EXPORT_NAME,
-    help: "Name of the dep-ctrl APIExport",
-  },
-  {
-    name: "kcp-base-host",
-    help:
-      "Front-proxy base URL for resolving workspace paths (default: the kubeconfig server without /clusters/...)",
-  },
+  KUBECONFIG_FLAG,
+  API_EXPORT_NAME_FLAG,
+  kcpBaseHostFlag("resolving workspace paths"),
   {
     name: "webhook-url",
     help:
@@ -56,16 +47,7 @@ export const CONTROLLER_FLAGS: readonly FlagSpec[] = [
     default: "5m",
     help: "How often to reconcile everything again",
   },
-  {
-    name: "health-probe-bind-address",
-    default: ":8081",
-    help: "Address of /healthz and /readyz; 0 disables",
-  },
-  {
-    name: "metrics-bind-address",
-    default: ":8080",
-    help: "Address of /metrics (Prometheus); 0 disables",
-  },
+  ...SERVICE_BIND_FLAGS,
   {
     name: "leader-elect",
     boolean: true,
@@ -82,17 +64,11 @@ export const CONTROLLER_FLAGS: readonly FlagSpec[] = [
     default: "dependency-controller",
     help: "Name of the leader Lease",
   },
-  { name: "log-level", default: "info", help: "debug, info, warn or error" },
+  LOG_LEVEL_FLAG,
 ];
 
 /** Typed controller options. */
-export interface ControllerOptions {
-  /** Kubeconfig path. */
-  kubeconfig: string;
-  /** dep-ctrl APIExport name. */
-  apiExportName: string;
-  /** Front-proxy base override, without `/clusters/...`. */
-  kcpBaseHost?: string;
+export interface ControllerOptions extends ComponentOptions {
   /** The webhook's URL, exactly as given. */
   webhookUrl: string;
   /** PEM file whose bytes become the webhook configuration's caBundle. */
@@ -101,18 +77,12 @@ export interface ControllerOptions {
   webhookTimeoutSeconds: number;
   /** Resync period, ms. */
   resyncPeriodMs: number;
-  /** Probe listener, if enabled. */
-  healthBind?: BindAddress;
-  /** Metrics listener, if enabled. */
-  metricsBind?: BindAddress;
   /** Whether to run only as the elected leader. */
   leaderElect: boolean;
   /** Namespace of the leader Lease. */
   leaderElectionNamespace: string;
   /** Name of the leader Lease. */
   leaderElectionId: string;
-  /** Log level. */
-  logLevel: LogLevel;
 }
 
 /** The result of {@linkcode parseControllerOptions}: options, or a request for help. */
@@ -137,18 +107,13 @@ export function parseControllerOptions(
   const flags = parseFlags(args, CONTROLLER_FLAGS, options);
   if (flags.help) return { help: true };
   const v = flags.values;
-  const kubeconfig = requiredFlag(flags, "kubeconfig", { env: "KUBECONFIG" });
+  const common = parseComponentOptions(flags);
   const webhookUrlText = requiredFlag(flags, "webhook-url");
   const webhookCaBundlePath = requiredFlag(flags, "webhook-ca-bundle-path");
-  const kcpBaseHost = v["kcp-base-host"]
-    ? parseFlag("kcp-base-host", () => baseUrl(v["kcp-base-host"]!))
-    : undefined;
   return {
     help: false,
     options: {
-      kubeconfig,
-      apiExportName: v["api-export-name"]!,
-      ...(kcpBaseHost === undefined ? {} : { kcpBaseHost }),
+      ...common,
       webhookUrl: parseFlag(
         "webhook-url",
         () => checkWebhookUrl(webhookUrlText),
@@ -162,7 +127,6 @@ export function parseControllerOptions(
         "resync-period",
         () => parseDuration(v["resync-period"]!),
       ),
-      ...parseServiceBinds(flags),
       leaderElect: v["leader-elect"] === "true",
       leaderElectionNamespace: parseFlag(
         "leader-election-namespace",
@@ -178,7 +142,6 @@ export function parseControllerOptions(
             "a DNS subdomain",
           ),
       ),
-      logLevel: parseFlag("log-level", () => parseLogLevel(v["log-level"]!)),
     },
   };
 }

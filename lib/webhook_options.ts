@@ -4,7 +4,15 @@
  *
  * @module
  */
-import { DEFAULT_API_EXPORT_NAME } from "./api.ts";
+import {
+  API_EXPORT_NAME_FLAG,
+  type ComponentOptions,
+  kcpBaseHostFlag,
+  KUBECONFIG_FLAG,
+  LOG_LEVEL_FLAG,
+  parseComponentOptions,
+  SERVICE_BIND_FLAGS,
+} from "./component_flags.ts";
 import {
   type BindAddress,
   type FlagSpec,
@@ -12,25 +20,12 @@ import {
   parseDuration,
   parseFlag,
   parseFlags,
-  parseServiceBinds,
-  requiredFlag,
 } from "./flags.ts";
-import { baseUrl } from "./kcp.ts";
-import { type LogLevel, parseLogLevel } from "./log.ts";
 
 /** The webhook's flag table, in `--help` order. */
 export const WEBHOOK_FLAGS: readonly FlagSpec[] = [
-  {
-    name: "kubeconfig",
-    env: "KUBECONFIG",
-    help:
-      "Kubeconfig whose server is the dep-ctrl workspace (https://<front-proxy>/clusters/root:dep-ctrl)",
-  },
-  {
-    name: "api-export-name",
-    default: DEFAULT_API_EXPORT_NAME,
-    help: "Name of the dep-ctrl APIExport",
-  },
+  KUBECONFIG_FLAG,
+  API_EXPORT_NAME_FLAG,
   {
     name: "webhook-bind-address",
     default: ":9443",
@@ -51,21 +46,8 @@ export const WEBHOOK_FLAGS: readonly FlagSpec[] = [
     default: "10s",
     help: "How often to look for a rotated certificate",
   },
-  {
-    name: "health-probe-bind-address",
-    default: ":8081",
-    help: "Address of /healthz and /readyz; 0 disables",
-  },
-  {
-    name: "metrics-bind-address",
-    default: ":8080",
-    help: "Address of /metrics (Prometheus); 0 disables",
-  },
-  {
-    name: "kcp-base-host",
-    help:
-      "Front-proxy base URL for listing dependents (default: the kubeconfig server without /clusters/...)",
-  },
+  ...SERVICE_BIND_FLAGS,
+  kcpBaseHostFlag("listing dependents"),
   {
     name: "list-timeout",
     default: "7s",
@@ -77,33 +59,21 @@ export const WEBHOOK_FLAGS: readonly FlagSpec[] = [
     help:
       "Objects per page when listing dependents (each further page is a fresh read for kcp)",
   },
-  { name: "log-level", default: "info", help: "debug, info, warn or error" },
+  LOG_LEVEL_FLAG,
 ];
 
 /** Typed webhook options. */
-export interface WebhookOptions {
-  /** Kubeconfig path. */
-  kubeconfig: string;
-  /** dep-ctrl APIExport name. */
-  apiExportName: string;
+export interface WebhookOptions extends ComponentOptions {
   /** Admission listener. */
   webhookBind: BindAddress;
   /** Certificate directory. */
   tlsCertDir: string;
   /** Certificate reload interval, ms. */
   tlsReloadIntervalMs: number;
-  /** Probe listener, if enabled. */
-  healthBind?: BindAddress;
-  /** Metrics listener, if enabled. */
-  metricsBind?: BindAddress;
-  /** Front-proxy base override, without `/clusters/...`. */
-  kcpBaseHost?: string;
   /** Review deadline, ms. */
   listTimeoutMs: number;
   /** Page size for dependent lists. */
   listPageSize: number;
-  /** Log level. */
-  logLevel: LogLevel;
 }
 
 /** The result of {@linkcode parseWebhookOptions}: options, or a request for help. */
@@ -124,7 +94,7 @@ export function parseWebhookOptions(
   const flags = parseFlags(args, WEBHOOK_FLAGS, options);
   if (flags.help) return { help: true };
   const v = flags.values;
-  const kubeconfig = requiredFlag(flags, "kubeconfig", { env: "KUBECONFIG" });
+  const common = parseComponentOptions(flags);
   const webhookBindText =
     flags.given.has("webhook-port") && !flags.given.has("webhook-bind-address")
       ? `:${v["webhook-port"]}`
@@ -149,29 +119,18 @@ export function parseWebhookOptions(
   return {
     help: false,
     options: {
-      kubeconfig,
-      apiExportName: v["api-export-name"]!,
+      ...common,
       webhookBind,
       tlsCertDir: v["tls-cert-dir"]!,
       tlsReloadIntervalMs: parseFlag(
         "tls-reload-interval",
         () => parseDuration(v["tls-reload-interval"]!),
       ),
-      ...parseServiceBinds(flags),
-      ...(v["kcp-base-host"]
-        ? {
-          kcpBaseHost: parseFlag(
-            "kcp-base-host",
-            () => baseUrl(v["kcp-base-host"]!),
-          ),
-        }
-        : {}),
       listTimeoutMs: parseFlag(
         "list-timeout",
         () => parseDuration(v["list-timeout"]!),
       ),
       listPageSize: pageSize,
-      logLevel: parseFlag("log-level", () => parseLogLevel(v["log-level"]!)),
     },
   };
 }

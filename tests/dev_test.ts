@@ -4,24 +4,15 @@
  * and cleans up. Its output is printed, so the CI log shows the walk-through.
  */
 import assert from "node:assert/strict";
+import { type CommandResult, runCommand } from "./harness/process.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 
-async function run(
-  args: string[],
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  const output = await new Deno.Command(Deno.execPath(), {
-    args,
+function run(args: string[]): Promise<CommandResult> {
+  return runCommand(Deno.execPath(), args, {
     cwd: ROOT,
     env: { NO_COLOR: "1" },
-    stdin: "null",
-  }).output();
-  const decoder = new TextDecoder();
-  return {
-    code: output.code,
-    stdout: decoder.decode(output.stdout),
-    stderr: decoder.decode(output.stderr),
-  };
+  });
 }
 
 Deno.test("deno task dev --once walks through a denied and an allowed delete on a local kcp", async () => {

@@ -27,21 +27,21 @@ import {
 import { createWebhookMetrics } from "../lib/webhook_metrics.ts";
 import { WEBHOOK_FLAGS } from "../lib/webhook_options.ts";
 import { SUBNETS, VIRTUAL_MACHINES, VPCS } from "../lib/_test_rules.ts";
+import { runCommand } from "./harness/process.ts";
 
 const ROOT = new URL("../", import.meta.url);
 const OPERATIONS = new URL("docs/operations.md", ROOT);
 
 /** The flags `<entry> --help` lists, as `--name`. */
 async function helpFlags(entry: string): Promise<string[]> {
-  const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-all", entry, "--help"],
-    cwd: ROOT.pathname,
-    env: { NO_COLOR: "1" },
-    stdin: "null",
-  }).output();
-  const decoder = new TextDecoder();
-  assert.equal(code, 0, `${entry} --help failed:\n${decoder.decode(stderr)}`);
-  const flags = [...decoder.decode(stdout).matchAll(/^ {2}(--[a-z0-9-]+)/gm)]
+  const { code, stdout, stderr } = await runCommand(Deno.execPath(), [
+    "run",
+    "--allow-all",
+    entry,
+    "--help",
+  ], { cwd: ROOT.pathname, env: { NO_COLOR: "1" } });
+  assert.equal(code, 0, `${entry} --help failed:\n${stderr}`);
+  const flags = [...stdout.matchAll(/^ {2}(--[a-z0-9-]+)/gm)]
     .map((m) => m[1]!);
   assert.ok(flags.length > 0, `${entry} --help lists no flags`);
   return flags;

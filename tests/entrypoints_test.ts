@@ -4,24 +4,17 @@
  */
 import assert from "node:assert/strict";
 import { DENO_RUN_FLAGS } from "./harness/components.ts";
+import { type CommandResult, runCommand } from "./harness/process.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 
-async function run(
-  entry: string,
-  args: string[],
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
-    args: ["run", ...DENO_RUN_FLAGS, `${ROOT}${entry}`, ...args],
-    env: { NO_COLOR: "1", KUBECONFIG: "" },
-    stdin: "null",
-  }).output();
-  const decoder = new TextDecoder();
-  return {
-    code,
-    stdout: decoder.decode(stdout),
-    stderr: decoder.decode(stderr),
-  };
+function run(entry: string, args: string[]): Promise<CommandResult> {
+  return runCommand(Deno.execPath(), [
+    "run",
+    ...DENO_RUN_FLAGS,
+    `${ROOT}${entry}`,
+    ...args,
+  ], { env: { NO_COLOR: "1", KUBECONFIG: "" } });
 }
 
 Deno.test("webhook.ts --help lists every flag with its default", async () => {

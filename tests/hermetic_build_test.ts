@@ -13,6 +13,7 @@
  */
 import assert from "node:assert/strict";
 import { basename, posix } from "node:path";
+import { type CommandResult, runCommand } from "./harness/process.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const CONTAINERFILE = `${ROOT}Containerfile`;
@@ -493,11 +494,8 @@ function compiles(containerfile: Containerfile): CompileCommand[] {
 // ---------------------------------------------------------------------------
 // Replay helpers
 
-interface Result {
+interface Result extends CommandResult {
   argv: string[];
-  code: number;
-  stdout: string;
-  stderr: string;
 }
 
 async function exec(
@@ -506,19 +504,11 @@ async function exec(
   env: Record<string, string>,
 ): Promise<Result> {
   const [program, ...args] = argv;
-  const { code, stdout, stderr } = await new Deno.Command(program!, {
-    args,
+  const result = await runCommand(program!, args, {
     cwd,
     env: { NO_COLOR: "1", KUBECONFIG: "", ...env },
-    stdin: "null",
-  }).output();
-  const decoder = new TextDecoder();
-  return {
-    argv,
-    code,
-    stdout: decoder.decode(stdout),
-    stderr: decoder.decode(stderr),
-  };
+  });
+  return { argv, ...result };
 }
 
 function describe(result: Result): string {
@@ -539,11 +529,7 @@ interface Isolation {
 /** A network namespace with no interfaces, else a proxy that refuses all. */
 async function networkIsolation(): Promise<Isolation> {
   try {
-    const { code } = await new Deno.Command("unshare", {
-      args: ["--net", "--", "true"],
-      stdout: "null",
-      stderr: "null",
-    }).output();
+    const { code } = await runCommand("unshare", ["--net", "--", "true"]);
     if (code === 0) {
       return {
         name: "unshare --net (empty network namespace)",

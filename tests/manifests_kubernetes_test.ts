@@ -9,49 +9,28 @@
  */
 import assert from "node:assert/strict";
 import { relative } from "node:path";
+import { type CommandResult, runCommand } from "./harness/process.ts";
 import { requireKcpBinaries, requireManifestCheck } from "./kcp/binaries.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const DEPLOY = `${ROOT}manifests/deploy`;
 const NS = "dependency-controller";
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-const decoder = new TextDecoder();
+type Run = CommandResult;
 
 async function kustomize(dir: string): Promise<string> {
   const { kubectl } = await requireKcpBinaries();
-  const output = await new Deno.Command(kubectl, {
-    args: ["kustomize", dir],
-    stdin: "null",
-  }).output();
+  const output = await runCommand(kubectl, ["kustomize", dir]);
   assert.equal(
     output.code,
     0,
-    `kubectl kustomize ${dir} failed: ${decoder.decode(output.stderr)}`,
+    `kubectl kustomize ${dir} failed: ${output.stderr}`,
   );
-  return decoder.decode(output.stdout);
+  return output.stdout;
 }
 
 async function manifestCheck(yaml: string): Promise<Run> {
-  const child = new Deno.Command(await requireManifestCheck(), {
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const writer = child.stdin.getWriter();
-  await writer.write(new TextEncoder().encode(yaml));
-  await writer.close();
-  const { code, stdout, stderr } = await child.output();
-  return {
-    code,
-    stdout: decoder.decode(stdout),
-    stderr: decoder.decode(stderr),
-  };
+  return await runCommand(await requireManifestCheck(), [], { stdin: yaml });
 }
 
 /**

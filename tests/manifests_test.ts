@@ -17,6 +17,7 @@ import {
   parseWebhookOptions,
   type WebhookOptions,
 } from "../lib/webhook_options.ts";
+import { runCommand } from "./harness/process.ts";
 import { requireKcpBinaries } from "./kcp/binaries.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
@@ -27,17 +28,13 @@ type Obj = Record<string, any>;
 
 async function kustomize(dir: string): Promise<Obj[]> {
   const { kubectl } = await requireKcpBinaries();
-  const output = await new Deno.Command(kubectl, {
-    args: ["kustomize", dir],
-    stdin: "null",
-  }).output();
-  const decoder = new TextDecoder();
+  const output = await runCommand(kubectl, ["kustomize", dir]);
   assert.equal(
     output.code,
     0,
-    `kubectl kustomize ${dir} failed: ${decoder.decode(output.stderr)}`,
+    `kubectl kustomize ${dir} failed: ${output.stderr}`,
   );
-  return (loadAllYaml(decoder.decode(output.stdout)) as (Obj | null)[])
+  return (loadAllYaml(output.stdout) as (Obj | null)[])
     .filter((o): o is Obj => o !== null);
 }
 

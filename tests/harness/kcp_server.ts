@@ -8,7 +8,13 @@
 import { KubeConfig } from "@kubernetes/client-node";
 import { clusterUrl } from "../../lib/kcp.ts";
 import { type KcpBinaries, requireKcpBinaries } from "../kcp/binaries.ts";
-import { appendTo, pathExists, stopProcess } from "./process.ts";
+import {
+  appendTo,
+  type CommandResult,
+  pathExists,
+  runCommand,
+  stopProcess,
+} from "./process.ts";
 import { GiveUp, waitFor } from "./wait.ts";
 
 /** The identities a test kcp authenticates, each by a static bearer token. */
@@ -91,14 +97,7 @@ export interface KubectlOptions {
 }
 
 /** What a kubectl run printed. */
-export interface KubectlResult {
-  /** Exit code. */
-  code: number;
-  /** Standard output. */
-  stdout: string;
-  /** Standard error. */
-  stderr: string;
-}
+export type KubectlResult = CommandResult;
 
 /** A non-2xx answer from kcp. */
 export class KcpRequestError extends Error {
@@ -342,27 +341,10 @@ export class KcpServer {
     options: KubectlOptions = {},
   ): Promise<KubectlResult> {
     const { identity = "admin", workspace = "root", stdin } = options;
-    const child = new Deno.Command(this.binaries.kubectl, {
-      args: [
-        `--kubeconfig=${await this.kubeconfig(identity, workspace)}`,
-        ...args,
-      ],
-      stdin: stdin === undefined ? "null" : "piped",
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
-    if (stdin !== undefined) {
-      const writer = child.stdin.getWriter();
-      await writer.write(new TextEncoder().encode(stdin));
-      await writer.close();
-    }
-    const { code, stdout, stderr } = await child.output();
-    const decoder = new TextDecoder();
-    return {
-      code,
-      stdout: decoder.decode(stdout),
-      stderr: decoder.decode(stderr),
-    };
+    return await runCommand(this.binaries.kubectl, [
+      `--kubeconfig=${await this.kubeconfig(identity, workspace)}`,
+      ...args,
+    ], stdin === undefined ? {} : { stdin });
   }
 
   /**

@@ -1,10 +1,60 @@
 /**
- * Child-process plumbing shared by the kcp server and the component
- * processes: logs appended as they arrive, a stop that escalates to SIGKILL,
- * and waiting on files a process writes.
+ * Child-process plumbing shared by the kcp server, the component processes
+ * and the tests: a command run to completion with its output decoded, logs
+ * appended as they arrive, a stop that escalates to SIGKILL, and waiting on
+ * files a process writes.
  *
  * @module
  */
+
+/** What a finished command printed, and its exit code. */
+export interface CommandResult {
+  /** Exit code. */
+  code: number;
+  /** Standard output. */
+  stdout: string;
+  /** Standard error. */
+  stderr: string;
+}
+
+/** Options for {@linkcode runCommand}. */
+export interface RunCommandOptions {
+  /** Working directory. @default the current one */
+  cwd?: string;
+  /** Environment variables added to the inherited ones. */
+  env?: Record<string, string>;
+  /** Text piped to standard input; without it, standard input is null. */
+  stdin?: string;
+}
+
+/** Runs `program` with `args` until it exits and returns what it printed. */
+export async function runCommand(
+  program: string,
+  args: readonly string[],
+  options: RunCommandOptions = {},
+): Promise<CommandResult> {
+  const { cwd, env, stdin } = options;
+  const child = new Deno.Command(program, {
+    args: [...args],
+    ...(cwd === undefined ? {} : { cwd }),
+    ...(env === undefined ? {} : { env }),
+    stdin: stdin === undefined ? "null" : "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  if (stdin !== undefined) {
+    const writer = child.stdin.getWriter();
+    await writer.write(new TextEncoder().encode(stdin));
+    await writer.close();
+  }
+  const { code, stdout, stderr } = await child.output();
+  const decoder = new TextDecoder();
+  return {
+    code,
+    stdout: decoder.decode(stdout),
+    stderr: decoder.decode(stderr),
+  };
+}
 
 /**
  * Appends everything a stream yields to a file as it arrives (a `pipeTo`

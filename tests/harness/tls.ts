@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { pathExists } from "./process.ts";
+import { pathExists, runCommand } from "./process.ts";
 
 /** A CA and a serving certificate in a directory. */
 export interface ServingCert {
@@ -102,14 +102,6 @@ export async function createServingCert(
 }
 
 async function openssl(args: string[]): Promise<void> {
-  const { code, stderr } = await new Deno.Command("openssl", {
-    args,
-    stdout: "null",
-    stderr: "piped",
-  }).output();
-  if (code !== 0) {
-    throw new Error(
-      `openssl ${args[0]} failed: ${new TextDecoder().decode(stderr)}`,
-    );
-  }
+  const { code, stderr } = await runCommand("openssl", args);
+  if (code !== 0) throw new Error(`openssl ${args[0]} failed: ${stderr}`);
 }

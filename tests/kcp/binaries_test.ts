@@ -8,6 +8,7 @@ import {
   sourcesDigest,
 } from "./binaries.ts";
 import { planBuild } from "./build.ts";
+import { runCommand } from "../harness/process.ts";
 
 function withEnv(
   vars: Record<string, string | undefined>,
@@ -180,20 +181,15 @@ Deno.test("MANIFEST_CHECK_BIN overrides the cache, and kcp:build then builds not
         `${other}/manifest-check`,
       );
       assert.deepEqual((await planBuild()).missing, []);
-      const { code, stdout } = await new Deno.Command(Deno.execPath(), {
-        args: [
-          "run",
-          "--allow-run",
-          "--allow-env",
-          "--allow-read",
-          "--allow-write",
-          new URL("./build.ts", import.meta.url).pathname,
-        ],
-        env: { NO_COLOR: "1", PATH: "" },
-        stdin: "null",
-      }).output();
+      const { code, stdout: out } = await runCommand(Deno.execPath(), [
+        "run",
+        "--allow-run",
+        "--allow-env",
+        "--allow-read",
+        "--allow-write",
+        new URL("./build.ts", import.meta.url).pathname,
+      ], { env: { NO_COLOR: "1", PATH: "" } });
       assert.equal(code, 0);
-      const out = new TextDecoder().decode(stdout);
       assert.match(out, /^kcp:build: found in .* ms: kcp .*manifest-check /);
       assert.doesNotMatch(out, /building/);
       assert.deepEqual(

@@ -7,7 +7,7 @@
  * flags bind, and the commands are where the Containerfile puts them.
  */
 import assert from "node:assert/strict";
-import { relative } from "node:path";
+import { basename, relative } from "node:path";
 import { loadAllYaml } from "@kubernetes/client-node";
 import {
   type ControllerOptions,
@@ -17,6 +17,11 @@ import {
   parseWebhookOptions,
   type WebhookOptions,
 } from "../lib/webhook_options.ts";
+import {
+  compiles,
+  copiesFrom,
+  loadContainerfile,
+} from "./harness/containerfile.ts";
 import { runCommand } from "./harness/process.ts";
 import { requireKcpBinaries } from "./kcp/binaries.ts";
 
@@ -172,16 +177,17 @@ function assertProbes(
   }
 }
 
-/** Where the Containerfile's runtime stage puts the binaries. */
+/** Where the Containerfile's runtime stage puts the compiled binaries. */
 async function imageBinaries(): Promise<string[]> {
-  const text = await Deno.readTextFile(`${ROOT}Containerfile`);
-  const copy = text.split("\n").find((line) =>
-    /^COPY --from=\S+ /.test(line) && line.includes("/out/")
+  const containerfile = await loadContainerfile();
+  const outputs = compiles(containerfile).map((c) => c.output);
+  const binaries = copiesFrom(containerfile.runtime).flatMap((copy) =>
+    copy.sources.filter((source) => outputs.includes(source)).map((source) =>
+      `${copy.dest.replace(/\/$/, "")}/${basename(source)}`
+    )
   );
-  assert.ok(copy, "the Containerfile copies the binaries from the builder");
-  const parts = copy.split(/\s+/).slice(2);
-  const dest = parts.pop()!;
-  return parts.map((p) => `${dest.replace(/\/$/, "")}/${p.split("/").pop()}`);
+  assert.ok(binaries.length > 0, "the runtime stage copies the binaries");
+  return binaries;
 }
 
 Deno.test("every kustomization under manifests/ builds", async () => {

@@ -347,23 +347,44 @@ const RESTARTED = /Restarting! File change detected: "([^"]+)"/g;
 
 /**
  * Prints a line whenever `deno run --watch` restarts a component (its log
- * says which file changed), so a person editing the source sees it.
+ * says which file changed), so a person editing the source sees it. Each
+ * check reads only what the logs gained since the last one.
  */
 function reportRestarts(
   components: ReadonlyMap<ComponentProcess, string>,
 ): ReturnType<typeof setInterval> {
-  const seen = new Map<ComponentProcess, number>();
+  const read = new Map<
+    ComponentProcess,
+    { offset: number; tail: string; decoder: TextDecoder }
+  >();
+  let checking = false;
   const check = async () => {
     for (const [component, name] of components) {
-      const restarts = [...(await component.log()).matchAll(RESTARTED)];
-      const before = seen.get(component) ?? 0;
-      seen.set(component, restarts.length);
-      for (const match of restarts.slice(before)) {
+      const last = read.get(component) ??
+        { offset: 0, tail: "", decoder: new TextDecoder() };
+      const file = await Deno.open(component.logFile);
+      await file.seek(last.offset, Deno.SeekMode.Start);
+      const bytes = new Uint8Array(
+        await new Response(file.readable).arrayBuffer(),
+      );
+      // A line cut by the end of the read is completed by the next one.
+      const text = last.tail + last.decoder.decode(bytes, { stream: true });
+      const cut = text.lastIndexOf("\n") + 1;
+      read.set(component, {
+        ...last,
+        offset: last.offset + bytes.length,
+        tail: text.slice(cut),
+      });
+      for (const match of text.slice(0, cut).matchAll(RESTARTED)) {
         note(`${cyan(name)} restarted: ${shown(match[1]!)} changed`);
       }
     }
   };
-  return setInterval(() => void check(), 1000);
+  return setInterval(() => {
+    if (checking) return;
+    checking = true;
+    check().catch(() => {}).finally(() => checking = false);
+  }, 1000);
 }
 
 async function printUsage(kcp: KcpServer, topology: Topology): Promise<void> {

@@ -1,5 +1,10 @@
 import assert from "node:assert/strict";
-import { CONTENT_TYPE, MetricsRegistry } from "./metrics.ts";
+import { assertProcessMetricsCollected } from "./_test_metrics.ts";
+import {
+  CONTENT_TYPE,
+  MetricsRegistry,
+  registerProcessMetrics,
+} from "./metrics.ts";
 
 Deno.test("MetricsRegistry.render() renders counters, gauges and histograms exactly", () => {
   const registry = new MetricsRegistry();
@@ -380,4 +385,10 @@ Deno.test("Histogram.startTimer() checks labels when it starts", () => {
 
 Deno.test("CONTENT_TYPE is the Prometheus text format 0.0.4", () => {
   assert.equal(CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8");
+});
+
+Deno.test("registerProcessMetrics() registers the memory gauges and fills them on collect", () => {
+  const registry = new MetricsRegistry();
+  const collect = registerProcessMetrics(registry);
+  assertProcessMetricsCollected(registry, collect);
 });

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { sample } from "./_test_metrics.ts";
+import { assertProcessMetricsCollected, sample } from "./_test_metrics.ts";
 import { allow, deny } from "./admission_review.ts";
 import type { Outcome, Verdict } from "./deletion_validator.ts";
 import { MetricsRegistry } from "./metrics.ts";
@@ -289,21 +289,7 @@ Deno.test("WebhookMetrics.rules() takes the protected-type count as given, not f
 
 Deno.test("WebhookMetrics.collectProcess() fills the process memory gauges", () => {
   const { registry, metrics } = setup();
-  let text = registry.render();
-  assert.equal(sample(text, "process_resident_memory_bytes"), 0);
-  assert.equal(sample(text, 'deno_heap_bytes{kind="used"}'), undefined);
-
-  metrics.collectProcess();
-  text = registry.render();
-  const rss = sample(text, "process_resident_memory_bytes");
-  assert.ok(rss !== undefined && rss > 0, String(rss));
-  for (const kind of ["used", "total", "external"]) {
-    const value = sample(text, `deno_heap_bytes{kind="${kind}"}`);
-    assert.ok(value !== undefined && Number.isFinite(value), kind);
-  }
-  const used = sample(text, 'deno_heap_bytes{kind="used"}')!;
-  const total = sample(text, 'deno_heap_bytes{kind="total"}')!;
-  assert.ok(used > 0 && used <= total, `${used} <= ${total}`);
+  assertProcessMetricsCollected(registry, () => metrics.collectProcess());
 });
 
 Deno.test("WebhookMetrics.watchesFailing() sets the failing-watches gauge", () => {

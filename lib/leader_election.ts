@@ -377,21 +377,21 @@ export class LeaderElector {
   /** PUTs `lease` held by us, over its resourceVersion. */
   async #update(lease: Lease, timeoutMs: number): Promise<void> {
     const sentAt = performance.now();
+    await this.#put(lease, this.#heldSpec(lease), timeoutMs);
+    this.#renewedAt = sentAt;
+  }
+
+  /** PUTs `lease` with `spec` over its resourceVersion and observes the answer. */
+  async #put(lease: Lease, spec: LeaseSpec, timeoutMs: number): Promise<void> {
     const written = await this.#client.request<unknown>(
       "PUT",
       this.#leaseUrl,
       {
-        body: {
-          ...lease,
-          apiVersion: API_VERSION,
-          kind: "Lease",
-          spec: this.#heldSpec(lease),
-        },
+        body: { ...lease, apiVersion: API_VERSION, kind: "Lease", spec },
         timeoutMs,
       },
     );
     this.#observe(asLease(written, "PUT", this.#leaseUrl));
-    this.#renewedAt = sentAt;
   }
 
   /**
@@ -405,26 +405,13 @@ export class LeaderElector {
     if (lease === undefined) return;
     const now = microTime(new Date());
     try {
-      const written = await this.#client.request<unknown>(
-        "PUT",
-        this.#leaseUrl,
-        {
-          body: {
-            ...lease,
-            apiVersion: API_VERSION,
-            kind: "Lease",
-            spec: {
-              ...lease.spec,
-              holderIdentity: "",
-              leaseDurationSeconds: 1,
-              acquireTime: now,
-              renewTime: now,
-            },
-          },
-          timeoutMs: this.#requestTimeoutMs,
-        },
-      );
-      this.#observe(asLease(written, "PUT", this.#leaseUrl));
+      await this.#put(lease, {
+        ...lease.spec,
+        holderIdentity: "",
+        leaseDurationSeconds: 1,
+        acquireTime: now,
+        renewTime: now,
+      }, this.#requestTimeoutMs);
       this.#log.info("released the lease");
     } catch (error) {
       this.#log.error("cannot release the lease", { error });

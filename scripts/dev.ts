@@ -89,7 +89,7 @@ function shown(path: string): string {
   return rel.startsWith("..") ? path : rel;
 }
 
-/** Runs kubectl as `identity` in `workspace`, printing the command a person would type. */
+/** Runs kubectl as the kcp admin in `workspace`, printing the command a person would type. */
 async function kubectl(
   kcp: KcpServer,
   workspace: string,
@@ -168,13 +168,12 @@ function isAlive(pid: number): boolean {
  */
 class Running {
   kcp: KcpServer | undefined;
-  readonly #components: ComponentProcess[] = [];
-  readonly #names = new Map<ComponentProcess, string>();
+  readonly #components = new Map<ComponentProcess, string>();
   #stopped = false;
 
-  /** The components started, by name. */
+  /** The components started, in order, with their names. */
   get components(): ReadonlyMap<ComponentProcess, string> {
-    return this.#names;
+    return this.#components;
   }
 
   async addKcp(kcp: KcpServer): Promise<KcpServer> {
@@ -187,15 +186,14 @@ class Running {
     name: string,
     component: T,
   ): Promise<T> {
-    this.#components.push(component);
-    this.#names.set(component, name);
+    this.#components.set(component, name);
     if (this.#stopped) await component.stop();
     return component;
   }
 
   async stop(): Promise<void> {
     this.#stopped = true;
-    for (const component of this.#components.reverse()) {
+    for (const component of [...this.#components.keys()].reverse()) {
       await component.stop().catch(() => {});
     }
     await this.kcp?.stop().catch(() => {});

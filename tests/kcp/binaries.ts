@@ -168,7 +168,14 @@ export async function requireManifestCheck(): Promise<string> {
   return found;
 }
 
-async function modulesDigest(): Promise<string> {
+let modulesDigestOnce: Promise<string> | undefined;
+
+/** The digest of the Go modules' go.mod and go.sum, read once per process. */
+function modulesDigest(): Promise<string> {
+  return modulesDigestOnce ??= readModulesDigest();
+}
+
+async function readModulesDigest(): Promise<string> {
   const parts: string[] = [];
   for (const name of GO_MODULES) {
     for (const file of ["go.mod", "go.sum"]) {

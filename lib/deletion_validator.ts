@@ -14,6 +14,7 @@ import {
   objectOf,
 } from "./admission_review.ts";
 import { resolveFieldPath } from "./field_path.ts";
+import { isDnsLabel, isDnsSubdomain, isLogicalClusterName } from "./kcp.ts";
 import { KubeApiError } from "./kube_client.ts";
 import {
   type GroupVersionResource,
@@ -26,6 +27,15 @@ import {
 export const NOT_INITIALIZED_MESSAGE =
   "dependency webhook not yet initialized, retry later";
 
+/**
+ * The one denial of a review that the live object does not confirm: the
+ * object is gone, or its uid is not the one the review carries. It names
+ * nothing, so a forged review learns nothing from it.
+ */
+export const UNCONFIRMED_MESSAGE =
+  "cannot confirm the object being deleted: it no longer exists as the review describes it " +
+  "(deleted or recreated meanwhile); retry the delete";
+
 /** What to list: one dependent type in one logical cluster, one namespace or all. */
 export interface DependentQuery {
   /** Logical cluster name of the consumer workspace. */
@@ -36,10 +46,22 @@ export interface DependentQuery {
   dependent: GroupVersionResource;
 }
 
-/** Lists dependents page by page (so memory stays bounded). */
+/** One object: the one a review is about. */
+export interface ObjectQuery {
+  /** Logical cluster name of the consumer workspace. */
+  cluster: string;
+  /** Its namespace; absent for a cluster-scoped object. */
+  namespace?: string;
+  /** Its type. */
+  resource: GroupVersionResource;
+  /** Its name. */
+  name: string;
+}
+
+/** Reads a consumer workspace: dependents page by page, and the live object under review. */
 export interface DependentSource {
   /**
-   * Pages of the dependents a query selects.
+   * Pages of the dependents a query selects (so memory stays bounded).
    *
    * @throws {KubeApiError} On failure; `notFound` means the workspace does not serve the type.
    */
@@ -47,6 +69,12 @@ export interface DependentSource {
     query: DependentQuery,
     signal: AbortSignal,
   ): AsyncIterable<readonly unknown[]>;
+  /**
+   * The `metadata.uid` of the live object, or `undefined` when it does not exist.
+   *
+   * @throws {KubeApiError} On any other failure.
+   */
+  liveUid(query: ObjectQuery, signal: AbortSignal): Promise<string | undefined>;
 }
 
 /** How a review ended, for metrics and logs. */
@@ -56,7 +84,8 @@ export type Outcome =
   | "denied_referenced"
   | "denied_not_ready"
   | "denied_error"
-  | "denied_invalid";
+  | "denied_invalid"
+  | "denied_unconfirmed";
 
 /** A decision: the response and why. */
 export interface Verdict {
@@ -81,6 +110,15 @@ interface Blocker {
   namespace: string;
   name: string;
   paths: string[];
+}
+
+/** The object a DELETE is about, read from a review and checked. */
+interface Target {
+  cluster: string;
+  namespace?: string;
+  name: string;
+  uid: string;
+  resource: GroupVersionResource;
 }
 
 /** Decides DELETE reviews against the registry's rules. */
@@ -125,77 +163,123 @@ export class DeletionValidator {
         "cannot read the object being deleted: the review carries no oldObject",
       );
     }
-    const metadata = asRecord(object.metadata);
-    const annotations = asRecord(metadata?.annotations);
+    const annotations = asRecord(asRecord(object.metadata)?.annotations);
     if (annotations?.[SKIP_PROTECTION_ANNOTATION] === "true") {
       return { response: allow(uid), outcome: "allowed_skip" };
     }
-    const cluster = annotations?.[CLUSTER_ANNOTATION];
-    if (typeof cluster !== "string" || cluster === "") {
-      return invalid(
-        uid,
-        `cannot tell the workspace of the object being deleted: it has no ${CLUSTER_ANNOTATION} annotation`,
-      );
-    }
-    // For each item of a DELETECOLLECTION kcp sends an empty request.name.
-    const name = typeof metadata?.name === "string" && metadata.name !== ""
-      ? metadata.name
-      : request.name;
-    if (name === "") {
-      return invalid(uid, "cannot tell the name of the object being deleted");
-    }
+    const target = targetOf(request, object);
+    if (typeof target === "string") return invalid(uid, target);
     const protections = this.#registry.find(request.resource);
     if (protections.length === 0) {
       return { response: allow(uid), outcome: "allowed" };
     }
-    const target = `${request.resource.resource}/${name}`;
-    const namespace = request.namespace || undefined;
-    try {
-      const { named, total } = await this.#findBlockers(protections, {
-        cluster,
-        name,
-        ...(namespace === undefined ? {} : { namespace }),
-        target: request.resource,
+    return await this.#decide(uid, protections, target);
+  }
+
+  /**
+   * Lists the dependents and fetches the live object at once; names
+   * blockers only when the live object confirms the review.
+   */
+  async #decide(
+    uid: string,
+    protections: readonly Protection[],
+    target: Target,
+  ): Promise<Verdict> {
+    const shown = `${target.resource.resource}/${target.name}`;
+    // A failed confirmation ends the lists: their answer would not be used.
+    const cancel = new AbortController();
+    const confirmation = this.#confirm(target).then((confirmed) => {
+      if (!confirmed) cancel.abort(new Error("review not confirmed"));
+      return confirmed;
+    }, (error) => {
+      cancel.abort(error);
+      throw error;
+    });
+    const [confirmed, listed] = await Promise.allSettled([
+      confirmation,
+      this.#findBlockers(protections, target, cancel.signal),
+    ]);
+    if (confirmed.status === "rejected") {
+      return unavailable(uid, shown, {
+        what: `cannot read the object itself (${errorText(confirmed.reason)})`,
+        until: "it can be read",
       });
-      if (total === 0) return { response: allow(uid), outcome: "allowed" };
+    }
+    if (!confirmed.value) {
       return {
         response: deny(uid, {
           code: 409,
           reason: "Conflict",
-          message: blockedMessage(
-            target,
-            named,
-            total,
-            namespace === undefined,
-          ),
+          message: UNCONFIRMED_MESSAGE,
         }),
-        outcome: "denied_referenced",
-        blockers: total,
+        outcome: "denied_unconfirmed",
       };
-    } catch (error) {
-      const detail = error instanceof Error ? error.message : String(error);
-      return {
-        response: deny(uid, {
-          code: 503,
-          reason: "ServiceUnavailable",
-          message:
-            `cannot delete ${target}: cannot check whether other objects still refer to it (${detail}); ` +
-            `the delete is denied until they can be checked: retry later, or set the annotation ` +
-            `${SKIP_PROTECTION_ANNOTATION}=true on the object to delete it anyway`,
-        }),
-        outcome: "denied_error",
-      };
+    }
+    if (listed.status === "rejected") {
+      return unavailable(uid, shown, {
+        what: `cannot check whether other objects still refer to it (${
+          errorText(listed.reason)
+        })`,
+        until: "they can be checked",
+      });
+    }
+    const { named, total } = listed.value;
+    if (total === 0) return { response: allow(uid), outcome: "allowed" };
+    return {
+      response: deny(uid, {
+        code: 409,
+        reason: "Conflict",
+        message: blockedMessage(
+          shown,
+          named,
+          total,
+          target.namespace === undefined,
+        ),
+      }),
+      outcome: "denied_referenced",
+      blockers: total,
+    };
+  }
+
+  /** Whether the live object exists with the uid the review carries. */
+  async #confirm(target: Target): Promise<boolean> {
+    const stop = new AbortController();
+    const timer = setTimeout(
+      () =>
+        stop.abort(
+          new Error(`no answer within ${this.#timeoutMs} ms`),
+        ),
+      this.#timeoutMs,
+    );
+    const stopped = new Promise<never>((_, reject) => {
+      stop.signal.addEventListener("abort", () => reject(stop.signal.reason), {
+        once: true,
+      });
+    });
+    stopped.catch(() => {});
+    try {
+      const live = await Promise.race([
+        this.#source.liveUid({
+          cluster: target.cluster,
+          ...(target.namespace === undefined
+            ? {}
+            : { namespace: target.namespace }),
+          resource: target.resource,
+          name: target.name,
+        }, stop.signal),
+        stopped,
+      ]);
+      return live === target.uid;
+    } finally {
+      clearTimeout(timer);
+      if (!stop.signal.aborted) stop.abort(new Error("review finished"));
     }
   }
 
   async #findBlockers(
     protections: readonly Protection[],
-    query: {
-      cluster: string;
-      namespace?: string;
-      name: string;
-      target: GroupVersionResource;
-    },
+    query: Target,
+    cancel: AbortSignal,
   ): Promise<{ named: Blocker[]; total: number }> {
     const byDependent = new Map<string, Protection[]>();
     for (const p of protections) {
@@ -217,6 +301,11 @@ export class DeletionValidator {
       });
     });
     stopped.catch(() => {});
+    const onCancel = () => {
+      if (!stop.signal.aborted) stop.abort(cancel.reason);
+    };
+    if (cancel.aborted) onCancel();
+    cancel.addEventListener("abort", onCancel, { once: true });
     const found = { named: [] as Blocker[], total: 0 };
     try {
       const lists = [...byDependent].map(([key, group]) =>
@@ -232,6 +321,7 @@ export class DeletionValidator {
       await Promise.race([Promise.all(lists), stopped]);
     } finally {
       clearTimeout(timer);
+      cancel.removeEventListener("abort", onCancel);
       if (!stop.signal.aborted) stop.abort(new Error("review finished"));
     }
     return found;
@@ -240,17 +330,12 @@ export class DeletionValidator {
   /** Lists one dependent type and records the items that refer to the object. */
   async #scan(
     group: readonly Protection[],
-    query: {
-      cluster: string;
-      namespace?: string;
-      name: string;
-      target: GroupVersionResource;
-    },
+    query: Target,
     signal: AbortSignal,
     found: { named: Blocker[]; total: number },
   ): Promise<void> {
     const dependent = group[0]!.dependent;
-    const self = gvrKey(dependent) === gvrKey(query.target);
+    const self = gvrKey(dependent) === gvrKey(query.resource);
     try {
       const pages = this.#source.pages({
         cluster: query.cluster,
@@ -335,6 +420,90 @@ function blockedMessage(
   return `cannot delete ${target}: still referenced by ${
     names.join(", ")
   }${more}`;
+}
+
+/**
+ * The object a DELETE is about, with every part that goes into a URL
+ * checked against Kubernetes' and kcp's name rules; or what is wrong.
+ */
+function targetOf(
+  request: AdmissionRequest,
+  object: Record<string, unknown>,
+): Target | string {
+  const metadata = asRecord(object.metadata);
+  const cluster = asRecord(metadata?.annotations)?.[CLUSTER_ANNOTATION];
+  if (typeof cluster !== "string" || cluster === "") {
+    return `cannot tell the workspace of the object being deleted: it has no ${CLUSTER_ANNOTATION} annotation`;
+  }
+  if (!isLogicalClusterName(cluster)) {
+    return `cannot tell the workspace of the object being deleted: its ${CLUSTER_ANNOTATION} annotation is not a logical cluster name: current value is ${
+      quote(cluster)
+    }`;
+  }
+  // For each item of a DELETECOLLECTION kcp sends an empty request.name.
+  const name = typeof metadata?.name === "string" && metadata.name !== ""
+    ? metadata.name
+    : request.name;
+  if (name === "") return "cannot tell the name of the object being deleted";
+  if (!isDnsSubdomain(name)) {
+    return `cannot use the name of the object being deleted: it is not a DNS-1123 subdomain: current value is ${
+      quote(name)
+    }`;
+  }
+  if (request.name !== "" && request.name !== name) {
+    return `the review names ${quote(request.name)} but carries the object ${
+      quote(name)
+    }`;
+  }
+  const namespace = request.namespace || undefined;
+  if (namespace !== undefined && !isDnsLabel(namespace)) {
+    return `cannot use the namespace of the object being deleted: it is not a DNS-1123 label: current value is ${
+      quote(namespace)
+    }`;
+  }
+  const uid = metadata?.uid;
+  if (typeof uid !== "string" || uid === "") {
+    return "cannot confirm the object being deleted: it has no metadata.uid";
+  }
+  return {
+    cluster,
+    ...(namespace === undefined ? {} : { namespace }),
+    name,
+    uid,
+    resource: {
+      group: request.resource.group,
+      version: request.resource.version,
+      resource: request.resource.resource,
+    },
+  };
+}
+
+/** A JSON rendering of a tenant's string, cut short when long. */
+function quote(value: string): string {
+  const text = JSON.stringify(value);
+  return text.length > 80 ? `${text.slice(0, 80)}... (truncated)` : text;
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Fail closed: the delete waits until the check can be made. */
+function unavailable(
+  uid: string,
+  shown: string,
+  problem: { what: string; until: string },
+): Verdict {
+  return {
+    response: deny(uid, {
+      code: 503,
+      reason: "ServiceUnavailable",
+      message: `cannot delete ${shown}: ${problem.what}; ` +
+        `the delete is denied until ${problem.until}: retry later, or set the annotation ` +
+        `${SKIP_PROTECTION_ANNOTATION}=true on the object to delete it anyway`,
+    }),
+    outcome: "denied_error",
+  };
 }
 
 function invalid(uid: string, message: string): Verdict {

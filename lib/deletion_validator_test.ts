@@ -6,6 +6,8 @@ import {
   type DependentQuery,
   type DependentSource,
   NOT_INITIALIZED_MESSAGE,
+  type ObjectQuery,
+  UNCONFIRMED_MESSAGE,
   type Verdict,
 } from "./deletion_validator.ts";
 import { KubeApiError } from "./kube_client.ts";
@@ -198,14 +200,42 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
-/** Records every query and answers it from `listings`, keyed by resource. */
+/** How the fake answers a read of the live object: its uid, or a failure. */
+type Live =
+  | { uid: string | undefined }
+  | { error: unknown }
+  | { hang: true };
+
+/**
+ * Records every query and answers it from `listings`, keyed by resource.
+ * The live object under review has uid `uid-<name>` (as {@linkcode vpc}
+ * builds it) unless `live` says otherwise.
+ */
 class FakeSource implements DependentSource {
   readonly queries: DependentQuery[] = [];
   readonly signals: AbortSignal[] = [];
+  readonly objectQueries: ObjectQuery[] = [];
   readonly #listings: Map<string, Listing>;
+  readonly #live: Live | undefined;
 
-  constructor(listings: Record<string, Listing> = {}) {
+  constructor(listings: Record<string, Listing> = {}, live?: Live) {
     this.#listings = new Map(Object.entries(listings));
+    this.#live = live;
+  }
+
+  async liveUid(
+    query: ObjectQuery,
+    signal: AbortSignal,
+  ): Promise<string | undefined> {
+    this.objectQueries.push(query);
+    await Promise.resolve();
+    const live = this.#live;
+    if (live === undefined) return `uid-${query.name}`;
+    if ("error" in live) throw live.error;
+    if ("hang" in live) {
+      return await untilAborted(new Promise<never>(() => {}), signal);
+    }
+    return live.uid;
   }
 
   /** The queries, reduced to plain data (dependent as group/version/resource). */
@@ -1132,6 +1162,7 @@ Deno.test("DeletionValidator.validate() denies 503 when the source throws before
     pages() {
       throw new TypeError("bad URL");
     },
+    liveUid: (query) => Promise.resolve(`uid-${query.name}`),
   };
   assert.deepEqual(
     await validate(registryOf(VM_RULE), source, deleteRequest()),
@@ -1288,3 +1319,172 @@ Deno.test("DeletionValidator.validate() follows rule edits made in the registry 
   assert.deepEqual(await validator.validate(deleteRequest()), ALLOWED);
   assert.equal(source.queries.length, 2);
 });
+
+// ---------------------------------------------------------------------------
+// 18. The live object confirms the review before anything is named
+
+const UNCONFIRMED: Verdict = {
+  response: {
+    uid: UID,
+    allowed: false,
+    status: { code: 409, reason: "Conflict", message: UNCONFIRMED_MESSAGE },
+  },
+  outcome: "denied_unconfirmed",
+};
+
+Deno.test("DeletionValidator.validate() reads the live object under review in the consumer's cluster, beside the lists", async () => {
+  const source = new FakeSource({ virtualmachines: { pages: [[]] } });
+  assert.deepEqual(
+    await validate(registryOf(VM_RULE), source, deleteRequest()),
+    ALLOWED,
+  );
+  assert.deepEqual(source.objectQueries, [{
+    cluster: "consumer1",
+    namespace: "default",
+    resource: { ...VPCS },
+    name: "vpc-a",
+  }]);
+  assert.deepEqual(source.listed, ["virtualmachines"]);
+});
+
+for (
+  const [label, live] of [
+    ["a live object with another uid", { uid: "uid-of-another-vpc-a" }],
+    ["no live object", { uid: undefined }],
+  ] as const
+) {
+  Deno.test(`DeletionValidator.validate() names no blocker and gives the one generic denial for ${label}`, async () => {
+    const source = new FakeSource({
+      virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
+    }, live);
+    const verdict = await validate(
+      registryOf(VM_RULE),
+      source,
+      deleteRequest(),
+    );
+    assert.deepEqual(verdict, UNCONFIRMED);
+    assert.doesNotMatch(UNCONFIRMED_MESSAGE, /vm-1|vpc-a|consumer1/);
+  });
+}
+
+Deno.test("DeletionValidator.validate() ends the lists once the live object does not confirm the review", async () => {
+  const source = new FakeSource({ virtualmachines: { hang: true } }, {
+    uid: undefined,
+  });
+  assert.deepEqual(
+    await validate(registryOf(VM_RULE), source, deleteRequest(), {
+      timeoutMs: 60_000,
+    }),
+    UNCONFIRMED,
+  );
+  assert.equal(source.signals[0]?.aborted, true);
+});
+
+Deno.test("DeletionValidator.validate() denies 503 without naming blockers when the live object cannot be read", async () => {
+  const source = new FakeSource({
+    virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
+  }, {
+    error: new KubeApiError("GET vpcs/vpc-a: 403: forbidden", { status: 403 }),
+  });
+  const verdict = await validate(
+    registryOf(VM_RULE),
+    source,
+    deleteRequest(),
+  );
+  assert.equal(verdict.outcome, "denied_error");
+  assert.equal(verdict.response.status?.code, 503);
+  assert.match(
+    verdict.response.status?.message ?? "",
+    /^cannot delete vpcs\/vpc-a: cannot read the object itself \(GET vpcs\/vpc-a: 403: forbidden\); the delete is denied until it can be read/,
+  );
+  assert.doesNotMatch(verdict.response.status?.message ?? "", /vm-1/);
+});
+
+Deno.test("DeletionValidator.validate() denies 503 when the live object does not answer within timeoutMs", async () => {
+  const source = new FakeSource({ virtualmachines: { pages: [[]] } }, {
+    hang: true,
+  });
+  const verdict = await validate(
+    registryOf(VM_RULE),
+    source,
+    deleteRequest(),
+    { timeoutMs: 50 },
+  );
+  assert.equal(verdict.outcome, "denied_error");
+  assert.match(
+    verdict.response.status?.message ?? "",
+    /cannot read the object itself \(no answer within 50 ms\)/,
+  );
+});
+
+// ---------------------------------------------------------------------------
+// 19. Strict inputs: nothing invalid reaches kcp
+
+for (
+  const [label, request, problem] of [
+    [
+      "a kcp.io/cluster annotation that is a path",
+      deleteRequest({
+        oldObject: vpc("vpc-a", {
+          namespace: "default",
+          annotations: {
+            "kcp.io/cluster":
+              "root/api/v1/namespaces/kube-system/secrets?labelSelector=x#",
+          },
+        }),
+      }),
+      /its kcp\.io\/cluster annotation is not a logical cluster name: current value is "root\/api/,
+    ],
+    [
+      "a kcp.io/cluster annotation that is a workspace path",
+      deleteRequest({
+        oldObject: vpc("vpc-a", {
+          namespace: "default",
+          annotations: { "kcp.io/cluster": "root:org" },
+        }),
+      }),
+      /not a logical cluster name/,
+    ],
+    [
+      "a name with a slash",
+      deleteRequest({
+        name: "",
+        oldObject: vpc("../../secrets", { namespace: "default" }),
+      }),
+      /not a DNS-1123 subdomain: current value is "..\/..\/secrets"/,
+    ],
+    [
+      "a namespace with a query",
+      deleteRequest({ namespace: "default?watch=true" }),
+      /not a DNS-1123 label: current value is "default\?watch=true"/,
+    ],
+    [
+      "a request.name other than the object's name",
+      deleteRequest({ name: "vpc-b" }),
+      /the review names "vpc-b" but carries the object "vpc-a"/,
+    ],
+    [
+      "an object without a uid",
+      deleteRequest({
+        oldObject: {
+          metadata: {
+            name: "vpc-a",
+            namespace: "default",
+            annotations: { "kcp.io/cluster": "consumer1" },
+          },
+        },
+      }),
+      /it has no metadata\.uid/,
+    ],
+  ] as const
+) {
+  Deno.test(`DeletionValidator.validate() answers 400 and asks kcp nothing for ${label}`, async () => {
+    const source = new FakeSource({ virtualmachines: { pages: [[]] } });
+    const verdict = await validate(registryOf(VM_RULE), source, request);
+    assert.equal(verdict.outcome, "denied_invalid");
+    assert.equal(verdict.response.status?.code, 400);
+    assert.match(verdict.response.status?.message ?? "", problem);
+    assert.deepEqual(source.queries, []);
+    assert.deepEqual(source.objectQueries, []);
+  });
+}

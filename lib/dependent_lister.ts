@@ -5,9 +5,24 @@
  *
  * @module
  */
-import type { DependentQuery, DependentSource } from "./deletion_validator.ts";
-import { clusterUrl } from "./kcp.ts";
-import type { KubeClient } from "./kube_client.ts";
+import type {
+  DependentQuery,
+  DependentSource,
+  ObjectQuery,
+} from "./deletion_validator.ts";
+import { clusterUrl, pathSegment } from "./kcp.ts";
+import {
+  KubeApiError,
+  type KubeClient,
+  type KubeObject,
+} from "./kube_client.ts";
+
+/**
+ * Asks for the object's metadata only (`PartialObjectMetadata`), with plain
+ * JSON as the fallback of a server that cannot convert.
+ */
+const METADATA_ONLY =
+  "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
 
 /** Options for {@linkcode FrontProxyDependentSource}. */
 export interface FrontProxyDependentSourceOptions {
@@ -15,14 +30,37 @@ export interface FrontProxyDependentSourceOptions {
   pageSize?: number;
 }
 
-/** The collection URL of a type in a cluster, optionally in one namespace. */
+/**
+ * The collection URL of a type in a cluster, optionally in one namespace.
+ * Every part is one encoded path segment.
+ *
+ * @throws {TypeError} If a part is empty, `.` or `..`.
+ */
 export function collectionUrl(base: string, query: DependentQuery): string {
   const { group, version, resource } = query.dependent;
-  const api = group === "" ? `/api/${version}` : `/apis/${group}/${version}`;
+  const api = group === ""
+    ? `/api/${pathSegment(version)}`
+    : `/apis/${pathSegment(group)}/${pathSegment(version)}`;
   const scope = query.namespace === undefined
     ? ""
-    : `/namespaces/${encodeURIComponent(query.namespace)}`;
-  return `${clusterUrl(base, query.cluster)}${api}${scope}/${resource}`;
+    : `/namespaces/${pathSegment(query.namespace)}`;
+  return `${clusterUrl(base, query.cluster)}${api}${scope}/${
+    pathSegment(resource)
+  }`;
+}
+
+/**
+ * The URL of one object. Every part is one encoded path segment.
+ *
+ * @throws {TypeError} If a part is empty, `.` or `..`.
+ */
+export function objectUrl(base: string, query: ObjectQuery): string {
+  const collection = collectionUrl(base, {
+    cluster: query.cluster,
+    ...(query.namespace === undefined ? {} : { namespace: query.namespace }),
+    dependent: query.resource,
+  });
+  return `${collection}/${pathSegment(query.name)}`;
 }
 
 /** A {@linkcode DependentSource} that lists through the front-proxy. */
@@ -55,6 +93,24 @@ export class FrontProxyDependentSource implements DependentSource {
       })
     ) {
       yield page.items;
+    }
+  }
+
+  /** The live object's uid, or `undefined` when it does not exist. */
+  async liveUid(
+    query: ObjectQuery,
+    signal: AbortSignal,
+  ): Promise<string | undefined> {
+    try {
+      const object = await this.#client.get<KubeObject>(
+        objectUrl(this.#base, query),
+        { signal, accept: METADATA_ONLY },
+      );
+      const uid = object?.metadata?.uid;
+      return typeof uid === "string" ? uid : undefined;
+    } catch (error) {
+      if (error instanceof KubeApiError && error.notFound) return undefined;
+      throw error;
     }
   }
 }

@@ -410,6 +410,22 @@ function validatorOver(source: FrontProxyDependentSource): DeletionValidator {
   return new DeletionValidator(registry, source, { timeoutMs: 5_000 });
 }
 
+const VPC_A_PATH =
+  "/clusters/consumer1/apis/network.example.com/v1alpha1/namespaces/default/vpcs/vpc-a";
+
+/** Answers the read of the live `vpc-a` (uid `uid-vpc-a`), and passes lists to `lists`. */
+function withLiveVpc(lists: FakeHandler): FakeHandler {
+  return (request, api) =>
+    request.url.pathname === VPC_A_PATH
+      ? json({ metadata: { name: "vpc-a", uid: "uid-vpc-a" } })
+      : lists(request, api);
+}
+
+/** The list requests among `api`'s requests. */
+function listRequests(api: FakeApi) {
+  return api.requests.filter((r) => r.url.pathname !== VPC_A_PATH);
+}
+
 /** The DELETE of `vpcs/vpc-a` in namespace `default` of `consumer1`. */
 function deleteVpc(): AdmissionRequest {
   return {
@@ -424,6 +440,7 @@ function deleteVpc(): AdmissionRequest {
       metadata: {
         name: "vpc-a",
         namespace: "default",
+        uid: "uid-vpc-a",
         annotations: { "kcp.io/cluster": "consumer1" },
       },
     },
@@ -432,13 +449,13 @@ function deleteVpc(): AdmissionRequest {
 
 Deno.test("FrontProxyDependentSource with DeletionValidator: a 404 list means no dependents and the delete is allowed", async () => {
   await withLister(
-    () => json(status(404, "NotFound", "not found"), 404),
+    withLiveVpc(() => json(status(404, "NotFound", "not found"), 404)),
     async (api, source) => {
       const verdict = await validatorOver(source).validate(deleteVpc());
       assert.equal(verdict.outcome, "allowed");
       assert.equal(verdict.response.allowed, true);
       assert.equal(
-        api.requests[0]?.url.pathname,
+        listRequests(api)[0]?.url.pathname,
         `${VMS_PATH}/namespaces/default/virtualmachines`,
       );
     },
@@ -447,13 +464,14 @@ Deno.test("FrontProxyDependentSource with DeletionValidator: a 404 list means no
 
 Deno.test("FrontProxyDependentSource with DeletionValidator: a dependent on a later page denies the delete", async () => {
   await withLister(
-    (request) =>
+    withLiveVpc((request) =>
       request.url.searchParams.get("continue") === null
         ? json({
           metadata: { continue: "next" },
           items: [{ metadata: { name: "vm-0", namespace: "default" } }],
         })
-        : json({ metadata: {}, items: [vm("vm-1")] }),
+        : json({ metadata: {}, items: [vm("vm-1")] })
+    ),
     async (api, source) => {
       const verdict = await validatorOver(source).validate(deleteVpc());
       assert.equal(verdict.outcome, "denied_referenced");
@@ -462,7 +480,7 @@ Deno.test("FrontProxyDependentSource with DeletionValidator: a dependent on a la
         verdict.response.status?.message ?? "",
         /VirtualMachine\/vm-1 \(\.spec\.vpcRef\.name\)/,
       );
-      assert.equal(api.requests.length, 2);
+      assert.equal(listRequests(api).length, 2);
     },
     { pageSize: 1 },
   );
@@ -470,7 +488,9 @@ Deno.test("FrontProxyDependentSource with DeletionValidator: a dependent on a la
 
 Deno.test("FrontProxyDependentSource with DeletionValidator: any other list error fails closed", async () => {
   await withLister(
-    () => json(status(500, "InternalError", "etcd unavailable"), 500),
+    withLiveVpc(() =>
+      json(status(500, "InternalError", "etcd unavailable"), 500)
+    ),
     async (_api, source) => {
       const verdict = await validatorOver(source).validate(deleteVpc());
       assert.equal(verdict.outcome, "denied_error");
@@ -479,4 +499,62 @@ Deno.test("FrontProxyDependentSource with DeletionValidator: any other list erro
       assert.match(verdict.response.status?.message ?? "", /etcd unavailable/);
     },
   );
+});
+
+Deno.test("FrontProxyDependentSource with DeletionValidator: a live object with another uid names no blocker", async () => {
+  await withLister(
+    (request) =>
+      request.url.pathname === VPC_A_PATH
+        ? json({ metadata: { name: "vpc-a", uid: "uid-of-a-new-vpc-a" } })
+        : json({ metadata: {}, items: [vm("vm-1")] }),
+    async (_api, source) => {
+      const verdict = await validatorOver(source).validate(deleteVpc());
+      assert.equal(verdict.outcome, "denied_unconfirmed");
+      assert.doesNotMatch(verdict.response.status?.message ?? "", /vm-1/);
+    },
+  );
+});
+
+// ---------------------------------------------------------------------------
+// liveUid()
+
+Deno.test("FrontProxyDependentSource.liveUid() asks for the object's metadata only, at its encoded URL", async () => {
+  await withLister(
+    () => json({ metadata: { name: "vpc-a", uid: "uid-vpc-a" } }),
+    async (api, source) => {
+      const uid = await source.liveUid({
+        cluster: "consumer1",
+        namespace: "default",
+        resource: { ...VPCS },
+        name: "vpc-a",
+      }, new AbortController().signal);
+      assert.equal(uid, "uid-vpc-a");
+      assert.equal(api.requests[0]?.method, "GET");
+      assert.equal(api.requests[0]?.url.pathname, VPC_A_PATH);
+      assert.equal(api.requests[0]?.url.search, "");
+      assert.match(
+        api.requests[0]?.headers.get("accept") ?? "",
+        /^application\/json;as=PartialObjectMetadata;g=meta\.k8s\.io;v=v1,/,
+      );
+    },
+  );
+});
+
+Deno.test("FrontProxyDependentSource.liveUid() answers undefined for a 404 and throws for a 403", async () => {
+  for (
+    const [code, reason] of [[404, "NotFound"], [403, "Forbidden"]] as const
+  ) {
+    await withLister(
+      () => json(status(code, reason, "no"), code),
+      async (_api, source) => {
+        const read = source.liveUid({
+          cluster: "consumer1",
+          resource: { ...VPCS },
+          name: "vpc-a",
+        }, new AbortController().signal);
+        if (code === 404) assert.equal(await read, undefined);
+        else assert.equal((await apiError(read)).status, 403);
+      },
+    );
+  }
 });

@@ -8,6 +8,10 @@
 
 const PATH_SEGMENT = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 const CLUSTER_NAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+const DNS_LABEL = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+const DNS_SUBDOMAIN =
+  /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
+const MAX_SUBDOMAIN = 253;
 
 /**
  * The base URL of a kcp server or front-proxy: the URL with any
@@ -40,9 +44,60 @@ export function baseUrl(server: string): string {
   return `${url.origin}${path.replace(/\/+$/, "")}`;
 }
 
-/** `<base>/clusters/<cluster>`, for a logical cluster name, a workspace path or `*`. */
+/**
+ * `<base>/clusters/<cluster>`, for a logical cluster name, a workspace path or
+ * `*`; the cluster goes in as one encoded path segment.
+ *
+ * @throws {TypeError} If `cluster` cannot be one path segment (see {@linkcode pathSegment}).
+ */
 export function clusterUrl(base: string, cluster: string): string {
-  return `${base.replace(/\/+$/, "")}/clusters/${cluster}`;
+  return `${base.replace(/\/+$/, "")}/clusters/${pathSegment(cluster)}`;
+}
+
+/**
+ * `value` as one URL path segment: every character other than letters,
+ * digits, `-._~` and the `:` and `*` that kcp paths use is percent-encoded,
+ * so no value can add a segment, a query or a fragment.
+ *
+ * @example Usage
+ * ```ts
+ * import { pathSegment } from "./kcp.ts";
+ * pathSegment("root:org"); // "root:org"
+ * pathSegment("a/b?c"); // "a%2Fb%3Fc"
+ * ```
+ *
+ * @throws {TypeError} For `""`, `.` and `..`, which URL parsing would drop or
+ * resolve against the previous segment (also when percent-encoded).
+ */
+export function pathSegment(value: string): string {
+  if (value === "" || value === "." || value === "..") {
+    throw new TypeError(
+      `Cannot use '${value}' as a URL path segment`,
+    );
+  }
+  // encodeURIComponent leaves letters, digits and -_.!~*'() as they are and
+  // writes ":" as %3A; ":" and "*" are kept, !'() encoded too.
+  return encodeURIComponent(value).replace(
+    /[!'()]|%3A/g,
+    (c) => c === "%3A" ? ":" : `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
+}
+
+/**
+ * Whether `value` is a DNS-1123 label (a namespace name): lowercase
+ * letters, digits and `-`, starting and ending with a letter or digit, at
+ * most 63 characters.
+ */
+export function isDnsLabel(value: string): boolean {
+  return DNS_LABEL.test(value);
+}
+
+/**
+ * Whether `value` is a DNS-1123 subdomain (the name of a custom resource):
+ * DNS labels joined by `.`, at most 253 characters.
+ */
+export function isDnsSubdomain(value: string): boolean {
+  return value.length <= MAX_SUBDOMAIN && DNS_SUBDOMAIN.test(value);
 }
 
 /**

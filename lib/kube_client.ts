@@ -94,6 +94,8 @@ export interface RequestOptions {
   timeoutMs?: number;
   /** Content type of `body`. @default {"application/json"} */
   contentType?: string;
+  /** The `Accept` header. @default {"application/json"} */
+  accept?: string;
 }
 
 /** Options of a list. */
@@ -359,6 +361,7 @@ export class KubeClient {
       ? deadline.signal
       : AbortSignal.any([options.signal, deadline.signal]);
     const headers = { ...this.#headers };
+    if (options.accept !== undefined) headers.accept = options.accept;
     let body: string | undefined;
     if (options.body !== undefined) {
       headers["content-type"] = options.contentType ?? "application/json";

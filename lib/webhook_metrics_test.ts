@@ -31,6 +31,7 @@ function verdict(outcome: Outcome): Verdict {
     case "allowed_skip":
       return { response: allow(uid), outcome };
     case "denied_referenced":
+    case "denied_unconfirmed":
       return {
         response: deny(uid, {
           code: 409,

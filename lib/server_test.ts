@@ -10,6 +10,7 @@ import {
   type DependentQuery,
   type DependentSource,
   NOT_INITIALIZED_MESSAGE,
+  type ObjectQuery,
   type Outcome,
   type Verdict,
 } from "./deletion_validator.ts";
@@ -32,6 +33,7 @@ import deleteVpc from "./testdata/admission_review_delete_vpc.json" with {
 // Admission app
 
 const UID = deleteVpc.request.uid;
+const LIVE_UID = deleteVpc.request.oldObject.metadata.uid;
 
 /** A rule: VirtualMachines refer to VPCs at .spec.vpcRef.name. */
 function vpcRule() {
@@ -63,11 +65,17 @@ function vpcRule() {
 /** A DependentSource that serves one page of `items` and records queries. */
 class FakeSource implements DependentSource {
   readonly queries: DependentQuery[] = [];
+  readonly objectQueries: ObjectQuery[] = [];
   constructor(readonly items: unknown[] = []) {}
   async *pages(query: DependentQuery): AsyncIterable<readonly unknown[]> {
     this.queries.push(query);
     await Promise.resolve();
     yield this.items;
+  }
+  /** The live object is the one under review (uid as in the testdata). */
+  liveUid(query: ObjectQuery): Promise<string | undefined> {
+    this.objectQueries.push(query);
+    return Promise.resolve(LIVE_UID);
   }
 }
 

@@ -35,7 +35,10 @@ const SUMMARY =
 
 /** Wires the controller together and runs it until SIGTERM/SIGINT. */
 async function run(options: ControllerOptions, log: Logger): Promise<number> {
-  const connection = loadKubeConnection(options.kubeconfig);
+  const connection = {
+    ...loadKubeConnection(options.kubeconfig),
+    allowInsecureHttp: options.allowInsecureHttp,
+  };
   const client = new KubeClient(connection, {
     userAgent: "dependency-controller",
   });

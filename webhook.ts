@@ -16,6 +16,7 @@ import { MetricsRegistry } from "./lib/metrics.ts";
 import { enforcedRules } from "./lib/rule_graph.ts";
 import { RuleRegistry } from "./lib/rule_registry.ts";
 import { RuleWatcher } from "./lib/rule_watcher.ts";
+import { Semaphore } from "./lib/semaphore.ts";
 import {
   createAdmissionApp,
   serveServiceEndpoints,
@@ -33,7 +34,10 @@ const SUMMARY =
 
 /** Wires the webhook together, serves until SIGTERM/SIGINT, then drains. */
 async function run(options: WebhookOptions, log: Logger): Promise<number> {
-  const connection = loadKubeConnection(options.kubeconfig);
+  const connection = {
+    ...loadKubeConnection(options.kubeconfig),
+    allowInsecureHttp: options.allowInsecureHttp,
+  };
   const client = new KubeClient(connection, {
     userAgent: "dependency-webhook",
   });
@@ -61,10 +65,19 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
   });
   const validator = new DeletionValidator(registry, source, {
     timeoutMs: options.listTimeoutMs,
+    reviews: new Semaphore(options.maxConcurrentReviews),
+    queueTimeoutMs: options.reviewQueueTimeoutMs,
+  });
+  const app = createAdmissionApp({
+    validator,
+    log,
+    observer: metrics,
+    bodyBytes: new Semaphore(options.maxReviewBytesInFlight),
+    queueTimeoutMs: options.reviewQueueTimeoutMs,
   });
   const admission = await serveTls(
     options.webhookBind,
-    createAdmissionApp({ validator, log, observer: metrics }).fetch,
+    app.fetch,
     {
       certFile: `${options.tlsCertDir}/tls.crt`,
       keyFile: `${options.tlsCertDir}/tls.key`,

@@ -197,6 +197,7 @@ export function connection(server: string): KubeConnection {
     base: server,
     insecureSkipTlsVerify: false,
     token: "t",
+    allowInsecureHttp: true,
   };
 }
 

@@ -27,6 +27,12 @@ import { z } from "zod";
 /** The largest request body {@linkcode parseAdmissionReview} accepts, in bytes (3 MiB). */
 export const MAX_REVIEW_BYTES = 3 * 1024 * 1024;
 
+/** The most keys {@linkcode parseAdmissionReview} accepts in `request.userInfo.extra`. */
+export const MAX_EXTRA_KEYS = 128;
+
+/** The most values {@linkcode parseAdmissionReview} accepts in `request.userInfo.extra`, all keys together. */
+export const MAX_EXTRA_VALUES = 1_024;
+
 const API_VERSION = "admission.k8s.io/v1";
 const KIND = "AdmissionReview";
 const ISSUES_SHOWN = 3;
@@ -199,6 +205,11 @@ export function parseAdmissionReview(body: Uint8Array | string): ParseResult {
     return failure(400, `Cannot parse AdmissionReview: ${problem}`);
   }
 
+  const extra = checkExtra(request.userInfo);
+  if (extra !== undefined) {
+    return failure(400, `Cannot parse AdmissionReview: ${extra}`, uid);
+  }
+
   const parsed = AdmissionRequestSchema.safeParse(request, {
     error: issueMessage,
   });
@@ -280,6 +291,70 @@ export function objectOf(
 ): Record<string, unknown> | undefined {
   if (isRecord(request.oldObject)) return request.oldObject;
   if (isRecord(request.object)) return request.object;
+  return undefined;
+}
+
+/**
+ * The request with `object` and `oldObject` cut down to the metadata a
+ * DELETE decision reads (`apiVersion`, `kind`, name, namespace, uid and the
+ * named annotations), so that a large object is not held while the review
+ * waits for kcp.
+ *
+ * @param request A parsed admission request.
+ * @param options `annotations`, the annotation keys to keep.
+ * @returns A new request; `request` is not changed.
+ */
+export function slimRequest(
+  request: AdmissionRequest,
+  options: { annotations: readonly string[] },
+): AdmissionRequest {
+  const slim = (value: unknown): unknown => {
+    if (!isRecord(value)) return value;
+    const metadata = isRecord(value.metadata) ? value.metadata : {};
+    const annotations = isRecord(metadata.annotations)
+      ? metadata.annotations
+      : {};
+    const kept: Record<string, unknown> = {};
+    for (const key of options.annotations) {
+      if (Object.hasOwn(annotations, key)) kept[key] = annotations[key];
+    }
+    const out: Record<string, unknown> = {};
+    if (value.apiVersion !== undefined) out.apiVersion = value.apiVersion;
+    if (value.kind !== undefined) out.kind = value.kind;
+    out.metadata = {
+      ...(metadata.name === undefined ? {} : { name: metadata.name }),
+      ...(metadata.namespace === undefined
+        ? {}
+        : { namespace: metadata.namespace }),
+      ...(metadata.uid === undefined ? {} : { uid: metadata.uid }),
+      ...(isRecord(metadata.annotations) ? { annotations: kept } : {}),
+    };
+    return out;
+  };
+  const { object, oldObject, ...rest } = request;
+  return {
+    ...rest,
+    ...(object === undefined ? {} : { object: slim(object) }),
+    ...(oldObject === undefined ? {} : { oldObject: slim(oldObject) }),
+  };
+}
+
+/** What is too big in `userInfo.extra`, or `undefined`; the schema checks types. */
+function checkExtra(userInfo: unknown): string | undefined {
+  if (!isRecord(userInfo) || !isRecord(userInfo.extra)) return undefined;
+  let keys = 0;
+  let values = 0;
+  for (const key in userInfo.extra) {
+    keys++;
+    const value = userInfo.extra[key];
+    values += Array.isArray(value) ? value.length : 1;
+  }
+  if (keys > MAX_EXTRA_KEYS) {
+    return `request.userInfo.extra has ${keys} keys, more than the limit of ${MAX_EXTRA_KEYS}`;
+  }
+  if (values > MAX_EXTRA_VALUES) {
+    return `request.userInfo.extra has ${values} values, more than the limit of ${MAX_EXTRA_VALUES}`;
+  }
   return undefined;
 }
 

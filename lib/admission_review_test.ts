@@ -3,10 +3,13 @@ import {
   type AdmissionRequest,
   allow,
   deny,
+  MAX_EXTRA_KEYS,
+  MAX_EXTRA_VALUES,
   MAX_REVIEW_BYTES,
   objectOf,
   parseAdmissionReview,
   type ParseResult,
+  slimRequest,
   toReview,
 } from "./admission_review.ts";
 import deleteVpc from "./testdata/admission_review_delete_vpc.json" with {
@@ -483,4 +486,81 @@ Deno.test("objectOf() picks oldObject, falls back to object and ignores non-obje
     parsedRequest(parseAdmissionReview(JSON.stringify(deleteVpc))),
   );
   assert.deepEqual(fromFixture, deleteVpc.request.oldObject);
+});
+
+// ---------------------------------------------------------------------------
+// Bounds on userInfo.extra
+
+/** `count` keys `k0`..., each with `each` values. */
+function extraOf(count: number, each = 1): Record<string, string[]> {
+  const extra: Record<string, string[]> = {};
+  for (let i = 0; i < count; i++) extra[`k${i}`] = Array(each).fill("v");
+  return extra;
+}
+
+Deno.test("parseAdmissionReview() accepts userInfo.extra up to its limits", () => {
+  const request = parsedRequest(parseAdmissionReview(review({
+    ...MINIMAL_REQUEST,
+    userInfo: { username: "alice", extra: extraOf(MAX_EXTRA_KEYS, 8) },
+  })));
+  assert.equal(Object.keys(request.userInfo?.extra ?? {}).length, 128);
+});
+
+Deno.test("parseAdmissionReview() answers 400 for userInfo.extra with too many keys, before validating them", () => {
+  const result = parseAdmissionReview(review({
+    ...MINIMAL_REQUEST,
+    userInfo: { extra: extraOf(100_000) },
+  }));
+  assert.deepEqual(result, {
+    ok: false,
+    status: 400,
+    uid: "u-1",
+    message:
+      `Cannot parse AdmissionReview: request.userInfo.extra has 100000 keys, more than the limit of ${MAX_EXTRA_KEYS}`,
+  });
+});
+
+Deno.test("parseAdmissionReview() answers 400 for userInfo.extra with too many values", () => {
+  const result = parseAdmissionReview(review({
+    ...MINIMAL_REQUEST,
+    userInfo: { extra: extraOf(2, MAX_EXTRA_VALUES) },
+  }));
+  assert.equal(result.ok, false);
+  assert.match(
+    result.ok ? "" : result.message,
+    /request\.userInfo\.extra has 2048 values, more than the limit of 1024/,
+  );
+});
+
+// ---------------------------------------------------------------------------
+// slimRequest()
+
+Deno.test("slimRequest() keeps of the objects only name, namespace, uid and the named annotations", () => {
+  const request = parsedRequest(
+    parseAdmissionReview(JSON.stringify(deleteVpc)),
+  );
+  const slim = slimRequest(request, { annotations: ["kcp.io/cluster"] });
+  assert.deepEqual(slim.oldObject, {
+    apiVersion: "net.example.io/v1alpha1",
+    kind: "VPC",
+    metadata: {
+      name: "vpc-a",
+      namespace: "default",
+      uid: deleteVpc.request.oldObject.metadata.uid,
+      annotations: {
+        "kcp.io/cluster": deleteVpc.request.oldObject.metadata
+          .annotations["kcp.io/cluster"],
+      },
+    },
+  });
+  assert.equal(slim.object, null);
+  assert.deepEqual({ ...slim, oldObject: undefined }, {
+    ...request,
+    oldObject: undefined,
+  });
+  assert.notEqual(
+    (request.oldObject as { spec?: unknown }).spec,
+    undefined,
+    "the parsed request is left as it was",
+  );
 });

@@ -46,6 +46,14 @@ export const SERVICE_BIND_FLAGS: readonly FlagSpec[] = [
   },
 ];
 
+/** `--allow-insecure-http`. */
+export const ALLOW_INSECURE_HTTP_FLAG: FlagSpec = {
+  name: "allow-insecure-http",
+  boolean: true,
+  help:
+    "Talk to kcp servers over plain http://, sending the identity's token in clear (for local tests only)",
+};
+
 /** `--log-level`. */
 export const LOG_LEVEL_FLAG: FlagSpec = {
   name: "log-level",
@@ -72,6 +80,8 @@ export interface ComponentOptions extends ServiceBinds {
   kcpBaseHost?: string;
   /** Log level. */
   logLevel: LogLevel;
+  /** Whether kcp may be reached over plain `http://`. */
+  allowInsecureHttp: boolean;
 }
 
 /**
@@ -91,5 +101,6 @@ export function parseComponentOptions(flags: ParsedFlags): ComponentOptions {
     ...(kcpBaseHost === undefined ? {} : { kcpBaseHost }),
     ...parseServiceBinds(flags),
     logLevel: parseFlag("log-level", () => parseLogLevel(v["log-level"]!)),
+    allowInsecureHttp: v["allow-insecure-http"] === "true",
   };
 }

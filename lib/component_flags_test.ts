@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { DEFAULT_API_EXPORT_NAME } from "./api.ts";
 import {
+  ALLOW_INSECURE_HTTP_FLAG,
   API_EXPORT_NAME_FLAG,
   kcpBaseHostFlag,
   KUBECONFIG_FLAG,
@@ -18,6 +19,7 @@ const SPECS: readonly FlagSpec[] = [
   kcpBaseHostFlag("testing"),
   ...SERVICE_BIND_FLAGS,
   LOG_LEVEL_FLAG,
+  ALLOW_INSECURE_HTTP_FLAG,
 ];
 
 function parse(args: string[], env: Record<string, string> = {}) {
@@ -48,7 +50,16 @@ Deno.test("parseComponentOptions() gives the defaults, with the kubeconfig from 
     healthBind: { hostname: "0.0.0.0", port: 8081 },
     metricsBind: { hostname: "0.0.0.0", port: 8080 },
     logLevel: "info",
+    allowInsecureHttp: false,
   });
+});
+
+Deno.test("parseComponentOptions() allows plain http only when --allow-insecure-http says so", () => {
+  assert.equal(
+    parse(["--kubeconfig=/k", "--allow-insecure-http"]).allowInsecureHttp,
+    true,
+  );
+  assert.equal(parse(["--kubeconfig=/k"]).allowInsecureHttp, false);
 });
 
 Deno.test("parseComponentOptions() normalizes --kcp-base-host and leaves out a disabled listener", () => {

@@ -5,6 +5,7 @@
  * @module
  */
 import {
+  ALLOW_INSECURE_HTTP_FLAG,
   API_EXPORT_NAME_FLAG,
   type ComponentOptions,
   kcpBaseHostFlag,
@@ -65,6 +66,7 @@ export const CONTROLLER_FLAGS: readonly FlagSpec[] = [
     help: "Name of the leader Lease",
   },
   LOG_LEVEL_FLAG,
+  ALLOW_INSECURE_HTTP_FLAG,
 ];
 
 /** Typed controller options. */

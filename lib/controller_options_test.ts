@@ -35,6 +35,7 @@ Deno.test("parseControllerOptions() applies the reference's defaults", () => {
     leaderElectionNamespace: "default",
     leaderElectionId: "dependency-controller",
     logLevel: "info",
+    allowInsecureHttp: false,
   });
 });
 
@@ -55,6 +56,7 @@ Deno.test("parseControllerOptions() reads every flag", () => {
       "--leader-election-namespace=kube-system",
       "--leader-election-id=dep-ctrl.example.com",
       "--log-level=WARNING",
+      "--allow-insecure-http",
     ], noEnv),
     {
       help: false,
@@ -72,6 +74,7 @@ Deno.test("parseControllerOptions() reads every flag", () => {
         leaderElectionNamespace: "kube-system",
         leaderElectionId: "dep-ctrl.example.com",
         logLevel: "warn",
+        allowInsecureHttp: true,
       },
     },
   );
@@ -246,6 +249,7 @@ Deno.test("CONTROLLER_FLAGS lists the flags in --help order", () => {
     "leader-election-namespace",
     "leader-election-id",
     "log-level",
+    "allow-insecure-http",
   ]);
   const text = usage("controller", "Reconciles.", CONTROLLER_FLAGS);
   assert.match(text, /--leader-elect\n/);

@@ -16,6 +16,7 @@ import {
 import { resolveFieldPath } from "./field_path.ts";
 import { isDnsLabel, isDnsSubdomain, isLogicalClusterName } from "./kcp.ts";
 import { KubeApiError } from "./kube_client.ts";
+import type { Semaphore } from "./semaphore.ts";
 import {
   type GroupVersionResource,
   gvrKey,
@@ -85,7 +86,8 @@ export type Outcome =
   | "denied_not_ready"
   | "denied_error"
   | "denied_invalid"
-  | "denied_unconfirmed";
+  | "denied_unconfirmed"
+  | "denied_busy";
 
 /** A decision: the response and why. */
 export interface Verdict {
@@ -103,6 +105,14 @@ export interface DeletionValidatorOptions {
   timeoutMs?: number;
   /** How many blockers the message names before "and N more". @default {10} */
   maxNamed?: number;
+  /**
+   * Bounds the reviews that read kcp at once (one permit each); a review
+   * that gets no permit within `queueTimeoutMs` is denied as busy.
+   * @default {no bound}
+   */
+  reviews?: Semaphore;
+  /** How long a review waits for a permit of `reviews`. @default {2_000} */
+  queueTimeoutMs?: number;
 }
 
 interface Blocker {
@@ -127,6 +137,8 @@ export class DeletionValidator {
   readonly #source: DependentSource;
   readonly #timeoutMs: number;
   readonly #maxNamed: number;
+  readonly #reviews: Semaphore | undefined;
+  readonly #queueTimeoutMs: number;
 
   /** Builds a validator over a registry and a source of dependents. */
   constructor(
@@ -138,6 +150,8 @@ export class DeletionValidator {
     this.#source = source;
     this.#timeoutMs = options.timeoutMs ?? 7_000;
     this.#maxNamed = options.maxNamed ?? 10;
+    this.#reviews = options.reviews;
+    this.#queueTimeoutMs = options.queueTimeoutMs ?? 2_000;
   }
 
   /** Decides one admission request. Never throws. */
@@ -173,7 +187,29 @@ export class DeletionValidator {
     if (protections.length === 0) {
       return { response: allow(uid), outcome: "allowed" };
     }
-    return await this.#decide(uid, protections, target);
+    if (this.#reviews === undefined) {
+      return await this.#decide(uid, protections, target);
+    }
+    const release = await this.#reviews.acquire(1, {
+      timeoutMs: this.#queueTimeoutMs,
+    });
+    if (release === undefined) {
+      return {
+        response: deny(uid, {
+          code: 503,
+          reason: "ServiceUnavailable",
+          message:
+            `cannot delete ${target.resource.resource}/${target.name}: the dependency webhook is busy ` +
+            `(${this.#reviews.capacity} reviews are reading kcp and more wait); retry the delete`,
+        }),
+        outcome: "denied_busy",
+      };
+    }
+    try {
+      return await this.#decide(uid, protections, target);
+    } finally {
+      release();
+    }
   }
 
   /**

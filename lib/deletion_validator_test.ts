@@ -11,6 +11,7 @@ import {
   type Verdict,
 } from "./deletion_validator.ts";
 import { KubeApiError } from "./kube_client.ts";
+import { Semaphore } from "./semaphore.ts";
 import {
   type ClusterRule,
   type GroupVersionResource,
@@ -1488,3 +1489,73 @@ for (
     assert.deepEqual(source.objectQueries, []);
   });
 }
+
+// ---------------------------------------------------------------------------
+// 20. A bound on the reviews that read kcp at once
+
+Deno.test("DeletionValidator.validate() lets a review wait for a permit, then reads kcp", async () => {
+  const reviews = new Semaphore(1);
+  const held = (await reviews.acquire(1, { timeoutMs: 0 }))!;
+  const source = new FakeSource({ virtualmachines: { pages: [[]] } });
+  const verdict = validate(registryOf(VM_RULE), source, deleteRequest(), {
+    reviews,
+    queueTimeoutMs: 60_000,
+  });
+  await Promise.resolve();
+  assert.deepEqual(source.queries, []);
+  held();
+  assert.deepEqual(await verdict, ALLOWED);
+  assert.deepEqual(source.listed, ["virtualmachines"]);
+  assert.equal(reviews.used, 0);
+});
+
+Deno.test("DeletionValidator.validate() denies 503 busy without reading kcp when no permit comes in time", async () => {
+  const reviews = new Semaphore(2);
+  const held = (await reviews.acquire(2, { timeoutMs: 0 }))!;
+  const source = new FakeSource({ virtualmachines: { pages: [[]] } });
+  const verdict = await validate(
+    registryOf(VM_RULE),
+    source,
+    deleteRequest(),
+    { reviews, queueTimeoutMs: 10 },
+  );
+  held();
+  assert.deepEqual(verdict, {
+    response: {
+      uid: UID,
+      allowed: false,
+      status: {
+        code: 503,
+        reason: "ServiceUnavailable",
+        message:
+          "cannot delete vpcs/vpc-a: the dependency webhook is busy (2 reviews are reading kcp and more wait); retry the delete",
+      },
+    },
+    outcome: "denied_busy",
+  });
+  assert.deepEqual(source.queries, []);
+  assert.deepEqual(source.objectQueries, []);
+});
+
+Deno.test("DeletionValidator.validate() needs no permit for a type no rule protects", async () => {
+  const reviews = new Semaphore(1);
+  const held = (await reviews.acquire(1, { timeoutMs: 0 }))!;
+  const verdict = await validate(
+    registryOf(VM_RULE),
+    new FakeSource(),
+    deleteRequest({ resource: { ...SUBNETS } }),
+    { reviews, queueTimeoutMs: 0 },
+  );
+  held();
+  assert.equal(verdict.outcome, "allowed");
+});
+
+Deno.test("DeletionValidator.validate() gives the permit back when the review fails", async () => {
+  const reviews = new Semaphore(1);
+  const source = new FakeSource({ virtualmachines: { error: "boom" } });
+  const verdict = await validate(registryOf(VM_RULE), source, deleteRequest(), {
+    reviews,
+  });
+  assert.equal(verdict.outcome, "denied_error");
+  assert.equal(reviews.used, 0);
+});

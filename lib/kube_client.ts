@@ -131,11 +131,13 @@ export class KubeClient {
   readonly #headers: Record<string, string>;
   readonly #client: Deno.HttpClient;
   readonly #timeoutMs: number;
+  readonly #allowInsecureHttp: boolean;
 
   /**
    * Builds a client from a connection.
    *
-   * @throws {TypeError} If the connection asks to skip TLS verification, which we do not support.
+   * @throws {TypeError} If the connection asks to skip TLS verification, which we do not support,
+   * or its server is plain `http://` and `allowInsecureHttp` is not set.
    */
   constructor(connection: KubeConnection, options: KubeClientOptions = {}) {
     if (connection.insecureSkipTlsVerify) {
@@ -143,6 +145,9 @@ export class KubeClient {
         "Cannot connect without TLS verification: give the kubeconfig a certificate-authority instead",
       );
     }
+    this.#allowInsecureHttp = connection.allowInsecureHttp ?? false;
+    const refused = this.#refusal(connection.server);
+    if (refused !== undefined) throw new TypeError(refused);
     this.#timeoutMs = options.timeoutMs ?? 10_000;
     this.#headers = {
       accept: "application/json",
@@ -350,6 +355,13 @@ export class KubeClient {
     url: string,
     options: RequestOptions,
   ): Promise<{ response: Response; done: () => void }> {
+    const refused = this.#refusal(url);
+    if (refused !== undefined) {
+      throw new KubeApiError(`${method} ${url}: ${refused}`, {
+        status: 0,
+        reason: "InsecureUrl",
+      });
+    }
     const timeoutMs = options.timeoutMs ?? this.#timeoutMs;
     const deadline = new AbortController();
     const timer = setTimeout(
@@ -384,6 +396,12 @@ export class KubeClient {
         ...options,
       });
     }
+  }
+
+  /** Why `url` may not be used, or `undefined` when it may. */
+  #refusal(url: string): string | undefined {
+    if (this.#allowInsecureHttp || !/^http:/i.test(url)) return undefined;
+    return `Cannot talk to kcp over plain http (${url}): the credentials would travel in clear; use https, or --allow-insecure-http for a local test`;
   }
 
   #failure(

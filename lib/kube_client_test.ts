@@ -103,6 +103,7 @@ Deno.test("KubeClient.request() sends no authorization header without a token", 
     server: api.url,
     base: api.url,
     insecureSkipTlsVerify: false,
+    allowInsecureHttp: true,
   });
   try {
     await client.get(`${api.url}/x`);
@@ -292,6 +293,40 @@ Deno.test("new KubeClient() refuses a connection that skips TLS verification", (
       }),
     TypeError,
   );
+});
+
+Deno.test("new KubeClient() refuses a plain http server unless allowInsecureHttp says so", () => {
+  assert.throws(
+    () =>
+      new KubeClient({
+        server: "http://kcp.example/clusters/root",
+        base: "http://kcp.example",
+        insecureSkipTlsVerify: false,
+        token: "secret",
+      }),
+    /Cannot talk to kcp over plain http \(http:\/\/kcp\.example\/clusters\/root\): the credentials would travel in clear; use https, or --allow-insecure-http/,
+  );
+});
+
+Deno.test("KubeClient.request() refuses a plain http URL of an https client and sends nothing", async () => {
+  const api = new FakeApi(() => json({}));
+  const client = new KubeClient({
+    server: "https://kcp.example",
+    base: "https://kcp.example",
+    insecureSkipTlsVerify: false,
+    token: "secret",
+  });
+  try {
+    await assert.rejects(client.get(`${api.url}/x`), (error: unknown) => {
+      assert.ok(error instanceof KubeApiError);
+      assert.equal(error.reason, "InsecureUrl");
+      return true;
+    });
+    assert.equal(api.requests.length, 0);
+  } finally {
+    client.close();
+    await api.close();
+  }
 });
 
 Deno.test("KubeClient.listPages() follows continue tokens lazily with limit and selectors in the query", async () => {

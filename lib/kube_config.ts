@@ -24,6 +24,11 @@ export interface KubeConnection {
   certPem?: string;
   /** PEM client key, with {@linkcode KubeConnection.certPem}. */
   keyPem?: string;
+  /**
+   * Whether plain `http://` URLs may be used, sending credentials in clear.
+   * Never read from a kubeconfig: the caller sets it (`--allow-insecure-http`).
+   */
+  allowInsecureHttp?: boolean;
 }
 
 /** Options for {@linkcode loadKubeConnection}. */

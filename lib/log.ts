@@ -322,3 +322,42 @@ function stderrWriter(): (line: string) => void {
     }
   };
 }
+
+/**
+ * Lets one call through per interval and counts the ones it held back, for
+ * records a client can cause at will (a burst of malformed requests then
+ * writes one line per interval, not one per request).
+ *
+ * @example Usage
+ * ```ts
+ * import { createLogger, createSampler } from "./log.ts";
+ *
+ * const log = createLogger();
+ * const sample = createSampler(10_000);
+ * sample((suppressed) => log.warn("rejected a request", { suppressed }));
+ * ```
+ *
+ * @param intervalMs The least time between two calls that go through.
+ * @param options `now`, the clock in milliseconds (default `performance.now`).
+ * @returns A function that runs `record` with the number of calls held back
+ * since the last one that went through, or holds this one back.
+ */
+export function createSampler(
+  intervalMs: number,
+  options: { now?: () => number } = {},
+): (record: (suppressed: number) => void) => void {
+  const now = options.now ?? (() => performance.now());
+  let last = -Infinity;
+  let suppressed = 0;
+  return (record) => {
+    const at = now();
+    if (at - last < intervalMs) {
+      suppressed++;
+      return;
+    }
+    last = at;
+    const held = suppressed;
+    suppressed = 0;
+    record(held);
+  };
+}

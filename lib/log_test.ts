@@ -1,5 +1,10 @@
 import assert from "node:assert/strict";
-import { createLogger, type LoggerOptions, parseLogLevel } from "./log.ts";
+import {
+  createLogger,
+  createSampler,
+  type LoggerOptions,
+  parseLogLevel,
+} from "./log.ts";
 
 const TIME = "2024-05-01T12:00:00.000Z";
 
@@ -297,4 +302,18 @@ Deno.test("parseLogLevel() accepts levels in any case and rejects the rest", () 
       text,
     );
   }
+});
+
+Deno.test("createSampler() lets one call through per interval and reports how many it held back", () => {
+  let clock = 0;
+  const sample = createSampler(10_000, { now: () => clock });
+  const seen: number[] = [];
+  for (let i = 0; i < 5; i++) sample((suppressed) => seen.push(suppressed));
+  assert.deepEqual(seen, [0]);
+  clock = 9_999;
+  sample((suppressed) => seen.push(suppressed));
+  assert.deepEqual(seen, [0]);
+  clock = 10_000;
+  sample((suppressed) => seen.push(suppressed));
+  assert.deepEqual(seen, [0, 5]);
 });

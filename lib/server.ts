@@ -8,14 +8,19 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import {
+  type AdmissionRequest,
   MAX_REVIEW_BYTES,
+  objectOf,
   parseAdmissionReview,
+  slimRequest,
   toReview,
 } from "./admission_review.ts";
+import { CLUSTER_ANNOTATION, SKIP_PROTECTION_ANNOTATION } from "./api.ts";
 import type { DeletionValidator, Verdict } from "./deletion_validator.ts";
 import type { BindAddress, ServiceBinds } from "./flags.ts";
-import type { Logger } from "./log.ts";
+import { createSampler, type Logger } from "./log.ts";
 import { CONTENT_TYPE, type MetricsRegistry } from "./metrics.ts";
+import type { Semaphore } from "./semaphore.ts";
 
 /** What the admission app reports per review. */
 export interface AdmissionObserver {
@@ -33,17 +38,42 @@ export interface AdmissionAppDeps {
   log: Logger;
   /** Metrics hooks. */
   observer: AdmissionObserver;
+  /**
+   * Bounds the bytes of review bodies read and parsed at once (one permit a
+   * byte; a body without a length takes {@linkcode MAX_REVIEW_BYTES}).
+   * @default {no bound}
+   */
+  bodyBytes?: Semaphore;
+  /** How long a body waits for `bodyBytes` before a 503. @default {2_000} */
+  queueTimeoutMs?: number;
+  /** Least time between two logged malformed requests. @default {10_000} */
+  rejectLogIntervalMs?: number;
   /** Clock in milliseconds. @default {performance.now} */
   now?: () => number;
 }
 
+/** The annotations a decision reads; the rest of the object is dropped after parsing. */
+const READ_ANNOTATIONS = [CLUSTER_ANNOTATION, SKIP_PROTECTION_ANNOTATION];
+
 /**
  * The admission app: `POST /validate` takes an AdmissionReview v1 and
  * answers one. A malformed body gets a 4xx with a JSON `{"error": ...}`
- * naming the problem; a decision, allow or deny, is always HTTP 200.
+ * naming the problem; a decision, allow or deny, is always HTTP 200. While
+ * `bodyBytes` has no room for a body within `queueTimeoutMs`, the answer is
+ * 503 with `Retry-After`, which kcp reports as a failed call (fail closed).
  */
 export function createAdmissionApp(deps: AdmissionAppDeps): Hono {
-  const { validator, log, observer, now = () => performance.now() } = deps;
+  const {
+    validator,
+    log,
+    observer,
+    bodyBytes,
+    queueTimeoutMs = 2_000,
+    now = () => performance.now(),
+  } = deps;
+  const sampleRejects = createSampler(deps.rejectLogIntervalMs ?? 10_000, {
+    now,
+  });
   const app = new Hono();
   app.post(
     "/validate",
@@ -59,15 +89,50 @@ export function createAdmissionApp(deps: AdmissionAppDeps): Hono {
     }),
     async (c) => {
       const started = now();
-      const parsed = parseAdmissionReview(
-        new Uint8Array(await c.req.arrayBuffer()),
-      );
+      const length = Number(c.req.header("content-length"));
+      const weight = Number.isInteger(length) && length >= 0
+        ? length
+        : MAX_REVIEW_BYTES;
+      const release = bodyBytes === undefined
+        ? () => {}
+        : await bodyBytes.acquire(weight, { timeoutMs: queueTimeoutMs });
+      if (release === undefined) {
+        observer.rejected(503);
+        return c.json(
+          {
+            error:
+              "The dependency webhook is busy reading other reviews: retry the request",
+          },
+          503,
+          { "retry-after": "1" },
+        );
+      }
+      let parsed;
+      try {
+        parsed = parseAdmissionReview(
+          new Uint8Array(await c.req.arrayBuffer()),
+        );
+        if (parsed.ok) {
+          parsed = {
+            ...parsed,
+            request: slimRequest(parsed.request, {
+              annotations: READ_ANNOTATIONS,
+            }),
+          };
+        }
+      } finally {
+        release();
+      }
       if (!parsed.ok) {
         observer.rejected(parsed.status);
-        log.warn("rejected malformed admission review", {
-          status: parsed.status,
-          error: parsed.message,
-        });
+        const { status, message } = parsed;
+        sampleRejects((suppressed) =>
+          log.warn("rejected malformed admission review", {
+            status,
+            error: message,
+            suppressedSinceLast: suppressed,
+          })
+        );
         return c.json({ error: parsed.message }, parsed.status);
       }
       const { request } = parsed;
@@ -75,21 +140,7 @@ export function createAdmissionApp(deps: AdmissionAppDeps): Hono {
       const seconds = (now() - started) / 1000;
       observer.reviewed(verdict, seconds);
       if (request.operation === "DELETE") {
-        const fields = {
-          uid: request.uid,
-          resource: `${request.resource.resource}.${request.resource.group}`,
-          namespace: request.namespace,
-          name: request.name,
-          dryRun: request.dryRun ?? false,
-          user: request.userInfo?.username,
-          outcome: verdict.outcome,
-          durationMs: Math.round(seconds * 1000),
-          ...(verdict.response.allowed
-            ? {}
-            : { message: verdict.response.status?.message }),
-        };
-        if (verdict.response.allowed) log.debug("admission review", fields);
-        else log.info("admission review denied", fields);
+        logReview(log, request, verdict, seconds);
       }
       return c.json(toReview(verdict.response));
     },
@@ -104,6 +155,54 @@ export function createAdmissionApp(deps: AdmissionAppDeps): Hono {
     }, 500);
   });
   return app;
+}
+
+/**
+ * One line per decided DELETE: denials and deletes let through by the
+ * skip-protection annotation (the audit of break-glass) at info, with who
+ * asked; other allowed deletes at debug.
+ */
+function logReview(
+  log: Logger,
+  request: AdmissionRequest,
+  verdict: Verdict,
+  seconds: number,
+): void {
+  const annotations = asRecord(
+    asRecord(objectOf(request)?.metadata)
+      ?.annotations,
+  );
+  const fields = {
+    uid: request.uid,
+    resource: `${request.resource.resource}.${request.resource.group}`,
+    workspace: annotations?.[CLUSTER_ANNOTATION],
+    namespace: request.namespace,
+    name: request.name || asRecord(objectOf(request)?.metadata)?.name,
+    dryRun: request.dryRun ?? false,
+    user: request.userInfo?.username,
+    groups: request.userInfo?.groups,
+    outcome: verdict.outcome,
+    durationMs: Math.round(seconds * 1000),
+    ...(verdict.response.allowed
+      ? {}
+      : { message: verdict.response.status?.message }),
+  };
+  if (verdict.outcome === "allowed_skip") {
+    log.info(
+      `delete allowed by the ${SKIP_PROTECTION_ANNOTATION} annotation`,
+      fields,
+    );
+  } else if (verdict.response.allowed) {
+    log.debug("admission review", fields);
+  } else {
+    log.info("admission review denied", fields);
+  }
+}
+
+function asRecord(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === "object" && value !== null && !Array.isArray(value)
+    ? value as Record<string, unknown>
+    : undefined;
 }
 
 /** Readiness: `true`, or the reason it is not ready yet. */

@@ -17,6 +17,7 @@ import {
 import { createLogger } from "./log.ts";
 import { CONTENT_TYPE, MetricsRegistry } from "./metrics.ts";
 import { RuleRegistry } from "./rule_registry.ts";
+import { Semaphore } from "./semaphore.ts";
 import {
   type AdmissionObserver,
   createAdmissionApp,
@@ -92,6 +93,7 @@ function admission(
     items?: unknown[];
     loaded?: boolean;
     validator?: DeletionValidator;
+    bodyBytes?: Semaphore;
   } = {},
 ): AdmissionHarness {
   const registry = new RuleRegistry();
@@ -117,6 +119,9 @@ function admission(
     validator: options.validator ?? new DeletionValidator(registry, source),
     log: createLogger({ level: "debug", write: logs.write }),
     observer,
+    ...(options.bodyBytes === undefined
+      ? {}
+      : { bodyBytes: options.bodyBytes, queueTimeoutMs: 20 }),
     now: () => (clock += 250),
   });
   return {
@@ -291,6 +296,67 @@ for (const [what, body, error] of MALFORMED) {
     assert.equal(record?.status, 400);
   });
 }
+
+Deno.test("createAdmissionApp() logs one malformed review per interval, counting the ones it held back", async () => {
+  const h = admission();
+  for (let i = 0; i < 50; i++) await h.request({ body: "{nope" });
+  assert.equal(h.rejected.length, 50);
+  const records = h.logs.filter((r) =>
+    r.msg === "rejected malformed admission review"
+  );
+  // The clock advances 250 ms a reading: 50 rejects span well under 60 s,
+  // so at most 6 intervals of 10 s.
+  assert.ok(records.length >= 2 && records.length <= 6, `${records.length}`);
+  assert.equal(records[0]?.suppressedSinceLast, 0);
+});
+
+Deno.test("createAdmissionApp() logs a delete let through by skip-protection at info, with who, where and what", async () => {
+  const h = admission();
+  const oldObject = structuredClone(deleteVpc.request.oldObject) as {
+    metadata: { annotations: Record<string, string> };
+  };
+  oldObject.metadata
+    .annotations["dependencies.opendefense.cloud/skip-protection"] = "true";
+  const response = await h.request({ body: reviewWith({ oldObject }) });
+  assert.equal((await response.json()).response.allowed, true);
+  const record = h.logs.find((r) =>
+    r.msg ===
+      "delete allowed by the dependencies.opendefense.cloud/skip-protection annotation"
+  );
+  assert.equal(record?.level, "info");
+  assert.equal(record?.user, deleteVpc.request.userInfo.username);
+  assert.deepEqual(record?.groups, deleteVpc.request.userInfo.groups);
+  assert.equal(
+    record?.workspace,
+    deleteVpc.request.oldObject.metadata.annotations["kcp.io/cluster"],
+  );
+  assert.equal(record?.resource, "vpcs.net.example.io");
+  assert.equal(record?.name, "vpc-a");
+  assert.equal(record?.outcome, "allowed_skip");
+});
+
+Deno.test("createAdmissionApp() answers 503 with Retry-After while the body bytes in flight are taken, and reads nothing", async () => {
+  const bodyBytes = new Semaphore(1024);
+  const held = (await bodyBytes.acquire(1024, { timeoutMs: 0 }))!;
+  const h = admission({ bodyBytes });
+  const body = JSON.stringify(deleteVpc);
+  const response = await h.request({
+    body,
+    headers: { "content-length": String(body.length) },
+  });
+  await assertError(response, 503, /busy reading other reviews: retry/);
+  assert.equal(response.headers.get("retry-after"), "1");
+  assert.deepEqual(h.rejected, [503]);
+  assert.deepEqual(h.reviewed, []);
+  held();
+  const next = await h.request({ body });
+  assert.equal(next.status, 200);
+  assert.equal(
+    bodyBytes.used,
+    0,
+    "the permits come back once the body is parsed",
+  );
+});
 
 /** A valid review padded with trailing spaces to exactly `size` bytes. */
 function paddedReview(size: number): Uint8Array<ArrayBuffer> {

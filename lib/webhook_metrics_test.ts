@@ -48,6 +48,7 @@ function verdict(outcome: Outcome): Verdict {
       };
     case "denied_not_ready":
     case "denied_error":
+    case "denied_busy":
       return {
         response: deny(uid, {
           code: 503,

@@ -5,6 +5,7 @@
  * @module
  */
 import {
+  ALLOW_INSECURE_HTTP_FLAG,
   API_EXPORT_NAME_FLAG,
   type ComponentOptions,
   kcpBaseHostFlag,
@@ -21,6 +22,7 @@ import {
   parseFlag,
   parseFlags,
 } from "./flags.ts";
+import { MAX_REVIEW_BYTES } from "./admission_review.ts";
 
 /** The webhook's flag table, in `--help` order. */
 export const WEBHOOK_FLAGS: readonly FlagSpec[] = [
@@ -59,7 +61,26 @@ export const WEBHOOK_FLAGS: readonly FlagSpec[] = [
     help:
       "Objects per page when listing dependents (each further page is a fresh read for kcp)",
   },
+  {
+    name: "max-concurrent-reviews",
+    default: "4",
+    help:
+      "Reviews that read kcp at once; more wait up to --review-queue-timeout, then are denied as busy (memory bound)",
+  },
+  {
+    name: "max-review-bytes-in-flight",
+    default: "8388608",
+    help:
+      "Bytes of review bodies read and parsed at once (at least 3 MiB); more wait, then get 503 (memory bound)",
+  },
+  {
+    name: "review-queue-timeout",
+    default: "2s",
+    help:
+      "How long a review waits for room under the two bounds above before it is turned away",
+  },
   LOG_LEVEL_FLAG,
+  ALLOW_INSECURE_HTTP_FLAG,
 ];
 
 /** Typed webhook options. */
@@ -74,6 +95,12 @@ export interface WebhookOptions extends ComponentOptions {
   listTimeoutMs: number;
   /** Page size for dependent lists. */
   listPageSize: number;
+  /** Reviews that read kcp at once. */
+  maxConcurrentReviews: number;
+  /** Bytes of review bodies read and parsed at once. */
+  maxReviewBytesInFlight: number;
+  /** How long a review waits for room, ms. */
+  reviewQueueTimeoutMs: number;
 }
 
 /** The result of {@linkcode parseWebhookOptions}: options, or a request for help. */
@@ -108,12 +135,14 @@ export function parseWebhookOptions(
       "Cannot start: --webhook-bind-address cannot be disabled",
     );
   }
-  const pageSize = Number(v["list-page-size"]);
-  if (!Number.isInteger(pageSize) || pageSize < 1) {
+  const pageSize = positiveInteger("list-page-size", v["list-page-size"]!);
+  const maxReviewBytesInFlight = positiveInteger(
+    "max-review-bytes-in-flight",
+    v["max-review-bytes-in-flight"]!,
+  );
+  if (maxReviewBytesInFlight < MAX_REVIEW_BYTES) {
     throw new TypeError(
-      `Cannot parse --list-page-size: want a positive integer: current value is '${
-        v["list-page-size"]
-      }'`,
+      `Cannot use --max-review-bytes-in-flight below the largest review (${MAX_REVIEW_BYTES} bytes): current value is '${maxReviewBytesInFlight}'`,
     );
   }
   return {
@@ -131,6 +160,25 @@ export function parseWebhookOptions(
         () => parseDuration(v["list-timeout"]!),
       ),
       listPageSize: pageSize,
+      maxConcurrentReviews: positiveInteger(
+        "max-concurrent-reviews",
+        v["max-concurrent-reviews"]!,
+      ),
+      maxReviewBytesInFlight,
+      reviewQueueTimeoutMs: parseFlag(
+        "review-queue-timeout",
+        () => parseDuration(v["review-queue-timeout"]!),
+      ),
     },
   };
+}
+
+function positiveInteger(flag: string, text: string): number {
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 1) {
+    throw new TypeError(
+      `Cannot parse --${flag}: want a positive integer: current value is '${text}'`,
+    );
+  }
+  return value;
 }

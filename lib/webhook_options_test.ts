@@ -20,7 +20,11 @@ Deno.test("parseWebhookOptions() applies the reference's defaults", () => {
     metricsBind: { hostname: "0.0.0.0", port: 8080 },
     listTimeoutMs: 7000,
     listPageSize: 10_000,
+    maxConcurrentReviews: 4,
+    maxReviewBytesInFlight: 8 * 1024 * 1024,
+    reviewQueueTimeoutMs: 2_000,
     logLevel: "info",
+    allowInsecureHttp: false,
   });
 });
 
@@ -82,6 +86,14 @@ Deno.test("parseWebhookOptions() names the flag that is wrong", () => {
   assert.throws(
     () => parse(["--kubeconfig=/k", "--list-page-size=0"]),
     /Cannot parse --list-page-size/,
+  );
+  assert.throws(
+    () => parse(["--kubeconfig=/k", "--max-concurrent-reviews=many"]),
+    /Cannot parse --max-concurrent-reviews: want a positive integer/,
+  );
+  assert.throws(
+    () => parse(["--kubeconfig=/k", "--max-review-bytes-in-flight=1024"]),
+    /Cannot use --max-review-bytes-in-flight below the largest review/,
   );
   assert.throws(
     () => parse(["--kubeconfig=/k", "--log-level=loud"]),

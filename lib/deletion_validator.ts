@@ -97,6 +97,18 @@ export interface Verdict {
   outcome: Outcome;
   /** Number of blocking dependents found (denied_referenced only). */
   blockers?: number;
+  /** The permission kcp refused our identity (denied_error only). */
+  forbidden?: Permission;
+}
+
+/** A permission on a type: what a 403 refused. */
+export interface Permission {
+  /** The verb refused. */
+  verb: "get" | "list";
+  /** The type's API group (`""` for core). */
+  group: string;
+  /** The type's resource. */
+  resource: string;
 }
 
 /** Options for {@linkcode DeletionValidator}. */
@@ -237,8 +249,13 @@ export class DeletionValidator {
     ]);
     if (confirmed.status === "rejected") {
       return unavailable(uid, shown, {
-        what: `cannot read the object itself (${errorText(confirmed.reason)})`,
-        until: "it can be read",
+        what: confirmed.reason instanceof Forbidden
+          ? confirmed.reason.message
+          : `cannot read the object itself (${errorText(confirmed.reason)})`,
+        until: confirmed.reason instanceof Forbidden
+          ? "it may"
+          : "it can be read",
+        error: confirmed.reason,
       });
     }
     if (!confirmed.value) {
@@ -253,10 +270,15 @@ export class DeletionValidator {
     }
     if (listed.status === "rejected") {
       return unavailable(uid, shown, {
-        what: `cannot check whether other objects still refer to it (${
-          errorText(listed.reason)
-        })`,
-        until: "they can be checked",
+        what: listed.reason instanceof Forbidden
+          ? listed.reason.message
+          : `cannot check whether other objects still refer to it (${
+            errorText(listed.reason)
+          })`,
+        until: listed.reason instanceof Forbidden
+          ? "it may"
+          : "they can be checked",
+        error: listed.reason,
       });
     }
     const { named, total } = listed.value;
@@ -306,6 +328,11 @@ export class DeletionValidator {
         stopped,
       ]);
       return live === target.uid;
+    } catch (error) {
+      if (error instanceof KubeApiError && error.status === 403) {
+        throw new Forbidden("get", target.resource);
+      }
+      throw error;
     } finally {
       clearTimeout(timer);
       if (!stop.signal.aborted) stop.abort(new Error("review finished"));
@@ -409,11 +436,30 @@ export class DeletionValidator {
     } catch (error) {
       if (error instanceof KubeApiError && error.notFound) return;
       if (signal.reason instanceof DeadlineExceeded) throw signal.reason;
+      if (error instanceof KubeApiError && error.status === 403) {
+        throw new Forbidden("list", dependent);
+      }
       const detail = error instanceof Error ? error.message : String(error);
       throw new Error(
         `listing ${dependent.resource}.${dependent.group} failed: ${detail}`,
       );
     }
+  }
+}
+
+/** Our identity may not read what a review needs: a setup problem to name. */
+class Forbidden extends Error {
+  readonly permission: Permission;
+  constructor(verb: "get" | "list", type: GroupVersionResource) {
+    const shown = type.group === ""
+      ? type.resource
+      : `${type.resource}.${type.group}`;
+    super(
+      `the webhook's identity may not ${verb} ${shown} in this workspace (403 Forbidden): ` +
+        `grant "${verb}" on ${shown} to it in system:admin of every shard (manifests/kcp/system-admin, deno task rbac)`,
+    );
+    this.name = "Forbidden";
+    this.permission = { verb, group: type.group, resource: type.resource };
   }
 }
 
@@ -528,9 +574,12 @@ function errorText(error: unknown): string {
 function unavailable(
   uid: string,
   shown: string,
-  problem: { what: string; until: string },
+  problem: { what: string; until: string; error: unknown },
 ): Verdict {
   return {
+    ...(problem.error instanceof Forbidden
+      ? { forbidden: problem.error.permission }
+      : {}),
     response: deny(uid, {
       code: 503,
       reason: "ServiceUnavailable",

@@ -1,7 +1,7 @@
 /**
  * The webhook's Prometheus metrics: reviews by outcome, review latency,
- * malformed requests, dependent list errors, the state of the rules, and
- * failing watches.
+ * malformed requests, dependent list errors, reads kcp refused, the state of
+ * the rules, and failing watches.
  *
  * @module
  */
@@ -53,6 +53,14 @@ export function createWebhookMetrics(
         "Reviews denied because dependents could not be listed (fail closed)",
     },
   );
+  const forbidden = registry.counter(
+    "dependency_webhook_forbidden_total",
+    {
+      help:
+        "Reviews denied because kcp refused the webhook's identity a read it needs (a missing RBAC grant in system:admin), by verb, group and resource",
+      labelNames: ["verb", "group", "resource"],
+    },
+  );
   const rules = registry.gauge("dependency_webhook_rules", {
     help: "DependencyRules seen, by validity",
     labelNames: ["state"],
@@ -80,6 +88,10 @@ export function createWebhookMetrics(
       reviews.inc({ outcome: verdict.outcome });
       duration.observe(seconds, { outcome: verdict.outcome });
       if (verdict.outcome === "denied_error") listErrors.inc();
+      if (verdict.forbidden !== undefined) {
+        const { verb, group, resource } = verdict.forbidden;
+        forbidden.inc({ verb, group, resource });
+      }
     },
     rejected(status: number) {
       rejected.inc({ status: String(status) });

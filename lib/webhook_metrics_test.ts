@@ -311,3 +311,32 @@ Deno.test("createWebhookMetrics() cannot register twice in one registry", () => 
   const { registry } = setup();
   assert.throws(() => createWebhookMetrics(registry), TypeError);
 });
+
+Deno.test("WebhookMetrics.reviewed() counts reads kcp refused by verb, group and resource", () => {
+  const { registry, metrics } = setup();
+  const refused = (verb: "get" | "list", resource: string): Verdict => ({
+    ...verdict("denied_error"),
+    forbidden: { verb, group: "compute.example.com", resource },
+  });
+  metrics.reviewed(refused("list", "virtualmachines"), 0.01);
+  metrics.reviewed(refused("list", "virtualmachines"), 0.01);
+  metrics.reviewed(refused("get", "vpcs"), 0.01);
+  metrics.reviewed(verdict("denied_error"), 0.01);
+  const text = registry.render();
+  const name = "dependency_webhook_forbidden_total";
+  assert.equal(
+    sample(
+      text,
+      `${name}{verb="list",group="compute.example.com",resource="virtualmachines"}`,
+    ),
+    2,
+  );
+  assert.equal(
+    sample(
+      text,
+      `${name}{verb="get",group="compute.example.com",resource="vpcs"}`,
+    ),
+    1,
+  );
+  assert.equal(sample(text, `${LIST_ERRORS}`), 4);
+});

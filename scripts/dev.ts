@@ -21,6 +21,7 @@ import {
   buildTopology,
   type ComponentProcess,
   createServingCert,
+  grantWebhookReads,
   type KcpServer,
   type KubectlResult,
   startController,
@@ -286,6 +287,11 @@ async function walkThrough(running: Running): Promise<Topology> {
     "The controller installed the webhook in the network provider, where VPCs live:",
   );
   await kubectlOk(kcp, network, ["get", "validatingwebhookconfigurations"]);
+  note(
+    "The webhook may read only what rules name: deno task rbac prints that, applied in system:admin of each shard:",
+  );
+  const role = await grantWebhookReads(kcp);
+  console.log(indent(role.trimEnd(), dim));
 
   step(`A consumer creates a VPC and a VirtualMachine in it`);
   await kubectlOk(kcp, consumer, [
@@ -301,7 +307,8 @@ async function walkThrough(running: Running): Promise<Topology> {
 
   step("Deleting the VPC while the VM uses it is denied");
   // kcp's admission sees a new webhook configuration once its cache has it,
-  // typically within a second: ask with a dry run until the webhook answers.
+  // and the webhook's new grant once RBAC has it, typically within a second:
+  // ask with a dry run until the webhook names the VM.
   await waitFor("kcp to call the webhook for VPC deletes", async () => {
     const dry = await kcp.kubectl([
       "delete",
@@ -311,7 +318,7 @@ async function walkThrough(running: Running): Promise<Topology> {
     ], {
       workspace: consumer,
     });
-    return dry.code !== 0 || undefined;
+    return /still referenced/.test(dry.stderr) || undefined;
   }, { timeoutMs: 30_000, intervalMs: 100 });
   const denied = await kubectl(kcp, consumer, ["delete", "vpc", "vpc-a"]);
   if (denied.code === 0) {

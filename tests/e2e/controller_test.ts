@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import {
   applyObjects,
+  applySystemAdminOverlay,
   buildTopology,
   type ComponentProcess,
   dependencyRule,
@@ -238,6 +239,19 @@ kcpTest(
           });
           c1 = topo.consumers[0]!.path;
           c2 = topo.consumers[1]!.path;
+          // The reads the rules below need, as an operator's overlay.
+          await applySystemAdminOverlay(kcp, [
+            {
+              group: "compute.example.com",
+              resources: ["virtualmachines"],
+              verbs: ["get", "list"],
+            },
+            {
+              group: "network.example.com",
+              resources: ["subnets", "vpcs"],
+              verbs: ["get", "list"],
+            },
+          ]);
           webhook = await startWebhook(kcp);
           controller = await startController(kcp, { webhook });
           assert.equal(

@@ -8,7 +8,9 @@ import assert from "node:assert/strict";
 import {
   applyObjects,
   buildTopology,
+  grantWebhookReads,
   installWebhookConfig,
+  KcpRequestError,
   type KcpServer,
   kcpTest,
   startWebhook,
@@ -87,6 +89,55 @@ async function waitForProtection(
   );
 }
 
+/** POSTs an AdmissionReview straight to the webhook, as anyone on its network could. */
+async function postReview(
+  webhook: WebhookProcess,
+  review: unknown,
+): Promise<{ allowed: boolean; status?: { code: number; message: string } }> {
+  const client = Deno.createHttpClient({ caCerts: [webhook.cert.caPem] });
+  try {
+    const response = await fetch(webhook.url, {
+      method: "POST",
+      body: JSON.stringify(review),
+      client,
+    });
+    assert.equal(response.status, 200);
+    return (await response.json() as {
+      response: {
+        allowed: boolean;
+        status?: { code: number; message: string };
+      };
+    }).response;
+  } finally {
+    client.close();
+  }
+}
+
+/** The DELETE review kcp would send for `object`, a live VPC as kubectl shows it. */
+function deleteReviewOf(object: {
+  metadata: { name: string; namespace: string };
+}): unknown {
+  return {
+    apiVersion: "admission.k8s.io/v1",
+    kind: "AdmissionReview",
+    request: {
+      uid: crypto.randomUUID(),
+      kind: { group: "network.example.com", version: "v1alpha1", kind: "VPC" },
+      resource: {
+        group: "network.example.com",
+        version: "v1alpha1",
+        resource: "vpcs",
+      },
+      name: object.metadata.name,
+      namespace: object.metadata.namespace,
+      operation: "DELETE",
+      userInfo: { username: "mallory", groups: ["system:authenticated"] },
+      oldObject: object,
+      dryRun: false,
+    },
+  };
+}
+
 async function validRules(webhook: WebhookProcess): Promise<number> {
   const { text } = await webhook.get(webhook.metricsPort, "/metrics");
   const match = /^dependency_webhook_rules\{state="valid"\} (\d+)$/m.exec(text);
@@ -152,6 +203,67 @@ kcpTest(
     );
 
     await step(
+      "until the webhook may read the rule's types, the delete is denied naming the missing permission",
+      async () => {
+        const r = await kcp.kubectl(
+          ["delete", "vpc", "vpc-a", "-n", "default"],
+          { workspace: c1 },
+        );
+        assert.notEqual(r.code, 0);
+        assert.match(
+          r.stderr,
+          /the webhook's identity may not (get vpcs\.network\.example\.com|list virtualmachines\.compute\.example\.com) in this workspace \(403 Forbidden\): grant/,
+        );
+        assert.match(r.stderr, /system:admin of every shard/);
+        assert.ok(await exists(kcp, c1, "vpc", "vpc-a"));
+        const { text } = await webhook.get(webhook.metricsPort, "/metrics");
+        assert.match(
+          text,
+          /^dependency_webhook_forbidden_total\{verb="(get|list)",group="(network|compute)\.example\.com",resource="(vpcs|virtualmachines)"\} [1-9]/m,
+        );
+      },
+    );
+
+    await step(
+      "deno task rbac grants exactly the rule's types, and protection names the VM",
+      async () => {
+        const role = await grantWebhookReads(kcp);
+        assert.match(role, /kind: ClusterRole/);
+        assert.match(role, /- virtualmachines\n\s+verbs:\n\s+- get\n\s+- list/);
+        assert.match(role, /- vpcs\n\s+verbs:\n\s+- get\n/);
+        assert.doesNotMatch(role, /'\*'|"\*"|- \*/);
+        await waitFor("the webhook to name the VM", async () => {
+          const r = await kcp.kubectl([
+            "delete",
+            "vpc",
+            "vpc-a",
+            "-n",
+            "default",
+            "--dry-run=server",
+          ], { workspace: c1 });
+          return /still referenced by VirtualMachine\/vm-1/.test(r.stderr) ||
+            undefined;
+        }, { timeoutMs: 30_000, intervalMs: 200 });
+      },
+    );
+
+    await step(
+      "the webhook's identity can read no Secret or ConfigMap in a consumer workspace",
+      async () => {
+        const cluster = topo.consumers[0]!.cluster;
+        for (const resource of ["secrets", "configmaps"]) {
+          const error = await kcp.request(
+            "GET",
+            `/clusters/${cluster}/api/v1/namespaces/default/${resource}`,
+            { identity: "webhook" },
+          ).then(() => undefined, (e: unknown) => e);
+          assert.ok(error instanceof KcpRequestError, resource);
+          assert.equal(error.status, 403, resource);
+        }
+      },
+    );
+
+    await step(
       "deleting a referenced VPC is denied, naming the VM",
       async () => {
         const r = await kcp.kubectl(
@@ -165,6 +277,43 @@ kcpTest(
         );
         assert.match(r.stderr, /cannot delete vpcs\/vpc-a/);
         assert.ok(await exists(kcp, c1, "vpc", "vpc-a"));
+      },
+    );
+
+    await step(
+      "a review copied from a real one names blockers; with the uid changed, or for another workspace, it learns nothing",
+      async () => {
+        const live = JSON.parse(
+          await kcp.kubectlOk([
+            "get",
+            "vpc",
+            "vpc-a",
+            "-n",
+            "default",
+            "-o",
+            "json",
+          ], {
+            workspace: c1,
+          }),
+        );
+        const genuine = await postReview(webhook, deleteReviewOf(live));
+        assert.equal(genuine.allowed, false);
+        assert.match(genuine.status?.message ?? "", /VirtualMachine\/vm-1/);
+
+        const forged = structuredClone(live);
+        forged.metadata.uid = crypto.randomUUID();
+        const changed = await postReview(webhook, deleteReviewOf(forged));
+        assert.equal(changed.allowed, false);
+        assert.equal(changed.status?.code, 409);
+        assert.doesNotMatch(changed.status?.message ?? "", /vm-1|vpc-a/);
+
+        // The same object claimed in c2, where nobody named vpc-a exists.
+        const elsewhere = structuredClone(forged);
+        elsewhere.metadata.annotations["kcp.io/cluster"] =
+          topo.consumers[1]!.cluster;
+        const other = await postReview(webhook, deleteReviewOf(elsewhere));
+        assert.equal(other.allowed, false);
+        assert.deepEqual(other.status, changed.status);
       },
     );
 
@@ -294,6 +443,15 @@ kcpTest(
           workspace: c1,
         });
         assert.ok(await exists(kcp, c1, "virtualmachine", "vm-3"));
+        const audit = (await webhook.log()).split("\n")
+          .filter((line) => line.includes("skip-protection annotation"))
+          .map((line) => JSON.parse(line));
+        assert.equal(audit.length, 1);
+        assert.equal(audit[0].level, "info");
+        assert.equal(audit[0].user, "admin");
+        assert.equal(audit[0].workspace, topo.consumers[0]!.cluster);
+        assert.equal(audit[0].resource, "vpcs.network.example.com");
+        assert.equal(audit[0].name, "vpc-x");
       },
     );
 

@@ -5,7 +5,7 @@
  * @module
  */
 import { freePorts, type KcpServer } from "./kcp_server.ts";
-import { appendTo, stopProcess } from "./process.ts";
+import { appendTo, runCommand, stopProcess } from "./process.ts";
 import { createServingCert, type ServingCert } from "./tls.ts";
 import { GiveUp, waitFor } from "./wait.ts";
 
@@ -252,4 +252,31 @@ async function stopWatched(
     // exited meanwhile, or did not finish in time: kill the watcher anyway
   }
   await stopProcess(child, { signal: "SIGKILL" });
+}
+
+/**
+ * Grants the webhook's reads for the live DependencyRules as an operator
+ * does: `deno task rbac` with the webhook's kubeconfig, its output applied
+ * in `system:admin` as a `system:masters` identity. Returns the ClusterRole
+ * applied (YAML).
+ */
+export async function grantWebhookReads(kcp: KcpServer): Promise<string> {
+  const kubeconfig = await kcp.kubeconfig("webhook", "root:dep-ctrl");
+  const printed = await runCommand(Deno.execPath(), [
+    "run",
+    "--allow-net",
+    "--allow-read",
+    "--allow-env",
+    `${ROOT}scripts/rbac.ts`,
+    `--kubeconfig=${kubeconfig}`,
+  ], { cwd: ROOT });
+  if (printed.code !== 0) {
+    throw new Error(`deno task rbac failed: ${printed.stderr}`);
+  }
+  await kcp.kubectlOk(["apply", "-f", "-"], {
+    workspace: "system:admin",
+    identity: "shardAdmin",
+    stdin: printed.stdout,
+  });
+  return printed.stdout;
 }

@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { relative } from "node:path";
 import {
   applyFiles,
   bindExport,
@@ -211,4 +212,61 @@ export async function installWebhookConfig(
     workspace,
     stdin: JSON.stringify(config),
   });
+}
+
+/** One grant of an operator's `manifests/kcp/system-admin` overlay. */
+export interface ReadGrant {
+  /** API group. */
+  group: string;
+  /** Resources of the group. */
+  resources: string[];
+  /** `["get"]` for protected types, `["get", "list"]` for dependents. */
+  verbs: string[];
+}
+
+/**
+ * Grants the webhook's reads as an operator with a fixed list of provider
+ * groups does: an overlay of `manifests/kcp/system-admin` that adds the
+ * grants to `dependency-webhook:dependents-reader` (the patch its
+ * kustomization.yaml shows), applied in `system:admin`.
+ */
+export async function applySystemAdminOverlay(
+  kcp: KcpServer,
+  grants: readonly ReadGrant[],
+): Promise<void> {
+  const dir = await Deno.makeTempDir({ dir: kcp.rootDir });
+  try {
+    const patch = grants.map((g) =>
+      [
+        "- op: add",
+        "  path: /rules/-",
+        `  value: ${
+          JSON.stringify({
+            apiGroups: [g.group],
+            resources: g.resources,
+            verbs: g.verbs,
+          })
+        }`,
+      ].join("\n")
+    ).join("\n");
+    await Deno.writeTextFile(
+      `${dir}/kustomization.yaml`,
+      [
+        "resources:",
+        // kustomize takes local bases by relative path.
+        `  - ${relative(dir, `${MANIFESTS}kcp/system-admin`)}`,
+        "patches:",
+        '  - target: {kind: ClusterRole, name: "dependency-webhook:dependents-reader"}',
+        "    patch: |",
+        ...patch.split("\n").map((line) => `      ${line}`),
+        "",
+      ].join("\n"),
+    );
+    await kcp.kubectlOk(["apply", "-k", dir], {
+      workspace: "system:admin",
+      identity: "shardAdmin",
+    });
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 }

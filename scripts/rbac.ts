@@ -1,0 +1,136 @@
+/**
+ * Prints the least-privilege ClusterRole the webhook needs for the live
+ * DependencyRules (`get,list` on each dependent type, `get` on each
+ * protected type), read the way the webhook reads them: through the dep-ctrl
+ * APIExport's virtual workspaces, with the webhook's own kubeconfig.
+ *
+ * ```sh
+ * deno task rbac --kubeconfig=webhook.kubeconfig \
+ *   | kubectl --server https://<shard>/clusters/system:admin apply -f -
+ * ```
+ *
+ * Apply it in `system:admin` of every shard, next to
+ * `manifests/kcp/system-admin` (which binds it), and again after a rule
+ * names a new type.
+ *
+ * @module
+ */
+import { dumpYaml } from "@kubernetes/client-node";
+import {
+  ALLOW_INSECURE_HTTP_FLAG,
+  API_EXPORT_NAME_FLAG,
+  KUBECONFIG_FLAG,
+} from "../lib/component_flags.ts";
+import { runEntrypoint } from "../lib/entrypoint.ts";
+import {
+  type FlagSpec,
+  parseDuration,
+  parseFlag,
+  parseFlags,
+  requiredFlag,
+} from "../lib/flags.ts";
+import { KubeClient } from "../lib/kube_client.ts";
+import { loadKubeConnection } from "../lib/kube_config.ts";
+import { type Logger, parseLogLevel } from "../lib/log.ts";
+import { enforcedRules } from "../lib/rule_graph.ts";
+import { type RuleSnapshot, RuleWatcher } from "../lib/rule_watcher.ts";
+import { dependentsReaderRole } from "../lib/webhook_rbac.ts";
+
+const FLAGS: readonly FlagSpec[] = [
+  KUBECONFIG_FLAG,
+  API_EXPORT_NAME_FLAG,
+  {
+    name: "timeout",
+    default: "30s",
+    help: "How long to wait for every rule to be read",
+  },
+  { name: "log-level", default: "warn", help: "debug, info, warn or error" },
+  ALLOW_INSECURE_HTTP_FLAG,
+];
+
+interface RbacOptions {
+  kubeconfig: string;
+  apiExportName: string;
+  timeoutMs: number;
+  logLevel: ReturnType<typeof parseLogLevel>;
+  allowInsecureHttp: boolean;
+}
+
+function parse(args: readonly string[]): { help: true } | {
+  help: false;
+  options: RbacOptions;
+} {
+  const flags = parseFlags(args, FLAGS);
+  if (flags.help) return { help: true };
+  const v = flags.values;
+  return {
+    help: false,
+    options: {
+      kubeconfig: requiredFlag(flags, "kubeconfig", { env: "KUBECONFIG" }),
+      apiExportName: v["api-export-name"]!,
+      timeoutMs: parseFlag("timeout", () => parseDuration(v["timeout"]!)),
+      logLevel: parseFlag("log-level", () => parseLogLevel(v["log-level"]!)),
+      allowInsecureHttp: v["allow-insecure-http"] === "true",
+    },
+  };
+}
+
+/** Reads every rule once, prints the ClusterRole, and stops. */
+async function run(options: RbacOptions, log: Logger): Promise<number> {
+  const connection = {
+    ...loadKubeConnection(options.kubeconfig),
+    allowInsecureHttp: options.allowInsecureHttp,
+  };
+  const client = new KubeClient(connection, { userAgent: "dependency-rbac" });
+  let synced!: (snapshot: RuleSnapshot) => void;
+  const done = new Promise<RuleSnapshot>((resolve) => synced = resolve);
+  const watcher = new RuleWatcher({
+    client,
+    workspaceUrl: connection.server,
+    apiExportName: options.apiExportName,
+    log,
+    onChange: (snapshot) => {
+      if (snapshot.synced) synced(snapshot);
+    },
+  });
+  watcher.start();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timedOut = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), options.timeoutMs);
+  });
+  try {
+    const snapshot = await Promise.race([done, timedOut]);
+    if (snapshot === undefined) {
+      log.error("cannot read every DependencyRule in time", {
+        timeoutMs: options.timeoutMs,
+      });
+      return 1;
+    }
+    const rules = enforcedRules(snapshot.rules).map((r) => r.rule);
+    console.log(
+      [
+        `# The webhook's reads for ${rules.length} DependencyRule(s): apply in`,
+        "# system:admin of every shard (manifests/kcp/system-admin binds it).",
+        dumpYaml(dependentsReaderRole(rules)).trimEnd(),
+      ].join("\n"),
+    );
+    return 0;
+  } finally {
+    clearTimeout(timer);
+    await watcher.stop();
+    client.close();
+  }
+}
+
+if (import.meta.main) {
+  Deno.exit(
+    await runEntrypoint(Deno.args, {
+      name: "rbac",
+      summary:
+        "Prints the ClusterRole the webhook needs to read what the live DependencyRules name.",
+      flags: FLAGS,
+      parse,
+      run,
+    }),
+  );
+}

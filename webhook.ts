@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { FrontProxyBypassAuthorizer } from "./lib/access_review.ts";
 import { DeletionValidator } from "./lib/deletion_validator.ts";
 import { FrontProxyDependentSource } from "./lib/dependent_lister.ts";
 import { runEntrypoint, stopSignal } from "./lib/entrypoint.ts";
@@ -67,6 +68,9 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
     timeoutMs: options.listTimeoutMs,
     reviews: new Semaphore(options.maxConcurrentReviews),
     queueTimeoutMs: options.reviewQueueTimeoutMs,
+    ...(options.skipProtectionMode === "authorized"
+      ? { bypass: new FrontProxyBypassAuthorizer(client, base) }
+      : {}),
   });
   const app = createAdmissionApp({
     validator,
@@ -100,6 +104,7 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
     base,
     workspace: connection.server,
     apiExport: options.apiExportName,
+    skipProtectionMode: options.skipProtectionMode,
   });
 
   const signal = await stopSignal();

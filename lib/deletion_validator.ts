@@ -5,7 +5,17 @@
  *
  * @module
  */
-import { CLUSTER_ANNOTATION, SKIP_PROTECTION_ANNOTATION } from "./api.ts";
+import {
+  BYPASS_RESOURCE,
+  BYPASS_VERB,
+  type BypassAuthorizer,
+  type ReviewUser,
+} from "./access_review.ts";
+import {
+  CLUSTER_ANNOTATION,
+  GROUP,
+  SKIP_PROTECTION_ANNOTATION,
+} from "./api.ts";
 import {
   type AdmissionRequest,
   type AdmissionResponse,
@@ -87,7 +97,8 @@ export type Outcome =
   | "denied_error"
   | "denied_invalid"
   | "denied_unconfirmed"
-  | "denied_busy";
+  | "denied_busy"
+  | "denied_skip_unauthorized";
 
 /** A decision: the response and why. */
 export interface Verdict {
@@ -125,6 +136,12 @@ export interface DeletionValidatorOptions {
   reviews?: Semaphore;
   /** How long a review waits for a permit of `reviews`. @default {2_000} */
   queueTimeoutMs?: number;
+  /**
+   * When set, the skip-protection annotation counts only for users it
+   * allows (`--skip-protection-mode=authorized`); unset, the annotation
+   * alone lets a delete through, as in the reference implementation.
+   */
+  bypass?: BypassAuthorizer;
 }
 
 interface Blocker {
@@ -151,6 +168,7 @@ export class DeletionValidator {
   readonly #maxNamed: number;
   readonly #reviews: Semaphore | undefined;
   readonly #queueTimeoutMs: number;
+  readonly #bypass: BypassAuthorizer | undefined;
 
   /** Builds a validator over a registry and a source of dependents. */
   constructor(
@@ -164,6 +182,7 @@ export class DeletionValidator {
     this.#maxNamed = options.maxNamed ?? 10;
     this.#reviews = options.reviews;
     this.#queueTimeoutMs = options.queueTimeoutMs ?? 2_000;
+    this.#bypass = options.bypass;
   }
 
   /** Decides one admission request. Never throws. */
@@ -190,7 +209,8 @@ export class DeletionValidator {
       );
     }
     const annotations = asRecord(asRecord(object.metadata)?.annotations);
-    if (annotations?.[SKIP_PROTECTION_ANNOTATION] === "true") {
+    const skip = annotations?.[SKIP_PROTECTION_ANNOTATION] === "true";
+    if (skip && this.#bypass === undefined) {
       return { response: allow(uid), outcome: "allowed_skip" };
     }
     const target = targetOf(request, object);
@@ -199,9 +219,10 @@ export class DeletionValidator {
     if (protections.length === 0) {
       return { response: allow(uid), outcome: "allowed" };
     }
-    if (this.#reviews === undefined) {
-      return await this.#decide(uid, protections, target);
-    }
+    const decide = skip && this.#bypass !== undefined
+      ? this.#authorizeSkip.bind(this, this.#bypass, request.userInfo)
+      : this.#decide.bind(this, protections);
+    if (this.#reviews === undefined) return await decide(uid, target);
     const release = await this.#reviews.acquire(1, {
       timeoutMs: this.#queueTimeoutMs,
     });
@@ -218,10 +239,66 @@ export class DeletionValidator {
       };
     }
     try {
-      return await this.#decide(uid, protections, target);
+      return await decide(uid, target);
     } finally {
       release();
     }
+  }
+
+  /**
+   * Honours the skip-protection annotation only for a user kcp allows
+   * `bypass` on `protections` in the consumer's workspace; asks that and
+   * reads the live object at once, and answers nothing about the user
+   * unless the live object confirms the review.
+   */
+  async #authorizeSkip(
+    bypass: BypassAuthorizer,
+    user: ReviewUser | undefined,
+    uid: string,
+    target: Target,
+  ): Promise<Verdict> {
+    const shown = `${target.resource.resource}/${target.name}`;
+    const deadline = AbortSignal.timeout(this.#timeoutMs);
+    const [confirmed, allowed] = await Promise.allSettled([
+      this.#confirm(target),
+      bypass.mayBypass({
+        cluster: target.cluster,
+        ...(target.namespace === undefined
+          ? {}
+          : { namespace: target.namespace }),
+        user: user ?? {},
+      }, deadline),
+    ]);
+    if (confirmed.status === "fulfilled" && !confirmed.value) {
+      return unconfirmed(uid);
+    }
+    const failed = confirmed.status === "rejected"
+      ? confirmed.reason
+      : allowed.status === "rejected"
+      ? allowed.reason
+      : undefined;
+    if (failed !== undefined || allowed.status === "rejected") {
+      return unavailable(uid, shown, {
+        what: `cannot check whether you may bypass its protection (${
+          errorText(failed)
+        })`,
+        until: "it can be checked",
+        error: failed,
+      });
+    }
+    if (allowed.value) return { response: allow(uid), outcome: "allowed_skip" };
+    return {
+      response: deny(uid, {
+        code: 403,
+        reason: "Forbidden",
+        message:
+          `cannot delete ${shown}: the ${SKIP_PROTECTION_ANNOTATION} annotation lets a delete through only for users ` +
+          `allowed "${BYPASS_VERB}" on ${BYPASS_RESOURCE}.${GROUP} in this workspace, and ${
+            JSON.stringify(user?.username ?? "")
+          } is not: ask for that permission, or delete what still refers to the object first`,
+      }),
+      outcome: "denied_skip_unauthorized",
+    };
   }
 
   /**
@@ -229,8 +306,8 @@ export class DeletionValidator {
    * blockers only when the live object confirms the review.
    */
   async #decide(
-    uid: string,
     protections: readonly Protection[],
+    uid: string,
     target: Target,
   ): Promise<Verdict> {
     const shown = `${target.resource.resource}/${target.name}`;
@@ -258,16 +335,7 @@ export class DeletionValidator {
         error: confirmed.reason,
       });
     }
-    if (!confirmed.value) {
-      return {
-        response: deny(uid, {
-          code: 409,
-          reason: "Conflict",
-          message: UNCONFIRMED_MESSAGE,
-        }),
-        outcome: "denied_unconfirmed",
-      };
-    }
+    if (!confirmed.value) return unconfirmed(uid);
     if (listed.status === "rejected") {
       return unavailable(uid, shown, {
         what: listed.reason instanceof Forbidden
@@ -588,6 +656,18 @@ function unavailable(
         `${SKIP_PROTECTION_ANNOTATION}=true on the object to delete it anyway`,
     }),
     outcome: "denied_error",
+  };
+}
+
+/** The one generic denial of a review the live object does not confirm. */
+function unconfirmed(uid: string): Verdict {
+  return {
+    response: deny(uid, {
+      code: 409,
+      reason: "Conflict",
+      message: UNCONFIRMED_MESSAGE,
+    }),
+    outcome: "denied_unconfirmed",
   };
 }
 

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import type { BypassAuthorizer, BypassQuery } from "./access_review.ts";
 import type { AdmissionRequest } from "./admission_review.ts";
 import {
   DeletionValidator,
@@ -1582,4 +1583,113 @@ Deno.test("DeletionValidator.validate() gives the permit back when the review fa
   });
   assert.equal(verdict.outcome, "denied_error");
   assert.equal(reviews.used, 0);
+});
+
+// ---------------------------------------------------------------------------
+// 21. Authorised break-glass: the annotation counts only for allowed users
+
+/** Answers SubjectAccessReviews from `allowed`, recording each query. */
+class FakeBypass implements BypassAuthorizer {
+  readonly queries: BypassQuery[] = [];
+  constructor(readonly answer: boolean | { error: unknown }) {}
+  mayBypass(query: BypassQuery): Promise<boolean> {
+    this.queries.push(query);
+    return typeof this.answer === "boolean"
+      ? Promise.resolve(this.answer)
+      : Promise.reject(this.answer.error);
+  }
+}
+
+/** The DELETE of vpc-a, annotated to skip protection. */
+function skipRequest(uid = "uid-vpc-a"): AdmissionRequest {
+  const oldObject = vpc("vpc-a", {
+    namespace: "default",
+    annotations: { "kcp.io/cluster": "consumer1", [SKIP]: "true" },
+  });
+  (oldObject.metadata as Record<string, unknown>).uid = uid;
+  return deleteRequest({ oldObject });
+}
+
+Deno.test("DeletionValidator.validate() with a bypass authorizer lets the annotation through for an allowed user, asking in the consumer's cluster", async () => {
+  const bypass = new FakeBypass(true);
+  const source = new FakeSource({
+    virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
+  });
+  const verdict = await validate(registryOf(VM_RULE), source, skipRequest(), {
+    bypass,
+  });
+  assert.deepEqual(verdict, {
+    response: { uid: UID, allowed: true },
+    outcome: "allowed_skip",
+  });
+  assert.deepEqual(bypass.queries, [{
+    cluster: "consumer1",
+    namespace: "default",
+    user: { username: "alice", groups: ["system:authenticated"] },
+  }]);
+  assert.deepEqual(source.queries, [], "no dependents are listed");
+});
+
+Deno.test("DeletionValidator.validate() with a bypass authorizer denies 403 naming the permission for a user kcp does not allow", async () => {
+  const verdict = await validate(
+    registryOf(VM_RULE),
+    new FakeSource(),
+    skipRequest(),
+    { bypass: new FakeBypass(false) },
+  );
+  assert.deepEqual(verdict, {
+    response: {
+      uid: UID,
+      allowed: false,
+      status: {
+        code: 403,
+        reason: "Forbidden",
+        message:
+          'cannot delete vpcs/vpc-a: the dependencies.opendefense.cloud/skip-protection annotation lets a delete through only for users allowed "bypass" on protections.dependencies.opendefense.cloud in this workspace, and "alice" is not: ask for that permission, or delete what still refers to the object first',
+      },
+    },
+    outcome: "denied_skip_unauthorized",
+  });
+});
+
+Deno.test("DeletionValidator.validate() with a bypass authorizer answers a forged skip review with the generic denial", async () => {
+  const verdict = await validate(
+    registryOf(VM_RULE),
+    new FakeSource(),
+    skipRequest("uid-guessed"),
+    { bypass: new FakeBypass(false) },
+  );
+  assert.equal(verdict.outcome, "denied_unconfirmed");
+});
+
+Deno.test("DeletionValidator.validate() with a bypass authorizer fails closed when kcp cannot answer", async () => {
+  const verdict = await validate(
+    registryOf(VM_RULE),
+    new FakeSource(),
+    skipRequest(),
+    {
+      bypass: new FakeBypass({
+        error: new KubeApiError("POST subjectaccessreviews: 500", {
+          status: 500,
+        }),
+      }),
+    },
+  );
+  assert.equal(verdict.outcome, "denied_error");
+  assert.equal(verdict.response.status?.code, 503);
+  assert.match(
+    verdict.response.status?.message ?? "",
+    /cannot check whether you may bypass its protection \(POST subjectaccessreviews: 500\)/,
+  );
+});
+
+Deno.test("DeletionValidator.validate() with a bypass authorizer asks nothing for a type no rule protects", async () => {
+  const bypass = new FakeBypass(false);
+  const request = skipRequest();
+  const verdict = await validate(registryOf(VM_RULE), new FakeSource(), {
+    ...request,
+    resource: { ...SUBNETS },
+  }, { bypass });
+  assert.equal(verdict.outcome, "allowed");
+  assert.deepEqual(bypass.queries, []);
 });

@@ -9,8 +9,9 @@
 const PATH_SEGMENT = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 const CLUSTER_NAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 const DNS_LABEL = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+// As Kubernetes' IsDNS1123Subdomain: labels of any length, 253 in all.
 const DNS_SUBDOMAIN =
-  /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
+  /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const MAX_SUBDOMAIN = 253;
 
 /**
@@ -94,7 +95,8 @@ export function isDnsLabel(value: string): boolean {
 
 /**
  * Whether `value` is a DNS-1123 subdomain (the name of a custom resource):
- * DNS labels joined by `.`, at most 253 characters.
+ * lowercase alphanumeric parts joined by `.` (with `-` inside a part), at
+ * most 253 characters in all, as Kubernetes checks it.
  */
 export function isDnsSubdomain(value: string): boolean {
   return value.length <= MAX_SUBDOMAIN && DNS_SUBDOMAIN.test(value);

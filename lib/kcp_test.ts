@@ -2,8 +2,11 @@ import assert from "node:assert/strict";
 import {
   baseUrl,
   clusterUrl,
+  isDnsLabel,
+  isDnsSubdomain,
   isLogicalClusterName,
   isWorkspacePath,
+  pathSegment,
   splitWorkspacePath,
 } from "./kcp.ts";
 
@@ -78,4 +81,38 @@ Deno.test("splitWorkspacePath() returns parent and name, undefined for root", ()
   });
   assert.equal(splitWorkspacePath("root"), undefined);
   assert.throws(() => splitWorkspacePath("root::x"), TypeError);
+});
+
+Deno.test("pathSegment() encodes everything that could add a segment, a query or a fragment", () => {
+  assert.equal(pathSegment("root:org"), "root:org");
+  assert.equal(pathSegment("*"), "*");
+  assert.equal(pathSegment("a/b?c#d%e f"), "a%2Fb%3Fc%23d%25e%20f");
+  assert.equal(pathSegment("x!'()"), "x%21%27%28%29");
+  for (const value of ["", ".", ".."]) {
+    assert.throws(() => pathSegment(value), TypeError);
+  }
+  assert.equal(
+    new URL(`https://kcp.example/clusters/${pathSegment("%2e%2e")}`).pathname,
+    "/clusters/%252e%252e",
+  );
+});
+
+Deno.test("clusterUrl() puts the cluster in one encoded segment", () => {
+  assert.equal(
+    clusterUrl("https://kcp.example/", "root/api/v1/secrets?x=y#"),
+    "https://kcp.example/clusters/root%2Fapi%2Fv1%2Fsecrets%3Fx%3Dy%23",
+  );
+});
+
+Deno.test("isDnsLabel() and isDnsSubdomain() follow Kubernetes' name rules", () => {
+  assert.ok(isDnsLabel("default"));
+  assert.ok(!isDnsLabel("a".repeat(64)));
+  assert.ok(!isDnsLabel("a.b"));
+  assert.ok(isDnsSubdomain("vpc-a.v1"));
+  assert.ok(isDnsSubdomain("a".repeat(64)), "labels of any length");
+  assert.ok(isDnsSubdomain("a".repeat(253)));
+  assert.ok(!isDnsSubdomain("a".repeat(254)));
+  for (const bad of ["", "A", "-a", "a-", "a..b", "../x", "a/b", "a b"]) {
+    assert.ok(!isDnsSubdomain(bad), bad);
+  }
 });

@@ -42,6 +42,7 @@ function verdict(outcome: Outcome): Verdict {
         blockers: 2,
       };
     case "denied_invalid":
+    case "denied_skip_unauthorized":
       return {
         response: deny(uid, { code: 400, reason: "BadRequest", message: "x" }),
         outcome,

@@ -79,6 +79,12 @@ export const WEBHOOK_FLAGS: readonly FlagSpec[] = [
     help:
       "How long a review waits for room under the two bounds above before it is turned away",
   },
+  {
+    name: "skip-protection-mode",
+    default: "annotation",
+    help:
+      "annotation: the skip-protection annotation alone lets a delete through (as the reference); authorized: only for users kcp allows 'bypass' on protections.dependencies.opendefense.cloud in the workspace",
+  },
   LOG_LEVEL_FLAG,
   ALLOW_INSECURE_HTTP_FLAG,
 ];
@@ -101,6 +107,8 @@ export interface WebhookOptions extends ComponentOptions {
   maxReviewBytesInFlight: number;
   /** How long a review waits for room, ms. */
   reviewQueueTimeoutMs: number;
+  /** Whether the skip-protection annotation needs the user's `bypass` permission. */
+  skipProtectionMode: "annotation" | "authorized";
 }
 
 /** The result of {@linkcode parseWebhookOptions}: options, or a request for help. */
@@ -169,8 +177,16 @@ export function parseWebhookOptions(
         "review-queue-timeout",
         () => parseDuration(v["review-queue-timeout"]!),
       ),
+      skipProtectionMode: skipProtectionMode(v["skip-protection-mode"]!),
     },
   };
+}
+
+function skipProtectionMode(text: string): "annotation" | "authorized" {
+  if (text === "annotation" || text === "authorized") return text;
+  throw new TypeError(
+    `Cannot parse --skip-protection-mode: want annotation or authorized: current value is '${text}'`,
+  );
 }
 
 function positiveInteger(flag: string, text: string): number {

@@ -23,6 +23,7 @@ Deno.test("parseWebhookOptions() applies the reference's defaults", () => {
     maxConcurrentReviews: 4,
     maxReviewBytesInFlight: 8 * 1024 * 1024,
     reviewQueueTimeoutMs: 2_000,
+    skipProtectionMode: "annotation",
     logLevel: "info",
     allowInsecureHttp: false,
   });
@@ -94,6 +95,15 @@ Deno.test("parseWebhookOptions() names the flag that is wrong", () => {
   assert.throws(
     () => parse(["--kubeconfig=/k", "--max-review-bytes-in-flight=1024"]),
     /Cannot use --max-review-bytes-in-flight below the largest review/,
+  );
+  assert.equal(
+    parse(["--kubeconfig=/k", "--skip-protection-mode=authorized"])
+      .skipProtectionMode,
+    "authorized",
+  );
+  assert.throws(
+    () => parse(["--kubeconfig=/k", "--skip-protection-mode=never"]),
+    /Cannot parse --skip-protection-mode: want annotation or authorized/,
   );
   assert.throws(
     () => parse(["--kubeconfig=/k", "--log-level=loud"]),

@@ -13,6 +13,7 @@ import {
   KcpRequestError,
   type KcpServer,
   kcpTest,
+  MANIFESTS,
   startWebhook,
   type Topology,
   waitFor,
@@ -136,6 +137,45 @@ function deleteReviewOf(object: {
       dryRun: false,
     },
   };
+}
+
+/** A ClusterRole in a workspace. */
+function clusterRole(name: string, rules: unknown[]): unknown {
+  return {
+    apiVersion: "rbac.authorization.k8s.io/v1",
+    kind: "ClusterRole",
+    metadata: { name },
+    rules,
+  };
+}
+
+/** Binds the ClusterRole `role` to `user` in a workspace. */
+function bindUser(role: string, user: string): unknown {
+  return {
+    apiVersion: "rbac.authorization.k8s.io/v1",
+    kind: "ClusterRoleBinding",
+    metadata: { name: `${role}-${user}` },
+    roleRef: {
+      apiGroup: "rbac.authorization.k8s.io",
+      kind: "ClusterRole",
+      name: role,
+    },
+    subjects: [{
+      apiGroup: "rbac.authorization.k8s.io",
+      kind: "User",
+      name: user,
+    }],
+  };
+}
+
+/** How many reviews the webhook has answered, whatever the outcome. */
+async function reviewsAnswered(webhook: WebhookProcess): Promise<number> {
+  const { text } = await webhook.get(webhook.metricsPort, "/metrics");
+  return [
+    ...text.matchAll(
+      /^dependency_webhook_admission_reviews_total\{[^}]*\} (\d+)$/gm,
+    ),
+  ].reduce((sum, m) => sum + Number(m[1]), 0);
 }
 
 async function validRules(webhook: WebhookProcess): Promise<number> {
@@ -452,6 +492,147 @@ kcpTest(
         assert.equal(audit[0].workspace, topo.consumers[0]!.cluster);
         assert.equal(audit[0].resource, "vpcs.network.example.com");
         assert.equal(audit[0].name, "vpc-x");
+      },
+    );
+
+    await step(
+      "a tenant breaks glass with the annotation alone by default, and in authorized mode only with 'bypass'",
+      async () => {
+        // A tenant who may edit and delete VPCs and VMs in c1, nothing more.
+        await applyObjects(kcp, c1, [
+          clusterRole("tenant", [
+            { nonResourceURLs: ["/"], verbs: ["access"] },
+            {
+              apiGroups: ["network.example.com", "compute.example.com"],
+              resources: ["vpcs", "virtualmachines"],
+              verbs: ["get", "list", "create", "update", "patch", "delete"],
+            },
+          ]),
+          bindUser("tenant", "user-1"),
+          vpc("vpc-t1"),
+          vm("vm-t1", { vpcRef: "vpc-t1" }),
+          vpc("vpc-t2"),
+          vm("vm-t2", { vpcRef: "vpc-t2" }),
+        ]);
+        const asTenant = (args: string[]) =>
+          kcp.kubectl(args, { workspace: c1, identity: "user" });
+        const annotate = (name: string) =>
+          asTenant([
+            "annotate",
+            "vpc",
+            name,
+            "-n",
+            "default",
+            "dependencies.opendefense.cloud/skip-protection=true",
+          ]);
+        await waitFor("the tenant's role to take effect", async () => {
+          return (await annotate("vpc-t1")).code === 0 || undefined;
+        });
+        const deleted = await asTenant([
+          "delete",
+          "vpc",
+          "vpc-t1",
+          "-n",
+          "default",
+        ]);
+        assert.equal(deleted.code, 0, deleted.stderr);
+
+        // Authorized mode: the same annotation needs "bypass" on protections.
+        await kcp.kubectlOk(
+          ["apply", "-k", `${MANIFESTS}kcp/system-admin/break-glass`],
+          { workspace: "system:admin", identity: "shardAdmin" },
+        );
+        const strict = await startWebhook(kcp, {
+          cert: webhook.cert,
+          args: ["--skip-protection-mode=authorized"],
+        });
+        try {
+          await installWebhookConfig(kcp, topo.network.path, {
+            url: strict.url,
+            caPem: strict.cert.caPem,
+            resources: [{
+              group: "network.example.com",
+              version: "v1alpha1",
+              resource: "vpcs",
+            }],
+          });
+          assert.equal((await annotate("vpc-t2")).code, 0);
+          let denial = "";
+          await waitFor("the authorized webhook to answer", async () => {
+            const r = await asTenant([
+              "delete",
+              "vpc",
+              "vpc-t2",
+              "-n",
+              "default",
+              "--dry-run=server",
+            ]);
+            denial = r.stderr;
+            return /only for users allowed "bypass"/.test(r.stderr) ||
+              undefined;
+          }, { timeoutMs: 30_000, intervalMs: 200 });
+          assert.match(
+            denial,
+            /allowed "bypass" on protections\.dependencies\.opendefense\.cloud in this workspace, and "user-1" is not/,
+          );
+          assert.ok(await exists(kcp, c1, "vpc", "vpc-t2"));
+
+          await applyObjects(kcp, c1, [
+            clusterRole("break-glass", [{
+              apiGroups: ["dependencies.opendefense.cloud"],
+              resources: ["protections"],
+              verbs: ["bypass"],
+            }]),
+            bindUser("break-glass", "user-1"),
+          ]);
+          await waitFor(
+            "the tenant's bypass grant to let the delete through",
+            async () => {
+              const r = await asTenant([
+                "delete",
+                "vpc",
+                "vpc-t2",
+                "-n",
+                "default",
+              ]);
+              return r.code === 0 || undefined;
+            },
+            { timeoutMs: 30_000, intervalMs: 200 },
+          );
+          assert.ok(!(await exists(kcp, c1, "vpc", "vpc-t2")));
+          assert.ok(await exists(kcp, c1, "virtualmachine", "vm-t2"));
+          const audit = (await strict.log()).split("\n")
+            .filter((line) => line.includes("skip-protection annotation"))
+            .map((line) => JSON.parse(line));
+          assert.equal(audit.length, 1);
+          assert.equal(audit[0].user, "user-1");
+          assert.equal(audit[0].name, "vpc-t2");
+        } finally {
+          // Back to the first webhook: wait until kcp calls it again.
+          await installWebhookConfig(kcp, topo.network.path, {
+            url: webhook.url,
+            caPem: webhook.cert.caPem,
+            resources: [{
+              group: "network.example.com",
+              version: "v1alpha1",
+              resource: "vpcs",
+            }],
+          });
+          await applyObjects(kcp, c2, [vpc("vpc-probe")]);
+          const before = await reviewsAnswered(webhook);
+          await waitFor("kcp to call the first webhook again", async () => {
+            await kcp.kubectl([
+              "delete",
+              "vpc",
+              "vpc-probe",
+              "-n",
+              "default",
+              "--dry-run=server",
+            ], { workspace: c2 });
+            return (await reviewsAnswered(webhook)) > before || undefined;
+          }, { timeoutMs: 30_000, intervalMs: 200 });
+          await strict.stop();
+        }
       },
     );
 

@@ -87,6 +87,12 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
       keyFile: `${options.tlsCertDir}/tls.key`,
       reloadIntervalMs: options.tlsReloadIntervalMs,
       log,
+      handshakeTimeoutMs: options.tlsHandshakeTimeoutMs,
+      headerTimeoutMs: options.readHeaderTimeoutMs,
+      requestTimeoutMs: options.readTimeoutMs,
+      idleTimeoutMs: options.idleTimeoutMs,
+      maxConnections: options.maxConnections,
+      drainTimeoutMs: options.shutdownTimeoutMs,
     },
   );
   const ready = () => registry.loaded || "DependencyRules not loaded yet";
@@ -97,6 +103,7 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
       metrics.collectProcess();
       metrics.watchesFailing(watcher.failingWatches());
     },
+    drainTimeoutMs: options.shutdownTimeoutMs,
   });
   watcher.start();
   log.info("serving", {
@@ -108,9 +115,17 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
   });
 
   const signal = await stopSignal();
-  log.info("shutting down: finishing in-flight reviews", { signal });
-  await admission.shutdown();
-  await Promise.all([...others.map((s) => s.shutdown()), watcher.stop()]);
+  log.info("shutting down: finishing in-flight reviews", {
+    signal,
+    timeoutMs: options.shutdownTimeoutMs,
+  });
+  // Every listener drains at once, each for at most --shutdown-timeout, then
+  // closes what is left: no client can hold the process.
+  await Promise.all([
+    admission.shutdown(),
+    ...others.map((s) => s.shutdown()),
+    watcher.stop(),
+  ]);
   client.close();
   log.info("stopped");
   return 0;

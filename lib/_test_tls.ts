@@ -63,8 +63,3 @@ export async function selfSignedCert(cn: string): Promise<CertPair> {
     await Deno.remove(dir, { recursive: true });
   }
 }
-
-/** Whether this process may use `reusePort` with TLS (`--unstable-net`). */
-export const UNSTABLE_NET =
-  typeof (Deno as unknown as Record<string, unknown>).listenDatagram ===
-    "function";

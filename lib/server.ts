@@ -16,6 +16,11 @@ import {
   toReview,
 } from "./admission_review.ts";
 import { CLUSTER_ANNOTATION, SKIP_PROTECTION_ANNOTATION } from "./api.ts";
+import {
+  type ConnectionLimits,
+  DEFAULT_CONNECTION_LIMITS,
+  serveBoundedTls,
+} from "./bounded_server.ts";
 import type { DeletionValidator, Verdict } from "./deletion_validator.ts";
 import type { BindAddress, ServiceBinds } from "./flags.ts";
 import { createSampler, type Logger } from "./log.ts";
@@ -238,22 +243,64 @@ export function createMetricsApp(
 export interface RunningServer {
   /** The port it listens on (useful when bound to port 0). */
   port: number;
-  /** Stops accepting, lets in-flight requests finish, then resolves. */
+  /**
+   * Stops accepting at once, lets in-flight requests finish up to the
+   * server's drain deadline, then closes what is left and resolves.
+   */
   shutdown(): Promise<void>;
 }
 
-/** Serves plain HTTP (probes, metrics). */
+/** Options for {@linkcode servePlain}. */
+export interface ServePlainOptions {
+  /**
+   * Time `shutdown()` lets in-flight requests finish.
+   * @default {8_000}
+   */
+  drainTimeoutMs?: number;
+}
+
+/**
+ * Serves plain HTTP (probes, metrics) with `Deno.serve`. Its `shutdown()`
+ * closes idle and half-received connections at once; a request still running
+ * at the drain deadline no longer holds the process (the server is unref'd)
+ * and `shutdown()` resolves. This listener has no connection cap and no
+ * timeouts: keep it on a port that only the cluster reaches.
+ */
 export function servePlain(
   bind: BindAddress,
   handler: Deno.ServeHandler,
+  options: ServePlainOptions = {},
 ): RunningServer {
+  const { drainTimeoutMs = DEFAULT_CONNECTION_LIMITS.drainTimeoutMs } = options;
   const server = Deno.serve({
     hostname: bind.hostname,
     port: bind.port,
     handler,
     onListen: () => {},
   });
-  return { port: server.addr.port, shutdown: () => server.shutdown() };
+  let stopped: Promise<void> | undefined;
+  return {
+    port: server.addr.port,
+    shutdown: () => stopped ??= drainPlain(server, drainTimeoutMs),
+  };
+}
+
+/** Shuts `server` down, waiting for it at most `deadlineMs`. */
+async function drainPlain(
+  server: Deno.HttpServer,
+  deadlineMs: number,
+): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const drained = await Promise.race([
+    server.shutdown().then(() => true),
+    new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), deadlineMs);
+    }),
+  ]);
+  clearTimeout(timer);
+  // Deno.serve cannot close its connections once shutdown() runs (aborting
+  // its signal then throws), so what is left stops holding the process.
+  if (!drained) server.unref();
 }
 
 /** What {@linkcode serveServiceEndpoints} serves. */
@@ -264,6 +311,8 @@ export interface ServiceEndpoints {
   registry: MetricsRegistry;
   /** Runs before each scrape (process gauges). */
   collect: () => void;
+  /** How long `shutdown()` lets in-flight requests finish. @default {8_000} */
+  drainTimeoutMs?: number;
 }
 
 /**
@@ -274,10 +323,17 @@ export function serveServiceEndpoints(
   binds: ServiceBinds,
   endpoints: ServiceEndpoints,
 ): RunningServer[] {
+  const drain = endpoints.drainTimeoutMs === undefined
+    ? {}
+    : { drainTimeoutMs: endpoints.drainTimeoutMs };
   const servers: RunningServer[] = [];
   if (binds.healthBind !== undefined) {
     servers.push(
-      servePlain(binds.healthBind, createHealthApp(endpoints.ready).fetch),
+      servePlain(
+        binds.healthBind,
+        createHealthApp(endpoints.ready).fetch,
+        drain,
+      ),
     );
   }
   if (binds.metricsBind !== undefined) {
@@ -285,29 +341,37 @@ export function serveServiceEndpoints(
       servePlain(
         binds.metricsBind,
         createMetricsApp(endpoints.registry, endpoints.collect).fetch,
+        drain,
       ),
     );
   }
   return servers;
 }
 
-/** Options for {@linkcode serveTls}. */
-export interface ServeTlsOptions {
+/**
+ * Options for {@linkcode serveTls}; the connection limits have the defaults
+ * of {@linkcode ConnectionLimits}.
+ */
+export interface ServeTlsOptions extends ConnectionLimits {
   /** PEM certificate chain file. */
   certFile: string;
   /** PEM private key file. */
   keyFile: string;
-  /** Where to log reloads. */
+  /** Where to log reloads and handler errors. */
   log: Logger;
   /** How often to look for a rotated certificate. @default {10_000} */
   reloadIntervalMs?: number;
 }
 
 /**
- * Serves HTTPS with the certificate in `certFile`/`keyFile`, and re-reads
- * them every `reloadIntervalMs`: when they changed, a new listener with the
- * new certificate starts on the same port (`SO_REUSEPORT`) and the old one
- * drains. A certificate that does not load is logged and the old one kept.
+ * Serves HTTPS (HTTP/1.1) with the certificate in `certFile`/`keyFile`,
+ * within the connection limits in `options`: a TLS handshake timeout, a
+ * request-head timeout, an idle keep-alive timeout, a cap on open
+ * connections, and a `shutdown()` that drains for at most `drainTimeoutMs`
+ * and then closes every connection. Re-reads the files every
+ * `reloadIntervalMs`: when they changed, new connections get the new
+ * certificate while open ones keep theirs. A certificate that does not load
+ * is logged and the old one kept.
  *
  * @throws {Error} If the first certificate cannot be read or used.
  */
@@ -316,14 +380,16 @@ export async function serveTls(
   handler: Deno.ServeHandler,
   options: ServeTlsOptions,
 ): Promise<RunningServer> {
-  const { certFile, keyFile, log, reloadIntervalMs = 10_000 } = options;
+  const { certFile, keyFile, log, reloadIntervalMs = 10_000, ...limits } =
+    options;
   let pem = await readPair(certFile, keyFile);
-  // Rotation starts the new listener beside the old one (SO_REUSEPORT), which
-  // Deno 2 keeps behind --unstable-net: run with that flag.
-  let server = listen(bind, handler, pem);
-  const port = server.addr.port;
-  let draining: Promise<void>[] = [];
+  const server = await serveBoundedTls(bind, handler, {
+    ...limits,
+    pem,
+    onError: (error) => log.error("request handler failed", { error }),
+  });
   let rejected = "";
+  let stopping = false;
   const timer = setInterval(async () => {
     let next;
     try {
@@ -337,19 +403,15 @@ export async function serveTls(
       return;
     }
     const id = `${next.cert}\0${next.key}`;
-    if ((next.cert === pem.cert && next.key === pem.key) || id === rejected) {
+    if (
+      stopping || (next.cert === pem.cert && next.key === pem.key) ||
+      id === rejected
+    ) {
       return;
     }
     try {
-      const replacement = listen(
-        { hostname: bind.hostname, port },
-        handler,
-        next,
-      );
-      const old = server;
-      server = replacement;
+      server.setCertificate(next);
       pem = next;
-      draining.push(old.shutdown());
       log.info("reloaded the TLS certificate", { certFile });
     } catch (error) {
       // Logged once per content: a half-written pair is retried at the next tick.
@@ -361,29 +423,13 @@ export async function serveTls(
     }
   }, reloadIntervalMs);
   return {
-    port,
+    port: server.port,
     async shutdown() {
+      stopping = true;
       clearInterval(timer);
-      await Promise.all([server.shutdown(), ...draining]);
-      draining = [];
+      await server.shutdown();
     },
   };
-}
-
-function listen(
-  bind: BindAddress,
-  handler: Deno.ServeHandler,
-  pem: { cert: string; key: string },
-): Deno.HttpServer<Deno.NetAddr> {
-  return Deno.serve({
-    hostname: bind.hostname,
-    port: bind.port,
-    cert: pem.cert,
-    key: pem.key,
-    reusePort: true,
-    handler,
-    onListen: () => {},
-  });
 }
 
 async function readPair(

@@ -1,8 +1,17 @@
 import assert from "node:assert/strict";
-import { fileURLToPath } from "node:url";
 import { logCollector, waitFor } from "./_test_fake_api.ts";
-import { type CertPair, selfSignedCert, UNSTABLE_NET } from "./_test_tls.ts";
+import { type CertPair, selfSignedCert } from "./_test_tls.ts";
 import type { AdmissionRequest } from "./admission_review.ts";
+import {
+  BEFORE_DEFAULTS_MS,
+  beforeWatchdog,
+  closeQuietly,
+  readResponse,
+  send,
+  silentTcp,
+  silentTls,
+  untilClosed,
+} from "./_test_bounded.ts";
 import { MAX_REVIEW_BYTES } from "./admission_review.ts";
 import { parseDependencyRule } from "./api.ts";
 import {
@@ -23,8 +32,10 @@ import {
   createAdmissionApp,
   createHealthApp,
   createMetricsApp,
+  servePlain,
   serveServiceEndpoints,
   serveTls,
+  type ServeTlsOptions,
 } from "./server.ts";
 import deleteVpc from "./testdata/admission_review_delete_vpc.json" with {
   type: "json",
@@ -497,41 +508,6 @@ Deno.test("createMetricsApp() serves /metrics in the Prometheus text format", as
 // serveTls
 
 const BIND = { hostname: "127.0.0.1", port: 0 };
-const SELF = fileURLToPath(import.meta.url);
-
-/**
- * A serveTls test. serveTls listens with `reusePort`, which Deno only
- * allows with `--unstable-net` and otherwise answers by ending the process
- * (not by throwing, so serveTls's fallback cannot catch it); so without that
- * flag the test runs alone in a child `deno test` that has it, and fails
- * with the child's output.
- */
-function tlsTest(name: string, fn: () => Promise<void>): void {
-  Deno.test(name, async () => {
-    if (UNSTABLE_NET) return await fn();
-    const output = await new Deno.Command(Deno.execPath(), {
-      args: [
-        "test",
-        "--no-check",
-        "--unstable-net",
-        "--allow-all",
-        "--trace-leaks",
-        "--filter",
-        name,
-        SELF,
-      ],
-      env: { NO_COLOR: "1" },
-      stdin: "null",
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const text = new TextDecoder().decode(output.stdout) +
-      new TextDecoder().decode(output.stderr);
-    assert.equal(output.code, 0, `child deno test failed:\n${text}`);
-    assert.match(text, /ok \| 1 passed/, text);
-  });
-}
-
 /** Writes a certificate pair to `dir/tls.crt` and `dir/tls.key`. */
 async function writePair(dir: string, pair: CertPair): Promise<void> {
   await Deno.writeTextFile(`${dir}/tls.key`, pair.key);
@@ -642,7 +618,7 @@ Deno.test("serveTls() rejects when the first certificate cannot be read", async 
   }
 });
 
-tlsTest(
+Deno.test(
   "serveTls() serves HTTPS and picks up a rotated certificate without a restart",
   async () => {
     const [first, second] = await twoPairs();
@@ -672,7 +648,7 @@ tlsTest(
   },
 );
 
-tlsTest(
+Deno.test(
   "serveTls() keeps the current certificate when the new one is garbage, and logs an error",
   async () => {
     const [first, second] = await twoPairs();
@@ -718,7 +694,7 @@ tlsTest(
   },
 );
 
-tlsTest(
+Deno.test(
   "serveTls() keeps the current certificate when the files cannot be read, and logs a warning",
   async () => {
     const [first] = await twoPairs();
@@ -740,7 +716,7 @@ tlsTest(
   },
 );
 
-tlsTest(
+Deno.test(
   "serveTls().shutdown() waits for an in-flight request to finish",
   async () => {
     const [first] = await twoPairs();
@@ -808,4 +784,162 @@ Deno.test("serveServiceEndpoints() serves probes and metrics on their own ports,
   }
   const none = serveServiceEndpoints({}, endpoints);
   assert.deepEqual(none, []);
+});
+
+// ---------------------------------------------------------------------------
+// Connection limits and shutdown deadlines
+
+/** Timeouts long enough never to fire during a test that is not about them. */
+const LONG_LIMITS = {
+  handshakeTimeoutMs: 120_000,
+  headerTimeoutMs: 120_000,
+  idleTimeoutMs: 120_000,
+} as const;
+
+/**
+ * Runs `fn` against serveTls with `options` (connection limits, and a
+ * handler that answers `hello` unless given); shuts it down afterwards.
+ */
+async function withLimits(
+  options: Partial<ServeTlsOptions> & { handler?: Deno.ServeHandler },
+  fn: (server: { port: number; shutdown(): Promise<void> }) => Promise<void>,
+): Promise<void> {
+  const { handler = () => new Response("hello"), ...limits } = options;
+  const [first] = await twoPairs();
+  const dir = await Deno.makeTempDir({ prefix: "dep-ctrl-tls-" });
+  try {
+    await writePair(dir, first);
+    const server = await serveTls(BIND, handler, {
+      certFile: `${dir}/tls.crt`,
+      keyFile: `${dir}/tls.key`,
+      log: createLogger({ write: () => {} }),
+      ...limits,
+    });
+    try {
+      await fn(server);
+    } finally {
+      await server.shutdown();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+Deno.test("serveTls() closes a client that sends no ClientHello, and one that sends no request, after its timeouts", async () => {
+  const [first] = await twoPairs();
+  await withLimits(
+    { ...LONG_LIMITS, handshakeTimeoutMs: 300, headerTimeoutMs: 300 },
+    async (server) => {
+      const tcp = await silentTcp(server.port);
+      const tls = await silentTls(server.port, first.cert);
+      try {
+        const [fromTcp, fromTls] = await beforeWatchdog(
+          "the server to close both",
+          Promise.all([untilClosed(tcp), untilClosed(tls)]),
+          { ms: BEFORE_DEFAULTS_MS },
+        );
+        assert.equal(fromTcp, "");
+        assert.match(fromTls, /^HTTP\/1\.1 408 /);
+      } finally {
+        closeQuietly(tcp);
+        closeQuietly(tls);
+      }
+    },
+  );
+});
+
+Deno.test("serveTls() closes a connection beyond maxConnections at once", async () => {
+  const [first] = await twoPairs();
+  await withLimits({ ...LONG_LIMITS, maxConnections: 1 }, async (server) => {
+    const kept = await silentTls(server.port, first.cert);
+    const extra = await silentTcp(server.port);
+    try {
+      assert.equal(
+        await beforeWatchdog("the extra one to be closed", untilClosed(extra)),
+        "",
+      );
+      await send(kept, "GET / HTTP/1.1\r\nhost: a\r\n\r\n");
+      assert.match(await readResponse(kept), /^HTTP\/1\.1 200 [^]*hello$/);
+    } finally {
+      closeQuietly(kept);
+      closeQuietly(extra);
+    }
+  });
+});
+
+Deno.test("serveTls().shutdown() resolves by drainTimeoutMs while a request hangs and silent TCP and TLS clients stay connected, and closes them all", async () => {
+  const [first] = await twoPairs();
+  const { promise: inHandler, resolve: entered } = Promise.withResolvers<
+    void
+  >();
+  const { promise: released, resolve: release } = Promise.withResolvers<
+    void
+  >();
+  await withLimits({
+    ...LONG_LIMITS,
+    drainTimeoutMs: 300,
+    handler: async () => {
+      entered();
+      await released;
+      return new Response("late");
+    },
+  }, async (server) => {
+    const tcp = await silentTcp(server.port);
+    const tls = await silentTls(server.port, first.cert);
+    const busy = await silentTls(server.port, first.cert);
+    try {
+      await send(busy, "GET / HTTP/1.1\r\nhost: a\r\n\r\n");
+      await inHandler;
+      await beforeWatchdog("shutdown() to resolve", server.shutdown(), {
+        ms: BEFORE_DEFAULTS_MS,
+      });
+      await beforeWatchdog(
+        "the server to close all three",
+        Promise.all([tcp, tls, busy].map(untilClosed)),
+      );
+      await assertRefused(server.port);
+    } finally {
+      release();
+      for (const conn of [tcp, tls, busy]) closeQuietly(conn);
+    }
+  });
+});
+
+Deno.test("servePlain().shutdown() closes a silent client at once and resolves by drainTimeoutMs while a request still runs", async () => {
+  const { promise: inHandler, resolve: entered } = Promise.withResolvers<
+    void
+  >();
+  const { promise: released, resolve: release } = Promise.withResolvers<
+    void
+  >();
+  const server = servePlain(BIND, async () => {
+    entered();
+    await released;
+    return new Response("late");
+  }, { drainTimeoutMs: 300 });
+  const silent = await silentTcp(server.port);
+  const answer = fetch(`http://127.0.0.1:${server.port}/`)
+    .then((r) => r.text(), () => "failed");
+  try {
+    await inHandler;
+    let resolved = false;
+    await beforeWatchdog(
+      "shutdown() to resolve",
+      server.shutdown().then(() => resolved = true),
+      { ms: BEFORE_DEFAULTS_MS },
+    );
+    assert.equal(resolved, true);
+    assert.equal(
+      await beforeWatchdog(
+        "the silent client to be closed",
+        untilClosed(silent),
+      ),
+      "",
+    );
+    await assertRefused(server.port);
+  } finally {
+    release();
+    await answer;
+    closeQuietly(silent);
+  }
 });

@@ -80,6 +80,39 @@ export const WEBHOOK_FLAGS: readonly FlagSpec[] = [
       "How long a review waits for room under the two bounds above before it is turned away",
   },
   {
+    name: "tls-handshake-timeout",
+    default: "5s",
+    help: "Time a new connection has to complete its TLS handshake",
+  },
+  {
+    name: "read-header-timeout",
+    default: "5s",
+    help:
+      "Time a connection has to send a complete request head (after the handshake or its first byte); then 408 and closed",
+  },
+  {
+    name: "read-timeout",
+    default: "10s",
+    help:
+      "Time a whole request, head and body, has to arrive; a slower one ends its connection",
+  },
+  {
+    name: "idle-timeout",
+    default: "60s",
+    help: "Time a keep-alive connection may stay idle between requests",
+  },
+  {
+    name: "max-connections",
+    default: "1000",
+    help: "Open admission connections beyond which new ones are closed at once",
+  },
+  {
+    name: "shutdown-timeout",
+    default: "8s",
+    help:
+      "After SIGTERM, time in-flight reviews have to finish before every connection is closed and the process exits 0",
+  },
+  {
     name: "skip-protection-mode",
     default: "annotation",
     help:
@@ -109,6 +142,18 @@ export interface WebhookOptions extends ComponentOptions {
   reviewQueueTimeoutMs: number;
   /** Whether the skip-protection annotation needs the user's `bypass` permission. */
   skipProtectionMode: "annotation" | "authorized";
+  /** TLS handshake deadline, ms. */
+  tlsHandshakeTimeoutMs: number;
+  /** Request-head deadline, ms. */
+  readHeaderTimeoutMs: number;
+  /** Whole-request deadline, ms. */
+  readTimeoutMs: number;
+  /** Keep-alive idle timeout, ms. */
+  idleTimeoutMs: number;
+  /** Open admission connections at most. */
+  maxConnections: number;
+  /** Drain deadline after SIGTERM, ms. */
+  shutdownTimeoutMs: number;
 }
 
 /** The result of {@linkcode parseWebhookOptions}: options, or a request for help. */
@@ -143,6 +188,8 @@ export function parseWebhookOptions(
       "Cannot start: --webhook-bind-address cannot be disabled",
     );
   }
+  const duration = (flag: string) =>
+    parseFlag(flag, () => parseDuration(v[flag]!));
   const pageSize = positiveInteger("list-page-size", v["list-page-size"]!);
   const maxReviewBytesInFlight = positiveInteger(
     "max-review-bytes-in-flight",
@@ -178,6 +225,15 @@ export function parseWebhookOptions(
         () => parseDuration(v["review-queue-timeout"]!),
       ),
       skipProtectionMode: skipProtectionMode(v["skip-protection-mode"]!),
+      tlsHandshakeTimeoutMs: duration("tls-handshake-timeout"),
+      readHeaderTimeoutMs: duration("read-header-timeout"),
+      readTimeoutMs: duration("read-timeout"),
+      idleTimeoutMs: duration("idle-timeout"),
+      maxConnections: positiveInteger(
+        "max-connections",
+        v["max-connections"]!,
+      ),
+      shutdownTimeoutMs: duration("shutdown-timeout"),
     },
   };
 }

@@ -24,6 +24,12 @@ Deno.test("parseWebhookOptions() applies the reference's defaults", () => {
     maxReviewBytesInFlight: 8 * 1024 * 1024,
     reviewQueueTimeoutMs: 2_000,
     skipProtectionMode: "annotation",
+    tlsHandshakeTimeoutMs: 5_000,
+    readHeaderTimeoutMs: 5_000,
+    readTimeoutMs: 10_000,
+    idleTimeoutMs: 60_000,
+    maxConnections: 1_000,
+    shutdownTimeoutMs: 8_000,
     logLevel: "info",
     allowInsecureHttp: false,
   });

@@ -4,7 +4,10 @@
  */
 import assert from "node:assert/strict";
 import { DENO_RUN_FLAGS } from "./harness/components.ts";
+import { freePorts } from "./harness/kcp_server.ts";
 import { type CommandResult, runCommand } from "./harness/process.ts";
+import { createServingCert } from "./harness/tls.ts";
+import { waitFor } from "./harness/wait.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 
@@ -137,6 +140,127 @@ Deno.test("controller.ts exits 1 with a JSON log line naming an unreadable CA bu
     assert.equal(line.level, "error");
     assert.equal(line.msg, "cannot start");
     assert.match(line.error.message, /missing-ca\.crt/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+/** A kubeconfig whose server is `server`, with a token, in a temp dir. */
+async function kubeconfigFor(dir: string, server: string): Promise<string> {
+  const path = `${dir}/kubeconfig`;
+  await Deno.writeTextFile(
+    path,
+    JSON.stringify({
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [{ name: "c", cluster: { server } }],
+      users: [{ name: "u", user: { token: "t" } }],
+      contexts: [{ name: "x", context: { cluster: "c", user: "u" } }],
+      "current-context": "x",
+    }),
+  );
+  return path;
+}
+
+Deno.test("deno run -A webhook.ts, as a user types it, serves TLS and exits 0 on SIGTERM while silent TCP and TLS clients hold connections", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const cert = await createServingCert(`${dir}/tls`);
+    const [port, health] = freePorts(2) as [number, number];
+    const child = new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "-A",
+        `${ROOT}webhook.ts`,
+        `--kubeconfig=${await kubeconfigFor(
+          dir,
+          "https://127.0.0.1:1/clusters/root:dep-ctrl",
+        )}`,
+        `--tls-cert-dir=${cert.dir}`,
+        `--webhook-bind-address=127.0.0.1:${port}`,
+        `--health-probe-bind-address=127.0.0.1:${health}`,
+        "--metrics-bind-address=0",
+      ],
+      cwd: ROOT,
+      stdin: "null",
+      stdout: "null",
+      stderr: "piped",
+      env: { NO_COLOR: "1" },
+    }).spawn();
+    const stderr = new Response(child.stderr).text();
+    const silent: Deno.Conn[] = [];
+    try {
+      await waitFor("the webhook to serve its probes", async () => {
+        const r = await fetch(`http://127.0.0.1:${health}/healthz`)
+          .catch(() => undefined);
+        await r?.body?.cancel();
+        return r?.status === 200 || undefined;
+      });
+      const client = Deno.createHttpClient({ caCerts: [cert.caPem] });
+      const answer = await fetch(`https://127.0.0.1:${port}/validate`, {
+        method: "POST",
+        body: "{}",
+        client,
+      });
+      await answer.body?.cancel();
+      client.close();
+      assert.equal(answer.status, 400);
+      // Clients that connect and send nothing, with and without a TLS
+      // handshake, must not keep the process alive after SIGTERM.
+      silent.push(await Deno.connect({ hostname: "127.0.0.1", port }));
+      const tls = await Deno.connectTls({
+        hostname: "127.0.0.1",
+        port,
+        caCerts: [cert.caPem],
+      });
+      await tls.handshake();
+      silent.push(tls);
+    } finally {
+      child.kill("SIGTERM");
+    }
+    let watchdog: ReturnType<typeof setTimeout> | undefined;
+    const { code } = await Promise.race([
+      child.status,
+      new Promise<never>((_, reject) => {
+        watchdog = setTimeout(
+          () => reject(new Error("still running 30 s after SIGTERM")),
+          30_000,
+        );
+      }),
+    ]).finally(() => clearTimeout(watchdog));
+    assert.equal(code, 0, await stderr);
+    for (const conn of silent) conn.close();
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("webhook.ts and controller.ts refuse an http:// kcp server unless --allow-insecure-http", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const kubeconfig = await kubeconfigFor(
+      dir,
+      "http://127.0.0.1:1/clusters/root:dep-ctrl",
+    );
+    const flags: Record<string, string[]> = {
+      "webhook.ts": ["--tls-cert-dir=/nonexistent"],
+      "controller.ts": [
+        "--webhook-url=https://webhook.example:9443/validate",
+        "--webhook-ca-bundle-path=/nonexistent",
+      ],
+    };
+    for (const [entry, extra] of Object.entries(flags)) {
+      const { code, stderr } = await run(entry, [
+        `--kubeconfig=${kubeconfig}`,
+        ...extra,
+      ]);
+      assert.equal(code, 1, entry);
+      assert.match(
+        stderr,
+        /Cannot talk to kcp over plain http \(http:\/\/127\.0\.0\.1:1\/clusters\/root:dep-ctrl\)/,
+        entry,
+      );
+    }
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

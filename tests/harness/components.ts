@@ -13,9 +13,7 @@ const ROOT = new URL("../../", import.meta.url).pathname;
 
 /**
  * How the components run, as in the image: permissions for network, reading
- * kubeconfigs and certificates, environment; `--unstable-net` for `reusePort`
- * on TLS listeners, which certificate rotation without a restart uses; and a
- * 2 MB young generation, which keeps resident memory near the heap in use
+ * kubeconfigs and certificates, environment; and a 2 MB young generation, which keeps resident memory near the heap in use
  * (measured by `deno task bench`).
  */
 export const DENO_RUN_FLAGS = [
@@ -23,7 +21,6 @@ export const DENO_RUN_FLAGS = [
   "--allow-net",
   "--allow-read",
   "--allow-env",
-  "--unstable-net",
 ];
 
 /** A running component process. */

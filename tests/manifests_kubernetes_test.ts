@@ -97,6 +97,8 @@ Deno.test("manifests/deploy passes kube-apiserver's strict decoding, defaulting 
       `ok ${WEBHOOK}`,
       `ok v1 Service ${NS}/dependency-webhook`,
       `ok policy/v1 PodDisruptionBudget ${NS}/dependency-webhook`,
+      `ok networking.k8s.io/v1 NetworkPolicy ${NS}/dependency-controller`,
+      `ok networking.k8s.io/v1 NetworkPolicy ${NS}/dependency-webhook`,
     ]
   ) {
     assert.ok(lines.includes(expected), `${expected}:\n${run.stdout}`);
@@ -247,6 +249,23 @@ Deno.test("manifest-check rejects a Service targetPort that the selected Pods do
     run,
     `v1 Service ${NS}/dependency-webhook`,
     /spec\.ports\[0\]\.targetPort: Not found: "webhook"/,
+  );
+});
+
+Deno.test("manifest-check rejects a NetworkPolicy port that is not a valid port name", async () => {
+  const run = await manifestCheck(
+    await overlay(
+      { kind: "NetworkPolicy", name: "dependency-webhook" },
+      `
+- op: replace
+  path: /spec/ingress/0/ports/0/port
+  value: Https_Port`,
+    ),
+  );
+  assertOnlyFailure(
+    run,
+    `networking.k8s.io/v1 NetworkPolicy ${NS}/dependency-webhook`,
+    /spec\.ingress\[0\]\.ports\[0\]\.port: Invalid value: "Https_Port"/,
   );
 });
 

@@ -124,6 +124,30 @@ function containerPort(container: Obj, port: string | number): number {
   return named.containerPort;
 }
 
+/** Whether a label selector selects `labels` (only `In` is evaluated). */
+function selects(selector: Obj, labels: Record<string, string>): boolean {
+  return Object.entries(selector.matchLabels ?? {}).every(([k, v]) =>
+    labels[k] === v
+  ) && (selector.matchExpressions ?? []).every((e: Obj) => {
+    assert.equal(e.operator, "In", `${e.key}: operator ${e.operator}`);
+    return e.values.includes(labels[e.key]);
+  });
+}
+
+/** A Pod that might connect: its namespace and labels. */
+type Client = [namespace: string, labels: Record<string, string>];
+
+/** Whether a NetworkPolicy peer admits the Pod (an ipBlock may admit any). */
+function admits(policy: Obj, peer: Obj, [namespace, labels]: Client): boolean {
+  if (peer.ipBlock !== undefined) return true;
+  const inNamespace = peer.namespaceSelector === undefined
+    ? namespace === policy.metadata.namespace
+    : selects(peer.namespaceSelector, {
+      "kubernetes.io/metadata.name": namespace,
+    });
+  return inNamespace && selects(peer.podSelector ?? {}, labels);
+}
+
 function assertHardened(pod: Obj, container: Obj): void {
   const name = container.name;
   assert.equal(pod.automountServiceAccountToken, false, `${name}: no token`);
@@ -313,6 +337,66 @@ Deno.test("the deploy manifests agree with the binaries they run", async () => {
   );
   assert.equal(Number(url.port || 443), servicePort.port);
   assert.equal(url.pathname, "/validate");
+});
+
+Deno.test("the network policies admit only kcp's shards to the webhook and Prometheus to metrics", async () => {
+  const objects = await kustomize(DEPLOY);
+  // Pods that might connect; kcp's as the kcp-operator labels them.
+  const kcp = (component: string) => ({
+    "app.kubernetes.io/name": "kcp",
+    "app.kubernetes.io/component": component,
+  });
+  const clients: Record<string, Client> = {
+    rootshard: ["kcp", kcp("rootshard")],
+    shard: ["kcp", kcp("shard")],
+    frontProxy: ["kcp", kcp("front-proxy")],
+    shardElsewhere: ["default", kcp("shard")],
+    prometheus: ["monitoring", {}],
+    neighbour: ["dependency-controller", {}],
+  };
+  // No Pod reaches the probe port (health): the kubelet's probes come from
+  // the node, which NetworkPolicy does not filter.
+  for (
+    const [name, expected] of [
+      ["dependency-webhook", {
+        https: ["rootshard", "shard"],
+        metrics: ["prometheus"],
+      }],
+      ["dependency-controller", { metrics: ["prometheus"] }],
+    ] as const
+  ) {
+    const policy = find(objects, "NetworkPolicy", name);
+    const deployment = find(objects, "Deployment", name);
+    for (const d of objects.filter((o) => o.kind === "Deployment")) {
+      assert.equal(
+        selects(policy.spec.podSelector, d.spec.template.metadata.labels),
+        d === deployment,
+        `NetworkPolicy ${name} ${
+          d === deployment ? "selects" : "does not select"
+        } the Pods of ${d.metadata.name}`,
+      );
+    }
+    assert.deepEqual(policy.spec.policyTypes, ["Ingress"]);
+    const ports = (deployment.spec.template.spec.containers as Obj[])
+      .flatMap((c) => c.ports as Obj[]);
+    const admitted: Record<string, string[]> = {};
+    for (const rule of policy.spec.ingress) {
+      // loadAllYaml builds V1NetworkPolicyIngressRule, which calls `from` `_from`.
+      const peers: Obj[] | undefined = rule._from;
+      assert.ok(rule.ports?.length && peers?.length, "no rule admits all");
+      const from = Object.keys(clients).filter((client) =>
+        peers.some((peer) => admits(policy, peer, clients[client]!))
+      );
+      for (const { port } of rule.ports) {
+        const declared = ports.find((p) =>
+          p.name === port || p.containerPort === port
+        );
+        assert.ok(declared, `${name}: port ${port} is a container port`);
+        (admitted[declared.name] ??= []).push(...from);
+      }
+    }
+    assert.deepEqual(admitted, expected, `who reaches which port of ${name}`);
+  }
 });
 
 Deno.test("an overlay sets the image and the webhook URL in one place each", async () => {

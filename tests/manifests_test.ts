@@ -302,6 +302,12 @@ Deno.test("the deploy manifests agree with the binaries they run", async () => {
   assert.equal(containerPort(w, "metrics"), wo.metricsBind?.port);
   assertHardened(wPod, w);
   assert.equal(webhook.spec.strategy.rollingUpdate.maxUnavailable, 0);
+  assert.equal(wo.skipProtectionMode, "annotation", "reference-compatible");
+  assert.ok(
+    (w.lifecycle?.preStop?.sleep?.seconds ?? 0) * 1000 +
+        wo.shutdownTimeoutMs < wPod.terminationGracePeriodSeconds * 1000,
+    "preStop and --shutdown-timeout end before the kubelet's SIGKILL",
+  );
 
   const service = find(objects, "Service", "dependency-webhook");
   const labels = webhook.spec.template.metadata.labels;
@@ -442,4 +448,27 @@ Deno.test("an overlay sets the image and the webhook URL in one place each", asy
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("the authorised break-glass overlay runs the same webhook with --skip-protection-mode=authorized", async () => {
+  const objects = await kustomize(
+    `${ROOT}manifests/overlays/authorized-break-glass`,
+  );
+  const [w] = find(objects, "Deployment", "dependency-webhook").spec.template
+    .spec.containers;
+  const parsed = parseWebhookOptions(expandedArgs(objects, w), {
+    env: () => undefined,
+  });
+  assert.equal(parsed.help, false);
+  const options = (parsed as { options: WebhookOptions }).options;
+  assert.equal(options.skipProtectionMode, "authorized");
+  const base = find(
+    await kustomize(DEPLOY),
+    "Deployment",
+    "dependency-webhook",
+  );
+  assert.deepEqual(
+    w.args.filter((a: string) => !a.startsWith("--skip-protection-mode")),
+    base.spec.template.spec.containers[0].args,
+  );
 });

@@ -808,7 +808,9 @@ kcpTest(
           // Its RBAC names the real export's slice only, so kcp refuses the
           // list outright.
           await waitFor("the webhook to log why it is not ready", async () => {
-            return /apiexportendpointslices\.apis\.kcp\.io[^"]* is forbidden/
+            // e.g. apiexportendpointslices.apis.kcp.io "no-such-export" is
+            // forbidden (quotes escaped in the JSON log line).
+            return /apiexportendpointslices\.apis\.kcp\.io[^\n]{0,40} is forbidden: User/
               .test(await lost.log()) || undefined;
           });
           assert.equal(

@@ -1,6 +1,6 @@
 /**
- * What the bench scripts share: the median of samples, and the run count
- * from the first argument.
+ * What the bench scripts share: the median and spread of samples, and the
+ * run count from the first argument.
  *
  * @module
  */
@@ -12,6 +12,40 @@ export function median(values: readonly number[]): number {
   return sorted.length % 2 === 1
     ? sorted[middle]!
     : (sorted[middle - 1]! + sorted[middle]!) / 2;
+}
+
+/** The smallest, middle and largest of some samples. */
+export interface Spread {
+  /** The smallest sample. */
+  min: number;
+  /** The median ({@linkcode median}). */
+  median: number;
+  /** The largest sample. */
+  max: number;
+  /** How many samples. */
+  count: number;
+}
+
+/**
+ * The spread of `values`.
+ *
+ * @throws {RangeError} If there are no values.
+ */
+export function spread(values: readonly number[]): Spread {
+  if (values.length === 0) {
+    throw new RangeError("Cannot take the spread of no samples");
+  }
+  return {
+    min: Math.min(...values),
+    median: median(values),
+    max: Math.max(...values),
+    count: values.length,
+  };
+}
+
+/** `min / median / max` with `digits` decimals. */
+export function formatSpread(s: Spread, digits = 1): string {
+  return [s.min, s.median, s.max].map((v) => v.toFixed(digits)).join(" / ");
 }
 
 /**

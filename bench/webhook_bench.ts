@@ -2,87 +2,53 @@
  * `deno task bench`: the webhook's figures on a real kcp, each as a ratio
  * measured side by side in one run.
  *
- * 1. Decision time of a DELETE review (POST /validate to the webhook
- *    process, which lists the dependents through kcp) against a bare LIST of
- *    the same dependents through kcp, with 1, 1 000 and 10 000 dependents in
- *    the namespace; alternating, median of each.
+ * 1. A DELETE review as kcp sees it (POST /validate over TLS keep-alive to
+ *    the webhook process, which confirms the live object and lists the
+ *    dependents through kcp) against a bare LIST of the same dependents
+ *    through kcp with the webhook's token, with 1, 1 000 and 10 000
+ *    dependents in the namespace; alternating, min / median / max of each
+ *    and the ratio of the medians.
  * 2. Fast path (a DELETE no rule protects) over TLS keep-alive: reviews per
  *    second, against a bare Deno TLS server answering a fixed review.
  * 3. Resident memory of a fresh webhook with 1 000 rules registered, against
  *    the same process with one rule.
+ *
+ * `deno task bench memory [--runs=N] [--variant='FLAGS']... [--old=DIR]`
+ * runs instead the webhook's peak memory under load (see
+ * `webhook_memory.ts`), then figure 3.
  *
  * @module
  */
 import {
   buildTopology,
   dependencyRule,
+  grantWebhookReads,
   type KcpServer,
   startKcp,
   startWebhook,
   waitFor,
   type WebhookProcess,
 } from "../tests/harness/mod.ts";
-import { median } from "./_stats.ts";
+import { formatSpread, median, spread } from "./_stats.ts";
+import {
+  createBenchNamespace,
+  createMany,
+  deleteReview,
+  type LiveVpc,
+  sendReview,
+} from "./_webhook_fixtures.ts";
+import {
+  checkoutVariant,
+  CURRENT,
+  memoryBench,
+  parseVariant,
+  type Variant,
+} from "./webhook_memory.ts";
 
 const SIZES = [1, 1_000, 10_000];
 const SAMPLES: Record<number, number> = { 1: 41, 1_000: 21, 10_000: 9 };
 const FAST_REQUESTS = 20_000;
 const CONCURRENCY = 16;
-
-function vm(name: string, vpc: string): unknown {
-  return {
-    apiVersion: "compute.example.com/v1alpha1",
-    kind: "VirtualMachine",
-    metadata: { name },
-    spec: { vpcRef: { name: vpc } },
-  };
-}
-
-async function createMany(
-  kcp: KcpServer,
-  url: string,
-  count: number,
-  make: (i: number) => unknown,
-): Promise<void> {
-  let next = 0;
-  await Promise.all(Array.from({ length: 24 }, async () => {
-    while (next < count) {
-      const i = next++;
-      await kcp.request("POST", url, { body: make(i) });
-    }
-  }));
-}
-
-function review(
-  uid: string,
-  resource: string,
-  namespace: string,
-  cluster: string,
-): string {
-  return JSON.stringify({
-    apiVersion: "admission.k8s.io/v1",
-    kind: "AdmissionReview",
-    request: {
-      uid,
-      kind: { group: "network.example.com", version: "v1alpha1", kind: "VPC" },
-      resource: { group: "network.example.com", version: "v1alpha1", resource },
-      name: "vpc-target",
-      namespace,
-      operation: "DELETE",
-      userInfo: { username: "bench" },
-      oldObject: {
-        apiVersion: "network.example.com/v1alpha1",
-        kind: "VPC",
-        metadata: {
-          name: "vpc-target",
-          namespace,
-          annotations: { "kcp.io/cluster": cluster },
-        },
-      },
-      dryRun: false,
-    },
-  });
-}
 
 async function timed(fn: () => Promise<void>): Promise<number> {
   const t0 = performance.now();
@@ -113,48 +79,58 @@ async function decisionBench(
   kcp: KcpServer,
   webhook: WebhookProcess,
   cluster: string,
+  targets: ReadonlyMap<number, LiveVpc>,
 ): Promise<void> {
   const tls = Deno.createHttpClient({ caCerts: [webhook.cert.caPem] });
   const kcpClient = Deno.createHttpClient({ caCerts: [kcp.caPem] });
   const token = kcp.identity("webhook").token;
   console.log(
-    "\n1. DELETE review vs bare LIST of the same dependents through kcp (median ms)",
+    "\n1. DELETE review vs bare LIST of the same dependents through kcp, ms, min / median / max",
   );
   console.log(
-    "   decision = measured inside the webhook (parse, list, decide); review = as the client sees it",
+    "   review = POST /validate as the client sees it (TLS keep-alive); LIST = GET ?limit=10000 with the webhook's token;",
   );
   console.log(
-    "   dependents | decision | review | bare LIST | decision/LIST | review/LIST",
+    "   decision = the review's duration inside the webhook (its metric); the first sample of each size is dropped",
+  );
+  console.log(
+    `   ${"dependents".padStart(10)} | ${"samples".padStart(7)} | ${
+      "review".padEnd(23)
+    } | ${"bare LIST".padEnd(23)} | ${"decision".padEnd(23)} | review/LIST`,
   );
   for (const n of SIZES) {
     const ns = `bench-${n}`;
+    const target = targets.get(n)!;
     const listUrl = `${
       kcp.clusterUrl(cluster)
-    }/apis/compute.example.com/v1alpha1/namespaces/${ns}/virtualmachines`;
+    }/apis/compute.example.com/v1alpha1/namespaces/${ns}/virtualmachines?limit=10000`;
     const decisions: number[] = [];
     const reviews: number[] = [];
     const lists: number[] = [];
-    for (let i = 0; i < SAMPLES[n]!; i++) {
+    const review = async () => {
       const before = await decisionSeconds(webhook);
-      const r = await timed(async () => {
-        const response = await fetch(webhook.url, {
-          method: "POST",
-          body: review(`r-${n}-${i}`, "vpcs", ns, cluster),
-          client: tls,
-        });
-        const answer = await response.json() as {
-          response: { allowed: boolean };
-        };
-        if (!answer.response.allowed) {
-          throw new Error(
-            `review unexpectedly denied: ${JSON.stringify(answer)}`,
-          );
-        }
+      const body = deleteReview(target);
+      let answer;
+      const ms = await timed(async () => {
+        answer = await sendReview(webhook.url, body, tls);
       });
-      const decision = (await decisionSeconds(webhook) - before) * 1000;
-      const l = await timed(async () => {
+      if (answer!.kind !== "allowed") {
+        throw new Error(
+          `review unexpectedly ${answer!.kind}: ${answer!.detail ?? ""}`,
+        );
+      }
+      return {
+        ms,
+        decision: (await decisionSeconds(webhook) - before) * 1000,
+      };
+    };
+    const list = () =>
+      timed(async () => {
         const response = await fetch(listUrl, {
-          headers: { authorization: `Bearer ${token}` },
+          headers: {
+            accept: "application/json",
+            authorization: `Bearer ${token}`,
+          },
           client: kcpClient,
         });
         const list = await response.json() as { items: unknown[] };
@@ -162,19 +138,30 @@ async function decisionBench(
           throw new Error(`listed ${list.items.length}, want ${n}`);
         }
       });
+    for (let i = 0; i < SAMPLES[n]! + 1; i++) {
+      // Alternating which goes first cancels what one leaves the other.
+      let r: { ms: number; decision: number };
+      let l: number;
+      if (i % 2 === 0) {
+        r = await review();
+        l = await list();
+      } else {
+        l = await list();
+        r = await review();
+      }
       if (i > 0) { // the first round warms connections and caches
-        decisions.push(decision);
-        reviews.push(r);
+        decisions.push(r.decision);
+        reviews.push(r.ms);
         lists.push(l);
       }
     }
-    const [md, mr, ml] = [median(decisions), median(reviews), median(lists)];
+    const ratio = median(reviews) / median(lists);
     console.log(
-      `   ${String(n).padStart(10)} | ${md.toFixed(1).padStart(8)} | ${
-        mr.toFixed(1).padStart(6)
-      } | ${ml.toFixed(1).padStart(9)} | ${
-        (md / ml).toFixed(2).padStart(13)
-      } | ${(mr / ml).toFixed(2)}`,
+      `   ${String(n).padStart(10)} | ${String(reviews.length).padStart(7)} | ${
+        formatSpread(spread(reviews)).padEnd(23)
+      } | ${formatSpread(spread(lists)).padEnd(23)} | ${
+        formatSpread(spread(decisions)).padEnd(23)
+      } | ${ratio.toFixed(2)}`,
     );
   }
   tls.close();
@@ -184,10 +171,10 @@ async function decisionBench(
 async function throughput(
   url: string,
   caPem: string,
-  cluster: string,
+  body: string,
 ): Promise<number> {
-  const client = Deno.createHttpClient({ caCerts: [caPem] });
-  const body = review("fast", "subnets", "default", cluster);
+  // HTTP/1.1 to both: the webhook speaks nothing else.
+  const client = Deno.createHttpClient({ caCerts: [caPem], http2: false });
   let sent = 0;
   const t0 = performance.now();
   await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
@@ -204,8 +191,16 @@ async function throughput(
 
 async function fastPathBench(
   webhook: WebhookProcess,
-  cluster: string,
+  target: LiveVpc,
 ): Promise<void> {
+  // Subnets are not protected: the review is allowed without reading kcp.
+  const body = deleteReview(target, { resource: "subnets", uid: "fast" });
+  const check = Deno.createHttpClient({ caCerts: [webhook.cert.caPem] });
+  const answer = await sendReview(webhook.url, body, check);
+  check.close();
+  if (answer.kind !== "allowed") {
+    throw new Error(`fast-path review ${answer.kind}: ${answer.detail ?? ""}`);
+  }
   const port = webhook.port + 1;
   const echo = new Deno.Command(Deno.execPath(), {
     args: [
@@ -222,21 +217,25 @@ async function fastPathBench(
   const reader = echo.stdout.pipeThrough(new TextDecoderStream()).getReader();
   await reader.read();
   reader.releaseLock();
-  await throughput(webhook.url, webhook.cert.caPem, cluster); // warm up both
   const echoUrl = `https://127.0.0.1:${port}/validate`;
-  await throughput(echoUrl, webhook.cert.caPem, cluster);
-  const ours = await throughput(webhook.url, webhook.cert.caPem, cluster);
-  const bare = await throughput(echoUrl, webhook.cert.caPem, cluster);
+  await throughput(webhook.url, webhook.cert.caPem, body); // warm up both
+  await throughput(echoUrl, webhook.cert.caPem, body);
+  const ours: number[] = [];
+  const bare: number[] = [];
+  for (let round = 0; round < 3; round++) {
+    ours.push(await throughput(webhook.url, webhook.cert.caPem, body));
+    bare.push(await throughput(echoUrl, webhook.cert.caPem, body));
+  }
   echo.kill("SIGTERM");
   await echo.status;
   await echo.stdout.cancel().catch(() => {});
   console.log(
-    `\n2. Fast path (no matching rule) over TLS keep-alive, ${FAST_REQUESTS} reviews, ${CONCURRENCY} in flight`,
+    `\n2. Fast path (no matching rule) over TLS keep-alive, ${FAST_REQUESTS} reviews, ${CONCURRENCY} in flight, reviews/s, min / median / max of 3 rounds`,
   );
   console.log(
-    `   webhook: ${ours.toFixed(0)} reviews/s; bare TLS server: ${
-      bare.toFixed(0)
-    } reviews/s; ratio ${(ours / bare).toFixed(2)}`,
+    `   webhook: ${formatSpread(spread(ours), 0)}; bare TLS server: ${
+      formatSpread(spread(bare), 0)
+    }; ratio of medians ${(median(ours) / median(bare)).toFixed(2)}`,
   );
 }
 
@@ -253,45 +252,84 @@ async function waitForRules(
   }, { timeoutMs: 120_000 });
 }
 
-async function memoryBench(
+/** Figure 3: a fresh webhook with one rule, then with 1 000. */
+async function rulesMemoryBench(
   kcp: KcpServer,
   computePath: string,
-  webhook: WebhookProcess,
 ): Promise<void> {
-  const oneRule = await rss(webhook.pid);
-  const oneRuleHeap = await heapUsedMb(webhook);
-  const url =
-    `/clusters/${computePath}/apis/dependencies.opendefense.cloud/v1alpha1/dependencyrules`;
-  await createMany(kcp, url, 999, (i) =>
-    dependencyRule(`bench-rule-${i}`, {
-      dependencies: [{
-        path: "root:providers:network",
-        group: `g${i}.network.example.com`,
-        resource: "vpcs",
-        field: `.spec.ref${i}.name`,
-      }],
-    }));
-  await waitForRules(webhook, 1000);
-  const thousand = await rss(webhook.pid);
-  const thousandHeap = await heapUsedMb(webhook);
-  console.log("\n3. Webhook resident memory (V8 heap in use)");
-  console.log(
-    `   1 rule: ${oneRule.toFixed(1)} MB (${
-      oneRuleHeap.toFixed(1)
-    }); 1000 rules: ${thousand.toFixed(1)} MB (${
-      thousandHeap.toFixed(1)
-    }); ratio ${(thousand / oneRule).toFixed(2)}`,
-  );
+  const webhook = await startWebhook(kcp, { args: ["--log-level=info"] });
+  try {
+    await waitForRules(webhook, 1);
+    const oneRule = await rss(webhook.pid);
+    const oneRuleHeap = await heapUsedMb(webhook);
+    const url =
+      `/clusters/${computePath}/apis/dependencies.opendefense.cloud/v1alpha1/dependencyrules`;
+    await createMany(kcp, url, 999, (i) =>
+      dependencyRule(`bench-rule-${i}`, {
+        dependencies: [{
+          path: "root:providers:network",
+          group: `g${i}.network.example.com`,
+          resource: "vpcs",
+          field: `.spec.ref${i}.name`,
+        }],
+      }));
+    await waitForRules(webhook, 1000);
+    const thousand = await rss(webhook.pid);
+    const thousandHeap = await heapUsedMb(webhook);
+    console.log("\n3. Webhook resident memory, MB (V8 heap in use)");
+    console.log(
+      `   1 rule: ${oneRule.toFixed(1)} (${
+        oneRuleHeap.toFixed(1)
+      }); 1000 rules: ${thousand.toFixed(1)} (${
+        thousandHeap.toFixed(1)
+      }); ratio ${(thousand / oneRule).toFixed(2)}`,
+    );
+  } finally {
+    await webhook.stop();
+  }
 }
 
-/** `memory` runs only the memory figure (no 11 000 dependents to create). */
-const only = Deno.args[0];
-if (only !== undefined && only !== "memory") {
+interface Cli {
+  memory: boolean;
+  runs: number;
+  variants: Variant[];
+}
+
+function usage(message: string): never {
   console.error(
-    `webhook_bench: the only mode is 'memory': current value is '${only}'`,
+    `webhook_bench: ${message}\nusage: webhook_bench.ts [memory [--runs=N] [--variant='FLAGS']... [--old=CHECKOUT]]`,
   );
   Deno.exit(2);
 }
+
+function parseCli(args: readonly string[]): Cli {
+  const [mode, ...rest] = args;
+  if (mode === undefined) return { memory: false, runs: 0, variants: [] };
+  if (mode !== "memory") {
+    usage(`the only mode is 'memory': current value is '${mode}'`);
+  }
+  const cli: Cli = { memory: true, runs: 3, variants: [CURRENT] };
+  for (const arg of rest) {
+    const [name, value] = [
+      arg.slice(0, Math.max(arg.indexOf("="), 0)),
+      arg.slice(arg.indexOf("=") + 1),
+    ];
+    if (name === "--runs" && /^[1-9][0-9]*$/.test(value)) {
+      cli.runs = Number(value);
+    } else if (name === "--variant" && value.trim() !== "") {
+      cli.variants.push(parseVariant(value));
+    } else if (name === "--old" && value !== "") {
+      cli.variants.push(checkoutVariant(value));
+    } else {
+      usage(`cannot use the argument: current value is '${arg}'`);
+    }
+  }
+  return cli;
+}
+
+const cli = parseCli(Deno.args);
+/** Namespaces to fill: `memory` needs the small one and the 10 000. */
+const sizes = cli.memory ? [1, 10_000] : SIZES;
 
 const kcp = await startKcp();
 try {
@@ -309,37 +347,35 @@ try {
   ], {
     workspace: topo.compute.path,
   });
+  // The webhook's identity reads only the rules' types, once they exist.
+  await grantWebhookReads(kcp);
   console.log(
     `kcp ready in ${(kcp.lastStartupMs / 1000).toFixed(1)} s; creating ${
-      SIZES.reduce((a, b) => a + b)
+      sizes.reduce((a, b) => a + b)
     } VMs`,
   );
-  for (const n of only === "memory" ? [] : SIZES) {
-    const ns = `bench-${n}`;
-    await kcp.request("POST", `/clusters/${consumer.path}/api/v1/namespaces`, {
-      body: { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } },
-    });
-    await createMany(
-      kcp,
-      `/clusters/${consumer.path}/apis/compute.example.com/v1alpha1/namespaces/${ns}/virtualmachines`,
+  const targets = new Map<number, LiveVpc>();
+  for (const n of sizes) {
+    targets.set(
       n,
-      (i) => vm(`vm-${i}`, `vpc-${i}`),
+      await createBenchNamespace(kcp, consumer.path, `bench-${n}`, n),
     );
   }
-  // Memory first, on a fresh process: nothing but the rules in its heap.
-  const fresh = await startWebhook(kcp, { args: ["--log-level=info"] });
-  try {
-    await waitForRules(fresh, 1);
-    await memoryBench(kcp, topo.compute.path, fresh);
-  } finally {
-    await fresh.stop();
-  }
-  if (only !== "memory") {
+  if (cli.memory) {
+    await memoryBench(kcp, {
+      small: targets.get(1)!,
+      large: targets.get(10_000)!,
+    }, cli);
+    await rulesMemoryBench(kcp, topo.compute.path);
+  } else {
+    // Memory first, on a fresh process: nothing but the rules in its heap.
+    await rulesMemoryBench(kcp, topo.compute.path);
+    await grantWebhookReads(kcp);
     const webhook = await startWebhook(kcp, { args: ["--log-level=info"] });
     try {
       await waitForRules(webhook, 1000);
-      await decisionBench(kcp, webhook, consumer.cluster);
-      await fastPathBench(webhook, consumer.cluster);
+      await decisionBench(kcp, webhook, consumer.cluster, targets);
+      await fastPathBench(webhook, targets.get(1)!);
     } finally {
       await webhook.stop();
     }

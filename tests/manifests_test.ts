@@ -7,6 +7,7 @@
  * flags bind, and the commands are where the Containerfile puts them.
  */
 import assert from "node:assert/strict";
+import { WEBHOOK_RUN } from "./harness/components.ts";
 import { basename, relative } from "node:path";
 import { loadAllYaml } from "@kubernetes/client-node";
 import {
@@ -303,6 +304,14 @@ Deno.test("the deploy manifests agree with the binaries they run", async () => {
   assertHardened(wPod, w);
   assert.equal(webhook.spec.strategy.rollingUpdate.maxUnavailable, 0);
   assert.equal(wo.skipProtectionMode, "annotation", "reference-compatible");
+  // The tests run the webhook as the Deployment does.
+  for (const [name, value] of Object.entries(WEBHOOK_RUN.env)) {
+    assert.equal(
+      w.env?.find((e: { name: string }) => e.name === name)?.value,
+      value,
+      name,
+    );
+  }
   assert.ok(
     (w.lifecycle?.preStop?.sleep?.seconds ?? 0) * 1000 +
         wo.shutdownTimeoutMs < wPod.terminationGracePeriodSeconds * 1000,

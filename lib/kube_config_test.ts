@@ -134,3 +134,64 @@ Deno.test("loadKubeConnection() names the file when it is missing or broken", ()
     /Cannot load kubeconfig \/nonexistent\/kubeconfig/,
   );
 });
+
+Deno.test("loadKubeConnection() reads a YAML kubeconfig, resolving a relative CA file against its directory", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${dir}/ca.crt`, CA);
+    await Deno.writeTextFile(
+      `${dir}/config`,
+      [
+        "apiVersion: v1",
+        "kind: Config",
+        "clusters:",
+        "  - name: c",
+        "    cluster:",
+        "      server: https://kcp.example/clusters/root",
+        "      certificate-authority: ca.crt",
+        "users:",
+        "  - name: u",
+        "    user:",
+        "      token: abc",
+        "contexts:",
+        "  - name: main",
+        "    context: {cluster: c, user: u}",
+        "current-context: main",
+        "",
+      ].join("\n"),
+    );
+    assert.deepEqual(loadKubeConnection(`${dir}/config`), {
+      server: "https://kcp.example/clusters/root",
+      base: "https://kcp.example",
+      caPem: CA,
+      insecureSkipTlsVerify: false,
+      token: "abc",
+    });
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("loadKubeConnection() names what is wrong in a malformed kubeconfig", async () => {
+  await withKubeconfig("clusters: [ {", (path) => {
+    assert.throws(() => loadKubeConnection(path), /Cannot load kubeconfig /);
+  });
+  await withKubeconfig({ clusters: [{ name: "c", cluster: {} }] }, (path) => {
+    assert.throws(
+      () => loadKubeConnection(path),
+      /Cannot load kubeconfig .*clusters\.0\.cluster\.server/,
+    );
+  });
+  await withKubeconfig(
+    {
+      ...kubeconfig({ server: "https://k" }, {}) as object,
+      "current-context": "nope",
+    },
+    (path) => {
+      assert.throws(
+        () => loadKubeConnection(path),
+        /its current context 'nope' does not exist/,
+      );
+    },
+  );
+});

@@ -32,6 +32,7 @@ import {
   type KcpServer,
   type ServingCert,
   waitFor,
+  WEBHOOK_RUN,
 } from "../tests/harness/mod.ts";
 import { appendTo, stopProcess } from "../tests/harness/process.ts";
 import {
@@ -78,10 +79,12 @@ export interface Variant {
 export const CURRENT: Variant = {
   label: "current",
   root: ROOT,
-  v8Flags: [],
+  // As the image and the Deployment run it (tests/harness WEBHOOK_RUN).
+  v8Flags: WEBHOOK_RUN.flags[0].slice("--v8-flags=".length).split(",")
+    .filter((f) => !f.startsWith("--max-semi-space-size")),
   denoFlags: [],
   args: [],
-  env: {},
+  env: { ...WEBHOOK_RUN.env },
 };
 
 /**
@@ -101,16 +104,22 @@ export function parseVariant(text: string): Variant {
     label: text,
     root: base.root,
     denoFlags: base.denoFlags,
-    v8Flags: words.filter(isV8).flatMap((w) =>
-      w.slice("--v8-flags=".length).split(",")
-    ),
+    v8Flags: [
+      ...base.v8Flags,
+      ...words.filter(isV8).flatMap((w) =>
+        w.slice("--v8-flags=".length).split(",")
+      ),
+    ],
     args: words.filter((w) => !isV8(w) && !isEnv(w) && !isCheckout(w)),
-    env: Object.fromEntries(
-      words.filter(isEnv).map((w) => {
-        const at = w.indexOf("=");
-        return [w.slice(0, at), w.slice(at + 1)];
-      }),
-    ),
+    env: {
+      ...base.env,
+      ...Object.fromEntries(
+        words.filter(isEnv).map((w) => {
+          const at = w.indexOf("=");
+          return [w.slice(0, at), w.slice(at + 1)];
+        }),
+      ),
+    },
   };
 }
 

@@ -9,6 +9,7 @@ import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import {
   type AdmissionRequest,
+  isRecord,
   MAX_REVIEW_BYTES,
   objectOf,
   parseAdmissionReview,
@@ -173,16 +174,17 @@ function logReview(
   verdict: Verdict,
   seconds: number,
 ): void {
-  const annotations = asRecord(
-    asRecord(objectOf(request)?.metadata)
-      ?.annotations,
-  );
+  const found = objectOf(request)?.metadata;
+  const metadata = isRecord(found) ? found : {};
+  const annotations = isRecord(metadata.annotations)
+    ? metadata.annotations
+    : undefined;
   const fields = {
     uid: request.uid,
     resource: `${request.resource.resource}.${request.resource.group}`,
     workspace: annotations?.[CLUSTER_ANNOTATION],
     namespace: request.namespace,
-    name: request.name || asRecord(objectOf(request)?.metadata)?.name,
+    name: request.name || metadata.name,
     dryRun: request.dryRun ?? false,
     user: request.userInfo?.username,
     groups: request.userInfo?.groups,
@@ -202,12 +204,6 @@ function logReview(
   } else {
     log.info("admission review denied", fields);
   }
-}
-
-function asRecord(value: unknown): Record<string, unknown> | undefined {
-  return typeof value === "object" && value !== null && !Array.isArray(value)
-    ? value as Record<string, unknown>
-    : undefined;
 }
 
 /** Readiness: `true`, or the reason it is not ready yet. */

@@ -7,11 +7,16 @@
  *    dependents through kcp) against a bare LIST of the same dependents
  *    through kcp with the webhook's token, with 1, 1 000 and 10 000
  *    dependents in the namespace; alternating, min / median / max of each
- *    and the ratio of the medians.
+ *    and the ratio of the medians. Beside it, the object's metadata GET and
+ *    the LIST sent at once: what every review must ask of kcp.
  * 2. Fast path (a DELETE no rule protects) over TLS keep-alive: reviews per
  *    second, against a bare Deno TLS server answering a fixed review.
  * 3. Resident memory of a fresh webhook with 1 000 rules registered, against
  *    the same process with one rule.
+ *
+ * `--old=DIR` (another checkout, e.g. a `git worktree` of an older commit)
+ * and `--variant='FLAGS'` add webhooks to figure 1, measured in the same
+ * samples as this checkout's.
  *
  * `deno task bench memory [--runs=N] [--variant='FLAGS']... [--old=DIR]`
  * runs instead the webhook's peak memory under load (see
@@ -21,6 +26,7 @@
  */
 import {
   buildTopology,
+  createServingCert,
   dependencyRule,
   grantWebhookReads,
   type KcpServer,
@@ -42,10 +48,15 @@ import {
   CURRENT,
   memoryBench,
   parseVariant,
+  type Spawned,
+  startVariant,
   type Variant,
 } from "./webhook_memory.ts";
 
 const SIZES = [1, 1_000, 10_000];
+/** The webhook's GET of the object under review: its metadata only. */
+const METADATA_ONLY =
+  "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
 const SAMPLES: Record<number, number> = { 1: 41, 1_000: 21, 10_000: 9 };
 const FAST_REQUESTS = 20_000;
 const CONCURRENCY = 16;
@@ -67,23 +78,34 @@ async function heapUsedMb(webhook: WebhookProcess): Promise<number> {
     1024 / 1024;
 }
 
-async function decisionSeconds(webhook: WebhookProcess): Promise<number> {
-  const { text } = await webhook.get(webhook.metricsPort, "/metrics");
+async function decisionSeconds(metricsPort: number): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`, {
+    signal: AbortSignal.timeout(5000),
+  })).text();
   const match =
     /^dependency_webhook_admission_review_duration_seconds_sum\{outcome="allowed"\} (\S+)$/m
       .exec(text);
-  return Number(match?.[1] ?? 0);
+  return Number(match?.[1] ?? NaN);
+}
+
+/** One webhook process under figure 1, and how the table names it. */
+interface Reviewed {
+  label: string;
+  url: string;
+  caPem: string;
+  metricsPort: number;
 }
 
 async function decisionBench(
   kcp: KcpServer,
-  webhook: WebhookProcess,
-  cluster: string,
-  targets: ReadonlyMap<number, LiveVpc>,
+  webhooks: readonly Reviewed[],
+  options: { cluster: string; targets: ReadonlyMap<number, LiveVpc> },
 ): Promise<void> {
-  const tls = Deno.createHttpClient({ caCerts: [webhook.cert.caPem] });
   const kcpClient = Deno.createHttpClient({ caCerts: [kcp.caPem] });
   const token = kcp.identity("webhook").token;
+  const clients = webhooks.map((w) =>
+    Deno.createHttpClient({ caCerts: [w.caPem] })
+  );
   console.log(
     "\n1. DELETE review vs bare LIST of the same dependents through kcp, ms, min / median / max",
   );
@@ -91,37 +113,49 @@ async function decisionBench(
     "   review = POST /validate as the client sees it (TLS keep-alive); LIST = GET ?limit=10000 with the webhook's token;",
   );
   console.log(
-    "   decision = the review's duration inside the webhook (its metric); the first sample of each size is dropped",
+    "   decision = the review's duration inside the webhook (its metric); the first sample of each size is dropped;",
   );
   console.log(
-    `   ${"dependents".padStart(10)} | ${"samples".padStart(7)} | ${
-      "review".padEnd(23)
-    } | ${"bare LIST".padEnd(23)} | ${"decision".padEnd(23)} | review/LIST`,
+    "   bare GET+LIST = the object's metadata GET and the LIST at once, as a review must read them: the least a review can take;",
+  );
+  console.log(
+    "   each sample runs every webhook's review, the LIST and GET+LIST once, in an order that rotates from sample to sample",
+  );
+  console.log(
+    `   ${"webhook".padEnd(26)} | ${"dependents".padStart(10)} | ${
+      "samples".padStart(7)
+    } | ${"review".padEnd(23)} | ${"bare LIST".padEnd(23)} | ${
+      "decision".padEnd(23)
+    } | review/LIST`,
   );
   for (const n of SIZES) {
     const ns = `bench-${n}`;
-    const target = targets.get(n)!;
+    const target = options.targets.get(n)!;
     const listUrl = `${
-      kcp.clusterUrl(cluster)
+      kcp.clusterUrl(options.cluster)
     }/apis/compute.example.com/v1alpha1/namespaces/${ns}/virtualmachines?limit=10000`;
-    const decisions: number[] = [];
-    const reviews: number[] = [];
+    const decisions = webhooks.map((): number[] => []);
+    const reviews = webhooks.map((): number[] => []);
     const lists: number[] = [];
-    const review = async () => {
-      const before = await decisionSeconds(webhook);
+    const boths: number[] = [];
+    const review = async (index: number) => {
+      const webhook = webhooks[index]!;
+      const before = await decisionSeconds(webhook.metricsPort);
       const body = deleteReview(target);
       let answer;
       const ms = await timed(async () => {
-        answer = await sendReview(webhook.url, body, tls);
+        answer = await sendReview(webhook.url, body, clients[index]!);
       });
       if (answer!.kind !== "allowed") {
         throw new Error(
-          `review unexpectedly ${answer!.kind}: ${answer!.detail ?? ""}`,
+          `${webhook.label}: review unexpectedly ${answer!.kind}: ${
+            answer!.detail ?? ""
+          }`,
         );
       }
       return {
         ms,
-        decision: (await decisionSeconds(webhook) - before) * 1000,
+        decision: (await decisionSeconds(webhook.metricsPort) - before) * 1000,
       };
     };
     const list = () =>
@@ -138,33 +172,72 @@ async function decisionBench(
           throw new Error(`listed ${list.items.length}, want ${n}`);
         }
       });
-    for (let i = 0; i < SAMPLES[n]! + 1; i++) {
-      // Alternating which goes first cancels what one leaves the other.
-      let r: { ms: number; decision: number };
-      let l: number;
-      if (i % 2 === 0) {
-        r = await review();
-        l = await list();
-      } else {
-        l = await list();
-        r = await review();
+    const getUrl = `${
+      kcp.clusterUrl(options.cluster)
+    }/apis/network.example.com/v1alpha1/namespaces/${ns}/vpcs/${target.metadata.name}`;
+    const getMetadata = async () => {
+      const response = await fetch(getUrl, {
+        headers: { accept: METADATA_ONLY, authorization: `Bearer ${token}` },
+        client: kcpClient,
+      });
+      const object = await response.json() as { metadata?: { uid?: string } };
+      if (object.metadata?.uid !== target.metadata.uid) {
+        throw new Error(`GET ${getUrl}: ${JSON.stringify(object)}`);
       }
-      if (i > 0) { // the first round warms connections and caches
-        decisions.push(r.decision);
-        reviews.push(r.ms);
-        lists.push(l);
+    };
+    const both = () =>
+      timed(async () => {
+        await Promise.all([getMetadata(), list()]);
+      });
+    // The last two slots are the LIST and GET+LIST; the others the webhooks.
+    const slots = webhooks.length + 2;
+    for (let i = 0; i < SAMPLES[n]! + 1; i++) {
+      const sample = {
+        lists: [] as number[],
+        boths: [] as number[],
+        reviews: [] as number[][],
+      };
+      // Rotating which goes first cancels what one leaves the others.
+      for (let k = 0; k < slots; k++) {
+        const slot = (i + k) % slots;
+        if (slot === webhooks.length) {
+          sample.lists.push(await list());
+        } else if (slot === webhooks.length + 1) {
+          sample.boths.push(await both());
+        } else {
+          const r = await review(slot);
+          sample.reviews.push([slot, r.ms, r.decision]);
+        }
+      }
+      if (i === 0) continue; // the first round warms connections and caches
+      lists.push(...sample.lists);
+      boths.push(...sample.boths);
+      for (const [slot, ms, decision] of sample.reviews) {
+        reviews[slot!]!.push(ms!);
+        decisions[slot!]!.push(decision!);
       }
     }
-    const ratio = median(reviews) / median(lists);
+    webhooks.forEach((webhook, index) => {
+      const ratio = median(reviews[index]!) / median(lists);
+      console.log(
+        `   ${webhook.label.slice(0, 26).padEnd(26)} | ${
+          String(n).padStart(10)
+        } | ${String(reviews[index]!.length).padStart(7)} | ${
+          formatSpread(spread(reviews[index]!)).padEnd(23)
+        } | ${formatSpread(spread(lists)).padEnd(23)} | ${
+          formatSpread(spread(decisions[index]!)).padEnd(23)
+        } | ${ratio.toFixed(2)}`,
+      );
+    });
     console.log(
-      `   ${String(n).padStart(10)} | ${String(reviews.length).padStart(7)} | ${
-        formatSpread(spread(reviews)).padEnd(23)
-      } | ${formatSpread(spread(lists)).padEnd(23)} | ${
-        formatSpread(spread(decisions)).padEnd(23)
-      } | ${ratio.toFixed(2)}`,
+      `   ${"bare GET+LIST".padEnd(26)} | ${String(n).padStart(10)} | ${
+        String(boths.length).padStart(7)
+      } | ${formatSpread(spread(boths)).padEnd(23)} | ${
+        formatSpread(spread(lists)).padEnd(23)
+      } | ${"".padEnd(23)} | ${(median(boths) / median(lists)).toFixed(2)}`,
     );
   }
-  tls.close();
+  for (const client of clients) client.close();
   kcpClient.close();
 }
 
@@ -240,11 +313,13 @@ async function fastPathBench(
 }
 
 async function waitForRules(
-  webhook: WebhookProcess,
+  metricsPort: number,
   count: number,
 ): Promise<void> {
   await waitFor(`${count} rules in the webhook`, async () => {
-    const { text } = await webhook.get(webhook.metricsPort, "/metrics");
+    const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`, {
+      signal: AbortSignal.timeout(5000),
+    })).text();
     return new RegExp(
       `^dependency_webhook_rules\\{state="valid"\\} ${count}$`,
       "m",
@@ -259,7 +334,7 @@ async function rulesMemoryBench(
 ): Promise<void> {
   const webhook = await startWebhook(kcp, { args: ["--log-level=info"] });
   try {
-    await waitForRules(webhook, 1);
+    await waitForRules(webhook.metricsPort, 1);
     const oneRule = await rss(webhook.pid);
     const oneRuleHeap = await heapUsedMb(webhook);
     const url =
@@ -273,7 +348,7 @@ async function rulesMemoryBench(
           field: `.spec.ref${i}.name`,
         }],
       }));
-    await waitForRules(webhook, 1000);
+    await waitForRules(webhook.metricsPort, 1000);
     const thousand = await rss(webhook.pid);
     const thousandHeap = await heapUsedMb(webhook);
     console.log("\n3. Webhook resident memory, MB (V8 heap in use)");
@@ -292,29 +367,26 @@ async function rulesMemoryBench(
 interface Cli {
   memory: boolean;
   runs: number;
+  /** The webhooks compared; the first is this checkout's. */
   variants: Variant[];
 }
 
 function usage(message: string): never {
   console.error(
-    `webhook_bench: ${message}\nusage: webhook_bench.ts [memory [--runs=N] [--variant='FLAGS']... [--old=CHECKOUT]]`,
+    `webhook_bench: ${message}\nusage: webhook_bench.ts [memory [--runs=N]] [--variant='FLAGS']... [--old=CHECKOUT]...`,
   );
   Deno.exit(2);
 }
 
 function parseCli(args: readonly string[]): Cli {
-  const [mode, ...rest] = args;
-  if (mode === undefined) return { memory: false, runs: 0, variants: [] };
-  if (mode !== "memory") {
-    usage(`the only mode is 'memory': current value is '${mode}'`);
-  }
-  const cli: Cli = { memory: true, runs: 3, variants: [CURRENT] };
-  for (const arg of rest) {
+  const memory = args[0] === "memory";
+  const cli: Cli = { memory, runs: 3, variants: [CURRENT] };
+  for (const arg of memory ? args.slice(1) : args) {
     const [name, value] = [
       arg.slice(0, Math.max(arg.indexOf("="), 0)),
       arg.slice(arg.indexOf("=") + 1),
     ];
-    if (name === "--runs" && /^[1-9][0-9]*$/.test(value)) {
+    if (memory && name === "--runs" && /^[1-9][0-9]*$/.test(value)) {
       cli.runs = Number(value);
     } else if (name === "--variant" && value.trim() !== "") {
       cli.variants.push(parseVariant(value));
@@ -372,11 +444,29 @@ try {
     await rulesMemoryBench(kcp, topo.compute.path);
     await grantWebhookReads(kcp);
     const webhook = await startWebhook(kcp, { args: ["--log-level=info"] });
+    const others: Spawned[] = [];
     try {
-      await waitForRules(webhook, 1000);
-      await decisionBench(kcp, webhook, consumer.cluster, targets);
+      const cert = await createServingCert(`${kcp.rootDir}/bench-p1-tls`);
+      for (const variant of cli.variants.slice(1)) {
+        others.push(await startVariant(kcp, variant, cert));
+      }
+      const compared: Reviewed[] = [
+        { label: "current", caPem: webhook.cert.caPem, ...webhook },
+        ...others.map((spawned, i) => ({
+          label: cli.variants[i + 1]!.label,
+          caPem: cert.caPem,
+          url: spawned.url,
+          metricsPort: spawned.metricsPort,
+        })),
+      ];
+      for (const w of compared) await waitForRules(w.metricsPort, 1000);
+      await decisionBench(kcp, compared, {
+        cluster: consumer.cluster,
+        targets,
+      });
       await fastPathBench(webhook, targets.get(1)!);
     } finally {
+      for (const spawned of others) await spawned.stop();
       await webhook.stop();
     }
   }

@@ -146,10 +146,15 @@ export interface MemoryTargets {
   large: LiveVpc;
 }
 
-interface Spawned {
+/** A webhook process started by {@linkcode startVariant}. */
+export interface Spawned {
+  /** The process id. */
   pid: number;
+  /** `https://127.0.0.1:<port>/validate`. */
   url: string;
+  /** Where its `/metrics` answers (plain HTTP on loopback). */
   metricsPort: number;
+  /** SIGTERM, then waits for it to exit and its logs to be written. */
   stop(): Promise<void>;
 }
 
@@ -170,7 +175,7 @@ function denoFlags(extra: readonly string[]): string[] {
  * does (same identity, kubeconfig and flags), and waits until it is ready
  * with the rules loaded.
  */
-async function spawnWebhook(
+export async function startVariant(
   kcp: KcpServer,
   variant: Variant,
   cert: ServingCert,
@@ -370,7 +375,7 @@ async function runOnce(
 ): Promise<void> {
   const client = Deno.createHttpClient({ caCerts: [cert.caPem] });
   try {
-    const first = await spawnWebhook(kcp, variant, cert);
+    const first = await startVariant(kcp, variant, cert);
     try {
       figures.start.push(statusMiB(first.pid, "VmRSS"));
       const sampler = new RssSampler(first.pid);
@@ -413,7 +418,7 @@ async function runOnce(
     } finally {
       await first.stop();
     }
-    const second = await spawnWebhook(kcp, variant, cert);
+    const second = await startVariant(kcp, variant, cert);
     try {
       const sampler = new RssSampler(second.pid);
       figures.wavesB.push(

@@ -82,6 +82,12 @@ export interface KubeClientOptions {
   timeoutMs?: number;
   /** The `User-Agent` header. @default {"dependency-controller"} */
   userAgent?: string;
+  /**
+   * Whether to offer HTTP/2. Without it, each request in flight takes its
+   * own keep-alive HTTP/1.1 connection, which answers small requests
+   * sooner; with it, watches share one connection. @default {true}
+   */
+  http2?: boolean;
 }
 
 /** Options of one request. */
@@ -157,6 +163,7 @@ export class KubeClient {
       this.#headers.authorization = `Bearer ${connection.token}`;
     }
     this.#client = Deno.createHttpClient({
+      http2: options.http2 ?? true,
       ...(connection.caPem === undefined
         ? {}
         : { caCerts: [connection.caPem] }),

@@ -8,27 +8,30 @@
  *
  * @module
  */
-import { readCaBundle } from "./lib/ca_bundle.ts";
-import {
-  CONTROLLER_FLAGS,
-  type ControllerOptions,
-  parseControllerOptions,
-} from "./lib/controller_options.ts";
-import { createControllerMetrics } from "./lib/controller_metrics.ts";
-import { runEntrypoint, stopSignal } from "./lib/entrypoint.ts";
-import { ExportWatcher } from "./lib/export_watcher.ts";
-import { KubeClient } from "./lib/kube_client.ts";
-import { loadKubeConnection } from "./lib/kube_config.ts";
-import { LeaderElector } from "./lib/leader_election.ts";
-import type { Logger } from "./lib/log.ts";
-import { MetricsRegistry } from "./lib/metrics.ts";
 import {
   CONTROLLER_COLLECTIONS,
+  CONTROLLER_FLAGS,
   type ControllerCollection,
+  type ControllerOptions,
+  createControllerMetrics,
+  LeaderElector,
+  parseControllerOptions,
+  readCaBundle,
   Reconciler,
-} from "./lib/reconciler.ts";
-import { serveServiceEndpoints } from "./lib/server.ts";
-import { WorkspaceResolver } from "./lib/workspace_resolver.ts";
+  WorkspaceResolver,
+} from "./lib/controller/mod.ts";
+import {
+  type Logger,
+  MetricsRegistry,
+  runEntrypoint,
+  serveServiceEndpoints,
+  stopSignal,
+} from "./lib/runtime/mod.ts";
+import {
+  ExportWatcher,
+  KubeClient,
+  loadKubeConnection,
+} from "./lib/kcp/mod.ts";
 
 const SUMMARY =
   "Installs the dependency webhook in every kcp provider workspace whose types DependencyRules protect, and reports each rule's state in its status.";

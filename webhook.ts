@@ -6,29 +6,28 @@
  *
  * @module
  */
-import { FrontProxyBypassAuthorizer } from "./lib/access_review.ts";
-import { DeletionValidator } from "./lib/deletion_validator.ts";
-import { FrontProxyDependentSource } from "./lib/dependent_lister.ts";
-import { runEntrypoint, stopSignal } from "./lib/entrypoint.ts";
-import { KubeClient } from "./lib/kube_client.ts";
-import { loadKubeConnection } from "./lib/kube_config.ts";
-import type { Logger } from "./lib/log.ts";
-import { MetricsRegistry } from "./lib/metrics.ts";
-import { enforcedRules } from "./lib/rule_graph.ts";
-import { RuleRegistry } from "./lib/rule_registry.ts";
-import { RuleWatcher } from "./lib/rule_watcher.ts";
-import { Semaphore } from "./lib/semaphore.ts";
+import {
+  type Logger,
+  MetricsRegistry,
+  runEntrypoint,
+  Semaphore,
+  serveServiceEndpoints,
+  stopSignal,
+} from "./lib/runtime/mod.ts";
 import {
   createAdmissionApp,
-  serveServiceEndpoints,
-  serveTls,
-} from "./lib/server.ts";
-import { createWebhookMetrics } from "./lib/webhook_metrics.ts";
-import {
+  createWebhookMetrics,
+  DeletionValidator,
+  FrontProxyBypassAuthorizer,
+  FrontProxyDependentSource,
   parseWebhookOptions,
+  RuleRegistry,
+  serveTls,
   WEBHOOK_FLAGS,
   type WebhookOptions,
-} from "./lib/webhook_options.ts";
+} from "./lib/webhook/mod.ts";
+import { KubeClient, loadKubeConnection } from "./lib/kcp/mod.ts";
+import { enforcedRules, RuleWatcher } from "./lib/rules/mod.ts";
 
 const SUMMARY =
   "Serves the kcp admission webhook that denies deleting objects other objects still refer to.";

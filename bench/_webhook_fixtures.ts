@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { KcpServer } from "../tests/harness/mod.ts";
+import type { KcpServer } from "../testing/mod.ts";
 
 /** The VPC every bench review is about; no VirtualMachine refers to it. */
 export const TARGET_VPC = "vpc-target";

@@ -19,7 +19,7 @@ import {
   startKcp,
   startWebhook,
   waitFor,
-} from "../tests/harness/mod.ts";
+} from "../testing/mod.ts";
 import { median, runCount } from "./_stats.ts";
 
 const runs = runCount(Deno.args, { program: "controller_bench", fallback: 5 });

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { startKcp } from "../tests/harness/mod.ts";
+import { startKcp } from "../testing/mod.ts";
 import { median, runCount } from "./_stats.ts";
 
 const runs = runCount(Deno.args, { program: "kcp_startup", fallback: 3 });

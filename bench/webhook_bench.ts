@@ -34,7 +34,7 @@ import {
   startWebhook,
   waitFor,
   type WebhookProcess,
-} from "../tests/harness/mod.ts";
+} from "../testing/mod.ts";
 import { formatSpread, median, spread } from "./_stats.ts";
 import {
   createBenchNamespace,
@@ -413,7 +413,7 @@ try {
     "apply",
     "-f",
     new URL(
-      "../tests/fixtures/compute/dependencyrule-vm-vpc.yaml",
+      "../testing/fixtures/compute/dependencyrule-vm-vpc.yaml",
       import.meta.url,
     ).pathname,
   ], {

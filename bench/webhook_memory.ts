@@ -26,15 +26,16 @@
  * @module
  */
 import {
+  appendTo,
   createServingCert,
   DENO_RUN_FLAGS,
   freePorts,
   type KcpServer,
   type ServingCert,
+  stopProcess,
   waitFor,
   WEBHOOK_RUN,
-} from "../tests/harness/mod.ts";
-import { appendTo, stopProcess } from "../tests/harness/process.ts";
+} from "../testing/mod.ts";
 import {
   ANSWER_KINDS,
   type AnswerKind,
@@ -79,7 +80,7 @@ export interface Variant {
 export const CURRENT: Variant = {
   label: "current",
   root: ROOT,
-  // As the image and the Deployment run it (tests/harness WEBHOOK_RUN).
+  // As the image and the Deployment run it (testing/components.ts WEBHOOK_RUN).
   v8Flags: WEBHOOK_RUN.flags[0].slice("--v8-flags=".length).split(",")
     .filter((f) => !f.startsWith("--max-semi-space-size")),
   denoFlags: [],

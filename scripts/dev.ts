@@ -16,7 +16,7 @@
  * @module
  */
 import { relative, resolve } from "node:path";
-import { stopSignal } from "../lib/entrypoint.ts";
+import { stopSignal } from "../lib/runtime/mod.ts";
 import {
   buildTopology,
   type ComponentProcess,
@@ -30,12 +30,12 @@ import {
   type Topology,
   waitFor,
   type WebhookProcess,
-} from "../tests/harness/mod.ts";
+} from "../testing/mod.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 let devDir = `${ROOT}.dev`;
 let claimed = false;
-const FIXTURES = "tests/fixtures";
+const FIXTURES = "testing/fixtures";
 const STEPS = 9;
 
 const HELP = `Usage: deno task dev [--once] [--dir=<path>]

@@ -17,7 +17,7 @@ import {
   apiResourceSchema,
   apiResourceSchemaYaml,
   setApiExportSchema,
-} from "../lib/crd_schema.ts";
+} from "./crd_schema.ts";
 
 /** Writes both manifests and prints the schema name. */
 async function main(): Promise<void> {

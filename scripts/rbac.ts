@@ -19,22 +19,26 @@ import { dumpYaml } from "@kubernetes/client-node";
 import {
   ALLOW_INSECURE_HTTP_FLAG,
   API_EXPORT_NAME_FLAG,
+  KubeClient,
   KUBECONFIG_FLAG,
-} from "../lib/component_flags.ts";
-import { runEntrypoint } from "../lib/entrypoint.ts";
+  loadKubeConnection,
+} from "../lib/kcp/mod.ts";
 import {
   type FlagSpec,
+  type Logger,
   parseDuration,
   parseFlag,
   parseFlags,
+  parseLogLevel,
   requiredFlag,
-} from "../lib/flags.ts";
-import { KubeClient } from "../lib/kube_client.ts";
-import { loadKubeConnection } from "../lib/kube_config.ts";
-import { type Logger, parseLogLevel } from "../lib/log.ts";
-import { enforcedRules } from "../lib/rule_graph.ts";
-import { type RuleSnapshot, RuleWatcher } from "../lib/rule_watcher.ts";
-import { dependentsReaderRole } from "../lib/webhook_rbac.ts";
+  runEntrypoint,
+} from "../lib/runtime/mod.ts";
+import {
+  enforcedRules,
+  type RuleSnapshot,
+  RuleWatcher,
+} from "../lib/rules/mod.ts";
+import { dependentsReaderRole } from "../lib/webhook/mod.ts";
 
 const FLAGS: readonly FlagSpec[] = [
   KUBECONFIG_FLAG,

@@ -4,7 +4,7 @@
  * and cleans up. Its output is printed, so the CI log shows the walk-through.
  */
 import assert from "node:assert/strict";
-import { type CommandResult, runCommand } from "./harness/process.ts";
+import { type CommandResult, runCommand } from "../testing/mod.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 

@@ -5,29 +5,30 @@
  * README.md and docs/*.md points at a file that exists.
  */
 import assert from "node:assert/strict";
+import { DEFAULT_API_EXPORT_NAME } from "../lib/kcp/mod.ts";
 import {
   CONDITION_REASONS,
-  DEFAULT_API_EXPORT_NAME,
   READY_CONDITION,
   SKIP_PROTECTION_ANNOTATION,
   WEBHOOKS_INSTALLED_CONDITION,
-} from "../lib/api.ts";
-import { createControllerMetrics } from "../lib/controller_metrics.ts";
-import { CONTROLLER_FLAGS } from "../lib/controller_options.ts";
-import { NOT_INITIALIZED_MESSAGE } from "../lib/deletion_validator.ts";
-import type { FlagSpec } from "../lib/flags.ts";
-import { MetricsRegistry } from "../lib/metrics.ts";
-import { planReconcile, type Sourced } from "../lib/reconcile_plan.ts";
+} from "../lib/rules/mod.ts";
 import {
+  CONTROLLER_FLAGS,
+  createControllerMetrics,
   MANAGED_BY_LABEL,
   MANAGED_BY_VALUE,
+  planReconcile,
+  type Sourced,
   WEBHOOK_CONFIGURATION_NAME,
   WEBHOOK_NAME,
-} from "../lib/webhook_config.ts";
-import { createWebhookMetrics } from "../lib/webhook_metrics.ts";
-import { WEBHOOK_FLAGS } from "../lib/webhook_options.ts";
-import { SUBNETS, VIRTUAL_MACHINES, VPCS } from "../lib/_test_rules.ts";
-import { runCommand } from "./harness/process.ts";
+} from "../lib/controller/mod.ts";
+import {
+  createWebhookMetrics,
+  NOT_INITIALIZED_MESSAGE,
+  WEBHOOK_FLAGS,
+} from "../lib/webhook/mod.ts";
+import { type FlagSpec, MetricsRegistry } from "../lib/runtime/mod.ts";
+import { runCommand, SUBNETS, VIRTUAL_MACHINES, VPCS } from "../testing/mod.ts";
 
 const ROOT = new URL("../", import.meta.url);
 const OPERATIONS = new URL("docs/operations.md", ROOT);

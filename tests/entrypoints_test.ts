@@ -3,11 +3,25 @@
  * flag is a clear error with exit code 2, and a missing kubeconfig is named.
  */
 import assert from "node:assert/strict";
-import { DENO_RUN_FLAGS } from "./harness/components.ts";
-import { freePorts } from "./harness/kcp_server.ts";
-import { type CommandResult, runCommand } from "./harness/process.ts";
-import { createServingCert } from "./harness/tls.ts";
-import { waitFor } from "./harness/wait.ts";
+import {
+  ALLOW_INSECURE_HTTP_FLAG,
+  API_EXPORT_NAME_FLAG,
+  kcpBaseHostFlag,
+  KUBECONFIG_FLAG,
+  LOG_LEVEL_FLAG,
+  SERVICE_BIND_FLAGS,
+} from "../lib/kcp/mod.ts";
+import { CONTROLLER_FLAGS } from "../lib/controller/mod.ts";
+import type { FlagSpec } from "../lib/runtime/mod.ts";
+import { WEBHOOK_FLAGS } from "../lib/webhook/mod.ts";
+import {
+  type CommandResult,
+  createServingCert,
+  DENO_RUN_FLAGS,
+  freePorts,
+  runCommand,
+  waitFor,
+} from "../testing/mod.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 
@@ -263,5 +277,30 @@ Deno.test("webhook.ts and controller.ts refuse an http:// kcp server unless --al
     }
   } finally {
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+/** The flags both components share. */
+const SHARED_FLAGS: readonly FlagSpec[] = [
+  KUBECONFIG_FLAG,
+  API_EXPORT_NAME_FLAG,
+  kcpBaseHostFlag("either"),
+  ...SERVICE_BIND_FLAGS,
+  LOG_LEVEL_FLAG,
+  ALLOW_INSECURE_HTTP_FLAG,
+];
+
+Deno.test("both components take the shared flags, each once", () => {
+  for (const table of [CONTROLLER_FLAGS, WEBHOOK_FLAGS]) {
+    const names = table.map((f) => f.name);
+    for (const shared of SHARED_FLAGS) {
+      assert.equal(
+        names.filter((n) => n === shared.name).length,
+        1,
+        `${shared.name} in ${names.join(", ")}`,
+      );
+    }
+    assert.ok(table.includes(KUBECONFIG_FLAG));
+    assert.ok(table.includes(LOG_LEVEL_FLAG));
   }
 });

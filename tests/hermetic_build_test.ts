@@ -13,16 +13,17 @@
  */
 import assert from "node:assert/strict";
 import { basename, posix } from "node:path";
-import { type CommandResult, runCommand } from "./harness/process.ts";
 import {
   type BuildStep,
   checkArgs,
+  type CommandResult,
   compiles,
   copiesFrom,
   loadContainerfile,
   nameOf,
   runArgs,
-} from "./harness/containerfile.ts";
+  runCommand,
+} from "../testing/mod.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const DENO_SH = `${ROOT}scripts/deno.sh`;

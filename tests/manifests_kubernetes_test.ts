@@ -1,7 +1,7 @@
 /**
  * The hosting-cluster manifests pass Kubernetes' own checks, without a
  * cluster: `kubectl kustomize manifests/deploy` piped into `manifest-check`
- * (`tests/kcp/server/manifestcheck/`), which runs kube-apiserver's strict
+ * (`testing/kcp/server/manifestcheck/`), which runs kube-apiserver's strict
  * decoding, defaulting and create validation (kcp's Kubernetes 1.32 fork)
  * and the restricted Pod Security Standard on every object. The negative
  * controls break the build through kustomize overlays, as an operator's
@@ -9,8 +9,11 @@
  */
 import assert from "node:assert/strict";
 import { relative } from "node:path";
-import { type CommandResult, runCommand } from "./harness/process.ts";
-import { requireKcpBinaries, requireManifestCheck } from "./kcp/binaries.ts";
+import { type CommandResult, runCommand } from "../testing/mod.ts";
+import {
+  requireKcpBinaries,
+  requireManifestCheck,
+} from "../testing/kcp/binaries.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const DEPLOY = `${ROOT}manifests/deploy`;

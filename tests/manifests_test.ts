@@ -7,24 +7,24 @@
  * flags bind, and the commands are where the Containerfile puts them.
  */
 import assert from "node:assert/strict";
-import { WEBHOOK_RUN } from "./harness/components.ts";
+import {
+  compiles,
+  copiesFrom,
+  loadContainerfile,
+  runCommand,
+  WEBHOOK_RUN,
+} from "../testing/mod.ts";
 import { basename, relative } from "node:path";
 import { loadAllYaml } from "@kubernetes/client-node";
 import {
   type ControllerOptions,
   parseControllerOptions,
-} from "../lib/controller_options.ts";
+} from "../lib/controller/mod.ts";
 import {
   parseWebhookOptions,
   type WebhookOptions,
-} from "../lib/webhook_options.ts";
-import {
-  compiles,
-  copiesFrom,
-  loadContainerfile,
-} from "./harness/containerfile.ts";
-import { runCommand } from "./harness/process.ts";
-import { requireKcpBinaries } from "./kcp/binaries.ts";
+} from "../lib/webhook/mod.ts";
+import { requireKcpBinaries } from "../testing/kcp/binaries.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const DEPLOY = `${ROOT}manifests/deploy`;

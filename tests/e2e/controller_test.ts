@@ -21,7 +21,7 @@ import {
   type Topology,
   waitFor,
   type WebhookProcess,
-} from "../harness/mod.ts";
+} from "../../testing/mod.ts";
 
 const NETWORK = "root:org:team:network";
 const COMPUTE = "root:providers:compute";

@@ -14,9 +14,10 @@ import {
   waitForEndpointUrls,
   waitForExportIdentity,
   type WorkspaceRef,
-} from "../harness/mod.ts";
+} from "../../testing/mod.ts";
 
-const FIXTURES = new URL("../fixtures/network/", import.meta.url).pathname;
+const FIXTURES =
+  new URL("../../testing/fixtures/network/", import.meta.url).pathname;
 
 interface Vpc {
   metadata: { name: string; annotations?: Record<string, string> };

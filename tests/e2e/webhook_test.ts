@@ -18,11 +18,13 @@ import {
   type Topology,
   waitFor,
   type WebhookProcess,
-} from "../harness/mod.ts";
+} from "../../testing/mod.ts";
 
-const RULE =
-  new URL("../fixtures/compute/dependencyrule-vm-vpc.yaml", import.meta.url)
-    .pathname;
+const RULE = new URL(
+  "../../testing/fixtures/compute/dependencyrule-vm-vpc.yaml",
+  import.meta.url,
+)
+  .pathname;
 
 function vpc(name: string, annotations: Record<string, string> = {}): unknown {
   return {

@@ -1,0 +1,16 @@
+/**
+ * The controller: the pure reconcile plan, the reconciler that feeds it from
+ * caches and writes its result, ValidatingWebhookConfigurations, workspace
+ * path resolution, keyed tasks, leader election and its metrics and options.
+ *
+ * @module
+ */
+export * from "./ca_bundle.ts";
+export * from "./keyed_tasks.ts";
+export * from "./leader_election.ts";
+export * from "./metrics.ts";
+export * from "./options.ts";
+export * from "./reconcile_plan.ts";
+export * from "./reconciler.ts";
+export * from "./webhook_config.ts";
+export * from "./workspace_resolver.ts";

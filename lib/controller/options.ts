@@ -1,0 +1,206 @@
+/**
+ * The controller's flags (compatible with the reference implementation's
+ * names and defaults) and their parsing into typed options.
+ *
+ * @module
+ */
+import {
+  ALLOW_INSECURE_HTTP_FLAG,
+  API_EXPORT_NAME_FLAG,
+  type ComponentOptions,
+  kcpBaseHostFlag,
+  KUBECONFIG_FLAG,
+  LOG_LEVEL_FLAG,
+  parseComponentOptions,
+  SERVICE_BIND_FLAGS,
+} from "../kcp/mod.ts";
+import {
+  type FlagSpec,
+  parseDuration,
+  parseFlag,
+  parseFlags,
+  requiredFlag,
+} from "../runtime/mod.ts";
+
+/** The controller's flag table, in `--help` order. */
+export const CONTROLLER_FLAGS: readonly FlagSpec[] = [
+  KUBECONFIG_FLAG,
+  API_EXPORT_NAME_FLAG,
+  kcpBaseHostFlag("resolving workspace paths"),
+  {
+    name: "webhook-url",
+    help:
+      "URL kcp calls for admission reviews, used as-is in clientConfig.url (https, e.g. https://webhook.example:9443/validate)",
+  },
+  {
+    name: "webhook-ca-bundle-path",
+    help:
+      "PEM file of the CA that signed the webhook's certificate; becomes caBundle, re-read on every resync",
+  },
+  {
+    name: "webhook-timeout",
+    default: "10s",
+    help:
+      "How long kcp waits for the webhook, whole seconds from 1s to 30s (timeoutSeconds)",
+  },
+  {
+    name: "resync-period",
+    default: "5m",
+    help: "How often to reconcile everything again",
+  },
+  ...SERVICE_BIND_FLAGS,
+  {
+    name: "leader-elect",
+    boolean: true,
+    help:
+      "Run only while holding the leader Lease, so several replicas can run (--leader-elect=true|false also works)",
+  },
+  {
+    name: "leader-election-namespace",
+    default: "default",
+    help: "Namespace of the leader Lease in the dep-ctrl workspace",
+  },
+  {
+    name: "leader-election-id",
+    default: "dependency-controller",
+    help: "Name of the leader Lease",
+  },
+  LOG_LEVEL_FLAG,
+  ALLOW_INSECURE_HTTP_FLAG,
+];
+
+/** Typed controller options. */
+export interface ControllerOptions extends ComponentOptions {
+  /** The webhook's URL, exactly as given. */
+  webhookUrl: string;
+  /** PEM file whose bytes become the webhook configuration's caBundle. */
+  webhookCaBundlePath: string;
+  /** The webhook configuration's timeoutSeconds. */
+  webhookTimeoutSeconds: number;
+  /** Resync period, ms. */
+  resyncPeriodMs: number;
+  /** Whether to run only as the elected leader. */
+  leaderElect: boolean;
+  /** Namespace of the leader Lease. */
+  leaderElectionNamespace: string;
+  /** Name of the leader Lease. */
+  leaderElectionId: string;
+}
+
+/** The result of {@linkcode parseControllerOptions}: options, or a request for help. */
+export type ControllerArgs = { help: true } | {
+  help: false;
+  options: ControllerOptions;
+};
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const DNS_SUBDOMAIN =
+  /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/**
+ * Parses the controller's command line.
+ *
+ * @throws {TypeError} With a message naming the flag when a value is missing or malformed.
+ */
+export function parseControllerOptions(
+  args: readonly string[],
+  options: { env?: (name: string) => string | undefined } = {},
+): ControllerArgs {
+  const flags = parseFlags(args, CONTROLLER_FLAGS, options);
+  if (flags.help) return { help: true };
+  const v = flags.values;
+  const common = parseComponentOptions(flags);
+  const webhookUrlText = requiredFlag(flags, "webhook-url");
+  const webhookCaBundlePath = requiredFlag(flags, "webhook-ca-bundle-path");
+  return {
+    help: false,
+    options: {
+      ...common,
+      webhookUrl: parseFlag(
+        "webhook-url",
+        () => checkWebhookUrl(webhookUrlText),
+      ),
+      webhookCaBundlePath,
+      webhookTimeoutSeconds: parseFlag(
+        "webhook-timeout",
+        () => parseWebhookTimeout(v["webhook-timeout"]!),
+      ),
+      resyncPeriodMs: parseFlag(
+        "resync-period",
+        () => parseDuration(v["resync-period"]!),
+      ),
+      leaderElect: v["leader-elect"] === "true",
+      leaderElectionNamespace: parseFlag(
+        "leader-election-namespace",
+        () =>
+          checkName(v["leader-election-namespace"]!, DNS_LABEL, "a DNS label"),
+      ),
+      leaderElectionId: parseFlag(
+        "leader-election-id",
+        () =>
+          checkName(
+            v["leader-election-id"]!,
+            DNS_SUBDOMAIN,
+            "a DNS subdomain",
+          ),
+      ),
+    },
+  };
+}
+
+/**
+ * Checks the webhook URL as Kubernetes validates `clientConfig.url`: https,
+ * a host, no user information, no query and no fragment. Returns it unchanged.
+ */
+function checkWebhookUrl(text: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new TypeError(
+      `want an absolute https:// URL: current value is '${text}'`,
+    );
+  }
+  if (url.protocol !== "https:") {
+    throw new TypeError(
+      `kcp calls webhooks over https only: current value is '${text}'`,
+    );
+  }
+  if (
+    url.username !== "" || url.password !== "" ||
+    /^https:\/\/[^/?#]*@/i.test(text)
+  ) {
+    throw new TypeError(
+      `user information is not permitted in the URL: current value is '${text}'`,
+    );
+  }
+  if (text.includes("#")) {
+    throw new TypeError(
+      `fragments are not permitted in the URL: current value is '${text}'`,
+    );
+  }
+  if (text.includes("?")) {
+    throw new TypeError(
+      `query parameters are not permitted in the URL: current value is '${text}'`,
+    );
+  }
+  return text;
+}
+
+/** A duration of whole seconds from 1s to 30s, in seconds. */
+function parseWebhookTimeout(text: string): number {
+  const ms = parseDuration(text);
+  if (ms % 1000 !== 0 || ms < 1000 || ms > 30_000) {
+    throw new TypeError(
+      `want whole seconds from 1s to 30s: current value is '${text}'`,
+    );
+  }
+  return ms / 1000;
+}
+
+function checkName(text: string, pattern: RegExp, what: string): string {
+  if (text.length > 253 || !pattern.test(text)) {
+    throw new TypeError(`want ${what}: current value is '${text}'`);
+  }
+  return text;
+}

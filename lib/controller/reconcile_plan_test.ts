@@ -1,0 +1,1046 @@
+import assert from "node:assert/strict";
+import {
+  type Condition,
+  type Dependency,
+  DependencyRuleStatusSchema,
+  type GroupVersionResource,
+  parseDependencyRule,
+  READY_CONDITION,
+  WEBHOOKS_INSTALLED_CONDITION,
+} from "../rules/mod.ts";
+import type { KubeObject } from "../kcp/mod.ts";
+import {
+  type Plan,
+  type PlanInput,
+  planReconcile,
+  protectedTypesOf,
+  type Resolution,
+  type Sourced,
+  type StatusAction,
+  statusUpToDate,
+} from "./reconcile_plan.ts";
+import {
+  desiredWebhookConfiguration,
+  updatedWebhookConfiguration,
+  type WebhookClientSettings,
+} from "./webhook_config.ts";
+import {
+  dependency,
+  type DependentType,
+  LOAD_BALANCERS,
+  SUBNETS,
+  VIRTUAL_MACHINES,
+  VPCS,
+} from "../../testing/mod.ts";
+
+const NOW = "2025-06-01T12:00:00Z";
+const EARLIER = "2025-05-01T08:30:00Z";
+/** Virtual-workspace URL of the dep-ctrl export on the first shard. */
+const ENDPOINT =
+  "https://shard-1.kcp.example.com:6443/services/apiexport/1root/dependencies.opendefense.cloud";
+/** Virtual-workspace URL of the dep-ctrl export on the second shard. */
+const OTHER_ENDPOINT =
+  "https://shard-2.kcp.example.com:6443/services/apiexport/1root/dependencies.opendefense.cloud";
+const EXPORT_REF = "root:dep-ctrl:dependencies.opendefense.cloud";
+/** Logical cluster of the consumer workspace that holds the rules. */
+const CONSUMER = "1consumer7x";
+const NETWORK_PATH = "root:providers:network";
+const NETWORK = "2network9k";
+const STORAGE_PATH = "root:providers:storage";
+const STORAGE = "3storage4m";
+const GONE_PATH = "root:providers:gone";
+
+const SETTINGS: WebhookClientSettings = {
+  url: "https://webhook.example.com:9443/validate",
+  caBundle: "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t",
+  timeoutSeconds: 10,
+};
+
+const VOLUMES: GroupVersionResource = {
+  group: "storage.example.com",
+  version: "v1",
+  resource: "volumes",
+};
+/** VPCs as a dependent type, for a rule that protects its own type. */
+const VPCS_DEPENDENT: DependentType = { ...VPCS, kind: "VPC" };
+
+const VM_RULE = "virtualmachines-need-vpcs";
+const ENFORCED_VPCS =
+  "deleting vpcs.network.example.com is denied while a VirtualMachine in the same workspace refers to it";
+const INSTALLED_NETWORK = `the webhook is installed in ${NETWORK_PATH}`;
+
+/** `dep` with its APIExport in the workspace at `path`. */
+function at(dep: Dependency, path: string): Dependency {
+  return { ...dep, apiExportRef: { ...dep.apiExportRef, path } };
+}
+
+/** A DependencyRule as kcp returns it from the virtual workspace. */
+function ruleObject(
+  name: string,
+  dependent: DependentType,
+  dependencies: readonly Dependency[],
+  options: { generation?: number; status?: unknown; cluster?: string } = {},
+): KubeObject {
+  const object: KubeObject = {
+    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
+    kind: "DependencyRule",
+    metadata: {
+      name,
+      uid: `uid-${name}`,
+      generation: options.generation ?? 1,
+      resourceVersion: "1001",
+      creationTimestamp: "2025-01-01T00:00:00Z",
+      annotations: { "kcp.io/cluster": options.cluster ?? CONSUMER },
+    },
+    spec: {
+      dependent: { apiExportName: dependent.group, ...dependent },
+      dependencies: structuredClone(dependencies),
+    },
+  };
+  if (options.status !== undefined) object.status = options.status;
+  return object;
+}
+
+/** The rule object as read through {@linkcode ENDPOINT}. */
+function rule(
+  name: string,
+  dependent: DependentType,
+  dependencies: readonly Dependency[],
+  options: { generation?: number; status?: unknown; cluster?: string } = {},
+): Sourced {
+  return {
+    endpoint: ENDPOINT,
+    object: ruleObject(name, dependent, dependencies, options),
+  };
+}
+
+/** VirtualMachines refer to VPCs in the network provider; generation 3. */
+function vmRule(status?: unknown): Sourced {
+  return rule(
+    VM_RULE,
+    VIRTUAL_MACHINES,
+    [dependency(VPCS, ".spec.vpcRef.name")],
+    status === undefined ? { generation: 3 } : { generation: 3, status },
+  );
+}
+
+/** A permission claim on ValidatingWebhookConfigurations in `state`. */
+function vwcClaim(state: string, resource = "validatingwebhookconfigurations") {
+  return {
+    group: "admissionregistration.k8s.io",
+    resource,
+    selector: { matchAll: true },
+    verbs: ["get", "list", "watch", "create", "update", "delete"],
+    state,
+  };
+}
+
+/** An APIBinding to the dep-ctrl export in `cluster`. */
+function binding(
+  cluster: string,
+  options: { endpoint?: string; claims?: unknown[]; name?: string } = {},
+): Sourced {
+  return {
+    endpoint: options.endpoint ?? ENDPOINT,
+    object: {
+      apiVersion: "apis.kcp.io/v1alpha2",
+      kind: "APIBinding",
+      metadata: {
+        name: options.name ?? "dependencies.opendefense.cloud",
+        resourceVersion: "501",
+        annotations: { "kcp.io/cluster": cluster },
+      },
+      spec: {
+        reference: {
+          export: {
+            path: "root:dep-ctrl",
+            name: "dependencies.opendefense.cloud",
+          },
+        },
+        permissionClaims: options.claims ?? [vwcClaim("Accepted")],
+      },
+      status: { phase: "Bound" },
+    },
+  };
+}
+
+/** Our configuration in `cluster` as the API server returns it. */
+function configuration(
+  cluster: string,
+  types: readonly GroupVersionResource[],
+  options: { settings?: WebhookClientSettings; endpoint?: string } = {},
+): Sourced {
+  const object: KubeObject = JSON.parse(JSON.stringify(
+    desiredWebhookConfiguration(types, options.settings ?? SETTINGS),
+  ));
+  object.metadata = {
+    ...object.metadata,
+    uid: `uid-vwc-${cluster}`,
+    resourceVersion: "4711",
+    generation: 1,
+    annotations: { "kcp.io/cluster": cluster },
+  };
+  return { endpoint: options.endpoint ?? ENDPOINT, object };
+}
+
+/** Paths resolved to clusters. */
+function resolved(
+  entries: Record<string, string>,
+  failures: Record<string, Resolution> = {},
+): Map<string, Resolution> {
+  const map = new Map<string, Resolution>();
+  for (const [path, cluster] of Object.entries(entries)) {
+    map.set(path, { cluster });
+  }
+  for (const [path, failure] of Object.entries(failures)) {
+    map.set(path, failure);
+  }
+  return map;
+}
+
+function input(overrides: Partial<PlanInput>): PlanInput {
+  return {
+    rules: [],
+    bindings: [],
+    configurations: [],
+    resolutions: new Map(),
+    settings: SETTINGS,
+    installErrors: new Map(),
+    exportRef: EXPORT_REF,
+    now: NOW,
+    ...overrides,
+  };
+}
+
+/** The network provider bound, resolved and holding `types`. */
+function networkInput(
+  rules: readonly Sourced[],
+  types: readonly GroupVersionResource[],
+): PlanInput {
+  return input({
+    rules,
+    bindings: [binding(NETWORK)],
+    configurations: types.length === 0 ? [] : [configuration(NETWORK, types)],
+    resolutions: resolved({ [NETWORK_PATH]: NETWORK }),
+  });
+}
+
+/** The status write for rule `name`. */
+function statusOf(plan: Plan, name: string): StatusAction {
+  const found = plan.statuses.filter((s) => s.name === name);
+  assert.equal(found.length, 1, `one status write for ${name}`);
+  return found[0]!;
+}
+
+/** Condition `type` of a status write. */
+function conditionOf(action: StatusAction, type: string): Condition {
+  const found = action.status.conditions?.find((c) => c.type === type);
+  assert.ok(found !== undefined, `condition ${type} of ${action.name}`);
+  return found;
+}
+
+/** `[status, reason, message]` of both conditions of a status write. */
+function summary(action: StatusAction): string[][] {
+  return [WEBHOOKS_INSTALLED_CONDITION, READY_CONDITION].map((type) => {
+    const c = conditionOf(action, type);
+    return [c.status, c.reason, c.message];
+  });
+}
+
+Deno.test("planReconcile() creates the configuration through the binding's endpoint and defers the status", () => {
+  const plan = planReconcile(input({
+    rules: [vmRule()],
+    bindings: [binding(NETWORK, { endpoint: OTHER_ENDPOINT })],
+    resolutions: resolved({ [NETWORK_PATH]: NETWORK }),
+  }));
+  assert.deepEqual(plan.configurations, [{
+    cluster: NETWORK,
+    endpoint: OTHER_ENDPOINT,
+    action: "create",
+    object: desiredWebhookConfiguration([VPCS], SETTINGS),
+  }]);
+  assert.deepEqual(plan.statuses, []);
+  assert.deepEqual(plan.paths, [NETWORK_PATH]);
+  assert.deepEqual(plan.stalePaths, []);
+  assert.equal(plan.desiredClusters, 1);
+  assert.deepEqual(plan.ready, new Map());
+});
+
+Deno.test("planReconcile() writes Installed and Enforced once the configuration is up to date", () => {
+  const plan = planReconcile(networkInput([vmRule()], [VPCS]));
+  assert.deepEqual(plan.configurations, []);
+  assert.deepEqual(plan.statuses, [{
+    cluster: CONSUMER,
+    name: VM_RULE,
+    endpoint: ENDPOINT,
+    resourceVersion: "1001",
+    status: {
+      observedGeneration: 3,
+      conditions: [
+        {
+          type: WEBHOOKS_INSTALLED_CONDITION,
+          status: "True",
+          reason: "Installed",
+          message: INSTALLED_NETWORK,
+          observedGeneration: 3,
+          lastTransitionTime: NOW,
+        },
+        {
+          type: READY_CONDITION,
+          status: "True",
+          reason: "Enforced",
+          message: ENFORCED_VPCS,
+          observedGeneration: 3,
+          lastTransitionTime: NOW,
+        },
+      ],
+    },
+  }]);
+  assert.deepEqual(plan.ready, new Map([["True/Enforced", 1]]));
+  DependencyRuleStatusSchema.parse(plan.statuses[0]!.status);
+});
+
+Deno.test("planReconcile() writes no status that the rule already shows, whatever the transition times", () => {
+  const first = planReconcile(networkInput([vmRule()], [VPCS]));
+  const shown = structuredClone(first.statuses[0]!.status);
+  for (const c of shown.conditions ?? []) c.lastTransitionTime = EARLIER;
+  const plan = planReconcile(networkInput([vmRule(shown)], [VPCS]));
+  assert.deepEqual(plan.statuses, []);
+  assert.deepEqual(plan.configurations, []);
+  assert.deepEqual(plan.ready, new Map([["True/Enforced", 1]]));
+});
+
+Deno.test("planReconcile() keeps a condition's transition time while its status stays, even when the reason changes", () => {
+  const shown = {
+    observedGeneration: 3,
+    conditions: [
+      {
+        type: WEBHOOKS_INSTALLED_CONDITION,
+        status: "False",
+        reason: "PathNotResolved",
+        message: "workspace root:providers:network not found",
+        observedGeneration: 3,
+        lastTransitionTime: EARLIER,
+      },
+      {
+        type: READY_CONDITION,
+        status: "True",
+        reason: "Enforced",
+        message: ENFORCED_VPCS,
+        observedGeneration: 3,
+        lastTransitionTime: EARLIER,
+      },
+    ],
+  };
+  // Resolved, but the provider has no binding: ProviderNotBound.
+  const plan = planReconcile(input({
+    rules: [vmRule(shown)],
+    resolutions: resolved({ [NETWORK_PATH]: NETWORK }),
+  }));
+  const action = statusOf(plan, VM_RULE);
+  const installed = conditionOf(action, WEBHOOKS_INSTALLED_CONDITION);
+  assert.equal(installed.reason, "ProviderNotBound");
+  assert.equal(installed.lastTransitionTime, EARLIER);
+  const ready = conditionOf(action, READY_CONDITION);
+  assert.deepEqual([ready.status, ready.reason], ["False", "ProviderNotBound"]);
+  assert.equal(ready.lastTransitionTime, NOW);
+});
+
+Deno.test("planReconcile() writes the status again for a new generation, keeping transition times", () => {
+  const first = planReconcile(networkInput([vmRule()], [VPCS]));
+  const shown = structuredClone(first.statuses[0]!.status);
+  for (const c of shown.conditions ?? []) c.lastTransitionTime = EARLIER;
+  const object = ruleObject(
+    VM_RULE,
+    VIRTUAL_MACHINES,
+    [dependency(VPCS, ".spec.vpcRef.name")],
+    { generation: 4, status: shown },
+  );
+  const plan = planReconcile(
+    networkInput([{ endpoint: ENDPOINT, object }], [VPCS]),
+  );
+  const action = statusOf(plan, VM_RULE);
+  assert.equal(action.status.observedGeneration, 4);
+  for (const c of action.status.conditions ?? []) {
+    assert.equal(c.observedGeneration, 4);
+    assert.equal(c.lastTransitionTime, EARLIER);
+  }
+});
+
+Deno.test("statusUpToDate() compares generation, types, statuses, reasons and messages but not times", () => {
+  const status = planReconcile(networkInput([vmRule()], [VPCS])).statuses[0]!
+    .status;
+  const shown = (change: (s: typeof status) => void): KubeObject => {
+    const copy = structuredClone(status);
+    change(copy);
+    return vmRule(copy).object;
+  };
+  assert.equal(statusUpToDate(shown(() => {}), status), true);
+  assert.equal(
+    statusUpToDate(
+      shown((s) => {
+        for (const c of s.conditions ?? []) c.lastTransitionTime = EARLIER;
+        s.conditions?.reverse();
+      }),
+      status,
+    ),
+    true,
+  );
+  const different: [string, (s: typeof status) => void][] = [
+    ["observedGeneration", (s) => s.observedGeneration = 2],
+    [
+      "a condition's generation",
+      (s) => s.conditions![0]!.observedGeneration = 2,
+    ],
+    ["a status", (s) => s.conditions![0]!.status = "Unknown"],
+    ["a reason", (s) => s.conditions![1]!.reason = "DependencyCycle"],
+    ["a message", (s) => s.conditions![1]!.message = "old"],
+    ["a missing condition", (s) => s.conditions!.pop()],
+    [
+      "an extra condition",
+      (s) => s.conditions!.push({ ...s.conditions![0]!, type: "Other" }),
+    ],
+  ];
+  for (const [what, change] of different) {
+    assert.equal(statusUpToDate(shown(change), status), false, what);
+  }
+  assert.equal(statusUpToDate(vmRule().object, status), false, "no status");
+});
+
+Deno.test("protectedTypesOf() lists every group/version/resource of every rule", () => {
+  assert.deepEqual(
+    protectedTypesOf(desiredWebhookConfiguration([VPCS, SUBNETS], SETTINGS)),
+    [SUBNETS, VPCS],
+  );
+  assert.deepEqual(
+    protectedTypesOf({
+      webhooks: [{
+        rules: [{
+          apiGroups: ["a.example.com", "b.example.com"],
+          apiVersions: ["v1"],
+          resources: ["xs", "ys"],
+        }],
+      }, { rules: [{ apiGroups: [""], apiVersions: ["v1"] }] }],
+    }),
+    [
+      { group: "a.example.com", version: "v1", resource: "xs" },
+      { group: "a.example.com", version: "v1", resource: "ys" },
+      { group: "b.example.com", version: "v1", resource: "xs" },
+      { group: "b.example.com", version: "v1", resource: "ys" },
+    ],
+  );
+  assert.deepEqual(protectedTypesOf({ metadata: { name: "x" } }), []);
+});
+
+Deno.test("planReconcile() merges the types of rules that share a provider into one configuration", () => {
+  const rules = [
+    vmRule(),
+    rule("loadbalancers-need-subnets", LOAD_BALANCERS, [
+      dependency(SUBNETS, ".spec.subnetRef.name"),
+    ]),
+  ];
+  const plan = planReconcile(networkInput(rules, []));
+  assert.equal(plan.configurations.length, 1);
+  assert.deepEqual(plan.configurations[0]!.action, "create");
+  assert.deepEqual(
+    plan.configurations[0]!.object,
+    desiredWebhookConfiguration([SUBNETS, VPCS], SETTINGS),
+  );
+  assert.equal(plan.desiredClusters, 1);
+});
+
+Deno.test("planReconcile() protects a type named by several rules and dependencies once", () => {
+  const rules = [
+    vmRule(),
+    rule("loadbalancers-need-vpcs", LOAD_BALANCERS, [
+      dependency(VPCS, ".spec.vpcRef.name"),
+      dependency(VPCS, ".spec.backupVpcRef.name"),
+    ]),
+  ];
+  const plan = planReconcile(networkInput(rules, []));
+  assert.equal(plan.configurations.length, 1);
+  assert.deepEqual(protectedTypesOf(plan.configurations[0]!.object), [VPCS]);
+
+  const installed = planReconcile(networkInput(rules, [VPCS]));
+  assert.deepEqual(installed.configurations, []);
+  assert.equal(
+    conditionOf(statusOf(installed, "loadbalancers-need-vpcs"), READY_CONDITION)
+      .message,
+    "deleting vpcs.network.example.com is denied while a LoadBalancer in the same workspace refers to it",
+  );
+});
+
+Deno.test("planReconcile() deletes a configuration that no rule needs", () => {
+  const current = configuration(NETWORK, [VPCS], { endpoint: OTHER_ENDPOINT });
+  const plan = planReconcile(input({
+    bindings: [binding(NETWORK)],
+    configurations: [current],
+  }));
+  assert.deepEqual(plan.configurations, [{
+    cluster: NETWORK,
+    endpoint: OTHER_ENDPOINT,
+    action: "delete",
+    object: current.object,
+  }]);
+  assert.equal(plan.desiredClusters, 0);
+});
+
+Deno.test("planReconcile() deletes nothing while a path is unresolved or failed for now", async (t) => {
+  const storageRule = rule("volumes", VIRTUAL_MACHINES, [
+    at(dependency(VOLUMES, ".spec.volumeRef.name"), STORAGE_PATH),
+  ]);
+  const unsure: [string, Map<string, Resolution>][] = [
+    ["no entry", new Map()],
+    [
+      "a failure that is not definitive",
+      resolved({}, {
+        [STORAGE_PATH]: {
+          reason: "Forbidden",
+          message: "cannot get workspace root:providers:storage: forbidden",
+          definitive: false,
+        },
+      }),
+    ],
+  ];
+  for (const [name, resolutions] of unsure) {
+    await t.step(name, () => {
+      const plan = planReconcile(input({
+        rules: [storageRule],
+        bindings: [binding(NETWORK)],
+        configurations: [configuration(NETWORK, [VPCS])],
+        resolutions,
+      }));
+      assert.deepEqual(plan.configurations, []);
+    });
+  }
+  await t.step("a definitive failure (NotFound)", () => {
+    const current = configuration(NETWORK, [VPCS]);
+    const plan = planReconcile(input({
+      rules: [storageRule],
+      bindings: [binding(NETWORK)],
+      configurations: [current],
+      resolutions: resolved({}, {
+        [STORAGE_PATH]: {
+          reason: "NotFound",
+          message: "workspace root:providers:storage not found",
+          definitive: true,
+        },
+      }),
+    }));
+    assert.deepEqual(plan.configurations, [{
+      cluster: NETWORK,
+      endpoint: ENDPOINT,
+      action: "delete",
+      object: current.object,
+    }]);
+  });
+});
+
+Deno.test("planReconcile() keeps the types a configuration protects while a path is unknown", () => {
+  const current = configuration(NETWORK, [SUBNETS]);
+  const plan = planReconcile(input({
+    rules: [
+      vmRule(),
+      rule("volumes", VIRTUAL_MACHINES, [
+        at(dependency(VOLUMES, ".spec.volumeRef.name"), STORAGE_PATH),
+      ]),
+    ],
+    bindings: [binding(NETWORK)],
+    configurations: [current],
+    resolutions: resolved({ [NETWORK_PATH]: NETWORK }),
+  }));
+  assert.deepEqual(plan.configurations, [{
+    cluster: NETWORK,
+    endpoint: ENDPOINT,
+    action: "update",
+    object: updatedWebhookConfiguration(
+      current.object,
+      desiredWebhookConfiguration([SUBNETS, VPCS], SETTINGS),
+    ),
+  }]);
+  // Neither rule is settled: the update is pending and a path is unknown.
+  assert.deepEqual(plan.statuses, []);
+});
+
+Deno.test("planReconcile() updates a configuration in place when a type is dropped", () => {
+  const current = configuration(NETWORK, [SUBNETS, VPCS], {
+    endpoint: OTHER_ENDPOINT,
+  });
+  const plan = planReconcile(input({
+    rules: [vmRule()],
+    bindings: [binding(NETWORK)],
+    configurations: [current],
+    resolutions: resolved({ [NETWORK_PATH]: NETWORK }),
+  }));
+  assert.equal(plan.configurations.length, 1);
+  const action = plan.configurations[0]!;
+  assert.deepEqual(
+    [action.cluster, action.endpoint, action.action],
+    [NETWORK, OTHER_ENDPOINT, "update"],
+  );
+  assert.deepEqual(protectedTypesOf(action.object), [VPCS]);
+  assert.equal(action.object.metadata?.resourceVersion, "4711");
+  assert.deepEqual(action.object.metadata?.annotations, {
+    "kcp.io/cluster": NETWORK,
+  });
+  assert.deepEqual(plan.statuses, []);
+});
+
+Deno.test("planReconcile() updates a configuration when the client settings change", async (t) => {
+  const changes: [string, WebhookClientSettings][] = [
+    ["url", { ...SETTINGS, url: "https://webhook-2.example.com/validate" }],
+    ["caBundle", { ...SETTINGS, caBundle: "bmV3IGNh" }],
+    ["timeoutSeconds", { ...SETTINGS, timeoutSeconds: 5 }],
+  ];
+  for (const [name, settings] of changes) {
+    await t.step(name, () => {
+      const current = configuration(NETWORK, [VPCS]);
+      const plan = planReconcile({
+        ...networkInput([vmRule()], []),
+        configurations: [current],
+        settings,
+      });
+      assert.deepEqual(plan.configurations, [{
+        cluster: NETWORK,
+        endpoint: ENDPOINT,
+        action: "update",
+        object: updatedWebhookConfiguration(
+          current.object,
+          desiredWebhookConfiguration([VPCS], settings),
+        ),
+      }]);
+    });
+  }
+});
+
+Deno.test("planReconcile() writes nothing but deletes when the settings cannot be read, and says why", () => {
+  const error = "secret dependency-controller-serving has no ca.crt";
+  const stale = configuration(STORAGE, [VOLUMES]);
+  const plan = planReconcile(input({
+    rules: [vmRule()],
+    bindings: [binding(NETWORK), binding(STORAGE)],
+    // Out of date: would be updated with settings.
+    configurations: [configuration(NETWORK, [SUBNETS]), stale],
+    resolutions: resolved({ [NETWORK_PATH]: NETWORK }),
+    settings: { error },
+  }));
+  assert.deepEqual(plan.configurations, [{
+    cluster: STORAGE,
+    endpoint: ENDPOINT,
+    action: "delete",
+    object: stale.object,
+  }]);
+  assert.deepEqual(summary(statusOf(plan, VM_RULE)), [
+    ["False", "InstallFailed", error],
+    ["False", "InstallFailed", error],
+  ]);
+
+  const fresh = planReconcile({
+    ...networkInput([vmRule()], []),
+    settings: { error },
+  });
+  assert.deepEqual(fresh.configurations, []);
+  assert.equal(statusOf(fresh, VM_RULE).status.conditions?.length, 2);
+});
+
+Deno.test("planReconcile() reports a path that cannot be resolved without affecting other rules", () => {
+  const message = "workspace root:providers:gone not found";
+  const plan = planReconcile(input({
+    rules: [
+      vmRule(),
+      rule("volumes", VIRTUAL_MACHINES, [
+        at(dependency(VOLUMES, ".spec.volumeRef.name"), GONE_PATH),
+      ]),
+    ],
+    bindings: [binding(NETWORK)],
+    configurations: [configuration(NETWORK, [VPCS])],
+    resolutions: resolved({ [NETWORK_PATH]: NETWORK }, {
+      [GONE_PATH]: { reason: "NotFound", message, definitive: true },
+    }),
+  }));
+  assert.deepEqual(plan.configurations, []);
+  assert.deepEqual(summary(statusOf(plan, "volumes")), [
+    ["False", "PathNotResolved", message],
+    ["False", "PathNotResolved", message],
+  ]);
+  assert.deepEqual(summary(statusOf(plan, VM_RULE)), [
+    ["True", "Installed", INSTALLED_NETWORK],
+    ["True", "Enforced", ENFORCED_VPCS],
+  ]);
+  assert.deepEqual(plan.paths, [GONE_PATH, NETWORK_PATH]);
+  assert.deepEqual(plan.stalePaths, []);
+});
+
+Deno.test("planReconcile() reports a provider without binding and marks its path stale", () => {
+  const plan = planReconcile(input({
+    rules: [vmRule()],
+    resolutions: resolved({ [NETWORK_PATH]: NETWORK }),
+  }));
+  assert.deepEqual(plan.configurations, []);
+  assert.deepEqual(plan.stalePaths, [NETWORK_PATH]);
+  assert.equal(plan.desiredClusters, 0);
+  const action = statusOf(plan, VM_RULE);
+  for (const type of [WEBHOOKS_INSTALLED_CONDITION, READY_CONDITION]) {
+    const c = conditionOf(action, type);
+    assert.deepEqual([c.status, c.reason], ["False", "ProviderNotBound"]);
+    assert.ok(c.message.includes(NETWORK_PATH), c.message);
+    assert.ok(c.message.includes(NETWORK), c.message);
+    assert.ok(c.message.includes(EXPORT_REF), c.message);
+  }
+});
+
+Deno.test("planReconcile() reports a binding that has not accepted the claim", async (t) => {
+  const cases: [string, unknown[]][] = [
+    ["claim pending", [vwcClaim("Pending")]],
+    ["claim rejected", [vwcClaim("Rejected")]],
+    ["another resource accepted", [
+      vwcClaim("Accepted", "mutatingwebhookconfigurations"),
+    ]],
+    ["no claims", []],
+  ];
+  for (const [name, claims] of cases) {
+    await t.step(name, () => {
+      const plan = planReconcile({
+        ...networkInput([vmRule()], []),
+        bindings: [binding(NETWORK, { claims })],
+      });
+      assert.deepEqual(plan.configurations, []);
+      assert.deepEqual(plan.stalePaths, []);
+      const c = conditionOf(statusOf(plan, VM_RULE), READY_CONDITION);
+      assert.deepEqual([c.status, c.reason], ["False", "ClaimNotAccepted"]);
+      assert.ok(c.message.includes(EXPORT_REF), c.message);
+    });
+  }
+  await t.step("any accepting binding in the workspace counts", () => {
+    const plan = planReconcile({
+      ...networkInput([vmRule()], [VPCS]),
+      bindings: [
+        binding(NETWORK, { name: "a", claims: [vwcClaim("Pending")] }),
+        binding(NETWORK, { name: "b" }),
+        binding(NETWORK, { name: "c", claims: [] }),
+      ],
+    });
+    assert.equal(
+      conditionOf(statusOf(plan, VM_RULE), READY_CONDITION).reason,
+      "Enforced",
+    );
+  });
+});
+
+Deno.test("planReconcile() reports the last write error of a cluster with a pending write", () => {
+  const error = "admission webhook denied the request: forbidden";
+  const plan = planReconcile({
+    ...networkInput([vmRule()], []),
+    installErrors: new Map([[NETWORK, error]]),
+  });
+  assert.equal(plan.configurations.length, 1);
+  assert.equal(plan.configurations[0]!.action, "create");
+  const message =
+    `cannot write the webhook configuration in ${NETWORK_PATH}: ${error}`;
+  assert.deepEqual(summary(statusOf(plan, VM_RULE)), [
+    ["False", "InstallFailed", message],
+    ["False", "InstallFailed", message],
+  ]);
+});
+
+Deno.test("planReconcile() ignores an old write error of a cluster whose configuration is up to date", () => {
+  const plan = planReconcile({
+    ...networkInput([vmRule()], [VPCS]),
+    installErrors: new Map([[NETWORK, "connection reset"]]),
+  });
+  assert.deepEqual(plan.configurations, []);
+  assert.deepEqual(summary(statusOf(plan, VM_RULE)), [
+    ["True", "Installed", INSTALLED_NETWORK],
+    ["True", "Enforced", ENFORCED_VPCS],
+  ]);
+});
+
+Deno.test("planReconcile() reports an invalid rule with the parse error and installs nothing for it", () => {
+  const bad = vmRule();
+  const spec = bad.object.spec as { dependencies: { version: string }[] };
+  spec.dependencies[0]!.version = "v0";
+  const parsed = parseDependencyRule(bad.object);
+  assert.ok(!parsed.ok);
+  const plan = planReconcile(networkInput([bad], []));
+  assert.deepEqual(plan.configurations, []);
+  assert.deepEqual(plan.paths, []);
+  assert.equal(plan.desiredClusters, 0);
+  const action = statusOf(plan, VM_RULE);
+  assert.equal(action.status.observedGeneration, 3);
+  assert.deepEqual(summary(action), [
+    ["False", "InvalidSpec", "nothing is installed for an invalid rule"],
+    ["False", "InvalidSpec", parsed.error],
+  ]);
+  assert.deepEqual(plan.ready, new Map([["False/InvalidSpec", 1]]));
+});
+
+Deno.test("planReconcile() installs nothing for a rule that protects its own dependent type", () => {
+  const selfRule = rule("vpcs-need-vpcs", VPCS_DEPENDENT, [
+    dependency(VPCS, ".spec.parentRef.name"),
+    dependency(SUBNETS, ".spec.subnetRef.name"),
+  ]);
+  const plan = planReconcile(networkInput([selfRule], []));
+  assert.deepEqual(plan.configurations, []);
+  assert.deepEqual(plan.paths, [NETWORK_PATH]);
+  const action = statusOf(plan, "vpcs-need-vpcs");
+  const installed = conditionOf(action, WEBHOOKS_INSTALLED_CONDITION);
+  assert.deepEqual(
+    [installed.status, installed.reason, installed.message],
+    ["False", "SelfDependency", "nothing is installed for a rejected rule"],
+  );
+  const ready = conditionOf(action, READY_CONDITION);
+  assert.deepEqual([ready.status, ready.reason], ["False", "SelfDependency"]);
+  assert.ok(
+    ready.message.startsWith(
+      "nothing is installed for a rejected rule; spec.dependencies[0]",
+    ),
+    ready.message,
+  );
+
+  // Another rule's types are still installed, the rejected rule's are not.
+  const both = planReconcile(networkInput([selfRule, vmRule()], []));
+  assert.equal(both.configurations.length, 1);
+  assert.deepEqual(protectedTypesOf(both.configurations[0]!.object), [VPCS]);
+});
+
+Deno.test("planReconcile() reports a dependency cycle but still installs its types", () => {
+  const rules = [
+    rule("virtualmachines-need-loadbalancers", VIRTUAL_MACHINES, [
+      dependency(LOAD_BALANCERS, ".spec.lbRef.name"),
+    ]),
+    rule("loadbalancers-need-virtualmachines", LOAD_BALANCERS, [
+      dependency(VIRTUAL_MACHINES, ".spec.backendRef.name"),
+    ]),
+  ];
+  const types = [LOAD_BALANCERS, VIRTUAL_MACHINES].map((
+    { group, version, resource },
+  ) => ({ group, version, resource }));
+  const creating = planReconcile(networkInput(rules, []));
+  assert.deepEqual(creating.configurations.map((c) => c.action), ["create"]);
+  assert.deepEqual(
+    creating.configurations[0]!.object,
+    desiredWebhookConfiguration(types, SETTINGS),
+  );
+
+  const plan = planReconcile(networkInput(rules, types));
+  assert.deepEqual(plan.configurations, []);
+  assert.equal(plan.statuses.length, 2);
+  for (const action of plan.statuses) {
+    const installed = conditionOf(action, WEBHOOKS_INSTALLED_CONDITION);
+    assert.deepEqual([installed.status, installed.reason], [
+      "True",
+      "Installed",
+    ]);
+    const ready = conditionOf(action, READY_CONDITION);
+    assert.deepEqual([ready.status, ready.reason], [
+      "False",
+      "DependencyCycle",
+    ]);
+    assert.match(ready.message, /^dependency cycle: /);
+  }
+  assert.deepEqual(plan.ready, new Map([["False/DependencyCycle", 2]]));
+});
+
+Deno.test("planReconcile() lists every provider a rule's webhook is installed in, once all are settled", () => {
+  const twoProviders = rule(
+    "virtualmachines-need-vpcs-and-volumes",
+    VIRTUAL_MACHINES,
+    [
+      dependency(VPCS, ".spec.vpcRef.name"),
+      at(dependency(VOLUMES, ".spec.volumeRef.name"), STORAGE_PATH),
+    ],
+  );
+  const base = input({
+    rules: [twoProviders],
+    bindings: [
+      binding(NETWORK),
+      binding(STORAGE, { endpoint: OTHER_ENDPOINT }),
+    ],
+    configurations: [configuration(NETWORK, [VPCS])],
+    resolutions: resolved({ [NETWORK_PATH]: NETWORK, [STORAGE_PATH]: STORAGE }),
+  });
+  const pending = planReconcile(base);
+  assert.deepEqual(pending.configurations, [{
+    cluster: STORAGE,
+    endpoint: OTHER_ENDPOINT,
+    action: "create",
+    object: desiredWebhookConfiguration([VOLUMES], SETTINGS),
+  }]);
+  assert.deepEqual(pending.statuses, []);
+  assert.equal(pending.desiredClusters, 2);
+
+  const done = planReconcile({
+    ...base,
+    configurations: [
+      configuration(NETWORK, [VPCS]),
+      configuration(STORAGE, [VOLUMES], { endpoint: OTHER_ENDPOINT }),
+    ],
+  });
+  assert.deepEqual(done.configurations, []);
+  const installed = conditionOf(
+    statusOf(done, "virtualmachines-need-vpcs-and-volumes"),
+    WEBHOOKS_INSTALLED_CONDITION,
+  );
+  assert.equal(
+    installed.message,
+    `the webhook is installed in ${NETWORK_PATH}, ${STORAGE_PATH}`,
+  );
+});
+
+/** Rules in every state, two providers, one of them still to be created. */
+function mixedInput(): PlanInput {
+  const invalid = rule("invalid", VIRTUAL_MACHINES, [
+    dependency(VPCS, ".spec.vpcRef.name"),
+  ]);
+  (invalid.object.spec as { dependent: { kind: string } }).dependent.kind =
+    "virtual-machine";
+  return input({
+    rules: [
+      vmRule(),
+      rule("loadbalancers-need-subnets", LOAD_BALANCERS, [
+        dependency(SUBNETS, ".spec.subnetRef.name"),
+      ]),
+      invalid,
+      rule("virtualmachines-need-volumes", VIRTUAL_MACHINES, [
+        at(dependency(VOLUMES, ".spec.volumeRef.name"), STORAGE_PATH),
+      ]),
+      rule("loadbalancers-need-gone", LOAD_BALANCERS, [
+        at(dependency(VOLUMES, ".spec.volumeRef.name"), GONE_PATH),
+      ]),
+      rule("other-workspace", VIRTUAL_MACHINES, [
+        dependency(VPCS, ".spec.vpcRef.name"),
+      ], { cluster: "4other2p" }),
+    ],
+    bindings: [
+      binding(NETWORK),
+      binding(STORAGE, { endpoint: OTHER_ENDPOINT }),
+    ],
+    configurations: [
+      configuration(NETWORK, [SUBNETS, VPCS]),
+      configuration("5orphan8q", [VPCS], { endpoint: OTHER_ENDPOINT }),
+    ],
+    resolutions: resolved(
+      { [NETWORK_PATH]: NETWORK, [STORAGE_PATH]: STORAGE },
+      {
+        [GONE_PATH]: {
+          reason: "NotFound",
+          message: "workspace root:providers:gone not found",
+          definitive: true,
+        },
+      },
+    ),
+  });
+}
+
+Deno.test("planReconcile() counts rules by Ready status and reason and provider clusters by desire", () => {
+  const plan = planReconcile(mixedInput());
+  assert.deepEqual(
+    plan.ready,
+    new Map([
+      ["True/Enforced", 3],
+      ["False/InvalidSpec", 1],
+      ["False/PathNotResolved", 1],
+    ]),
+  );
+  assert.equal(plan.desiredClusters, 2);
+  assert.deepEqual(
+    plan.configurations.map((c) => [c.action, c.cluster]),
+    [["create", STORAGE], ["delete", "5orphan8q"]],
+  );
+  assert.deepEqual(plan.paths, [GONE_PATH, NETWORK_PATH, STORAGE_PATH]);
+  assert.deepEqual(
+    plan.statuses.map((s) => `${s.cluster}/${s.name}`).sort(),
+    [
+      `${CONSUMER}/invalid`,
+      `${CONSUMER}/loadbalancers-need-gone`,
+      `${CONSUMER}/loadbalancers-need-subnets`,
+      `${CONSUMER}/${VM_RULE}`,
+      "4other2p/other-workspace",
+    ],
+  );
+  for (const action of plan.statuses) {
+    DependencyRuleStatusSchema.parse(action.status);
+  }
+});
+
+Deno.test("planReconcile() gives the same plan for any input order", () => {
+  const forward = mixedInput();
+  const backward: PlanInput = {
+    ...forward,
+    rules: [...forward.rules].reverse(),
+    bindings: [...forward.bindings].reverse(),
+    configurations: [...forward.configurations].reverse(),
+    resolutions: new Map([...forward.resolutions].reverse()),
+  };
+  const byRule = (plan: Plan) =>
+    [...plan.statuses].sort((a, b) =>
+      `${a.cluster}/${a.name}` < `${b.cluster}/${b.name}` ? -1 : 1
+    );
+  const a = planReconcile(forward);
+  const b = planReconcile(backward);
+  assert.deepEqual(b.configurations, a.configurations);
+  assert.deepEqual(b.paths, a.paths);
+  assert.deepEqual(b.stalePaths, a.stalePaths);
+  assert.deepEqual(b.ready, a.ready);
+  assert.equal(b.desiredClusters, a.desiredClusters);
+  assert.deepEqual(byRule(b), byRule(a));
+});
+
+Deno.test("planReconcile() does not modify its input", () => {
+  const forward = mixedInput();
+  const copy = structuredClone({
+    rules: forward.rules,
+    bindings: forward.bindings,
+    configurations: forward.configurations,
+  });
+  const plan = planReconcile(forward);
+  assert.deepEqual(
+    {
+      rules: forward.rules,
+      bindings: forward.bindings,
+      configurations: forward.configurations,
+    },
+    copy,
+  );
+  assert.ok(plan.configurations.length > 0);
+});
+
+Deno.test("planReconcile() counts a rule whose configuration is being updated by the Ready condition it shows", () => {
+  const enforced =
+    planReconcile(networkInput([vmRule()], [VPCS])).statuses[0]!.status;
+  const plan = planReconcile(networkInput([
+    vmRule(enforced),
+    rule("loadbalancers-need-subnets", LOAD_BALANCERS, [
+      dependency(SUBNETS, ".spec.subnetRef.name"),
+    ]),
+  ], [VPCS]));
+  assert.deepEqual(plan.configurations.map((c) => c.action), ["update"]);
+  assert.deepEqual(plan.statuses, []);
+  assert.deepEqual(plan.ready, new Map([["True/Enforced", 1]]));
+});
+
+Deno.test("planReconcile() counts rules and provider clusters while paths are resolved again", () => {
+  const enforced =
+    planReconcile(networkInput([vmRule()], [VPCS])).statuses[0]!.status;
+  const plan = planReconcile({
+    ...networkInput([vmRule(enforced)], [VPCS]),
+    resolutions: new Map(),
+  });
+  assert.deepEqual(plan.configurations, []);
+  assert.deepEqual(plan.ready, new Map([["True/Enforced", 1]]));
+  assert.equal(plan.desiredClusters, 1);
+});
+
+Deno.test("planReconcile() validates rules with the given parse function", () => {
+  const input = networkInput([vmRule()], [VPCS]);
+  const seen: unknown[] = [];
+  const plan = planReconcile({
+    ...input,
+    parse(object) {
+      seen.push(object);
+      return parseDependencyRule(object);
+    },
+  });
+  assert.deepEqual(seen, input.rules.map((r) => r.object));
+  assert.deepEqual(plan, planReconcile(input));
+});

@@ -1,0 +1,300 @@
+/**
+ * The ValidatingWebhookConfiguration (VWC) the controller keeps in each
+ * provider workspace that hosts a protected type: how it should look
+ * ({@linkcode desiredWebhookConfiguration}), whether the one on the server
+ * already looks like that ({@linkcode webhookConfigurationUpToDate}) and
+ * what to PUT when it does not ({@linkcode updatedWebhookConfiguration}).
+ * Pure functions: reading and writing the object is the caller's job.
+ *
+ * @example Usage
+ * ```ts
+ * import {
+ *   desiredWebhookConfiguration,
+ *   webhookConfigurationUpToDate,
+ * } from "./webhook_config.ts";
+ *
+ * const desired = desiredWebhookConfiguration(
+ *   [{ group: "network.example.com", version: "v1alpha1", resource: "vpcs" }],
+ *   { url: "https://webhook.example.com/validate", caBundle: "LS0t", timeoutSeconds: 10 },
+ * );
+ * webhookConfigurationUpToDate(desired, desired); // true
+ * ```
+ *
+ * @module
+ */
+import { isDeepStrictEqual } from "node:util";
+import type { KubeObject } from "../kcp/mod.ts";
+import { type GroupVersionResource, gvrKey } from "../rules/mod.ts";
+
+/** `metadata.name` of the VWC in every provider workspace. */
+export const WEBHOOK_CONFIGURATION_NAME = "dependency-controller";
+/** Name of the one webhook entry in the VWC. */
+export const WEBHOOK_NAME =
+  "dependency-controller.dependencies.opendefense.cloud";
+/** The collection path of webhook configurations below `/clusters/<cluster>`. */
+export const WEBHOOK_CONFIGURATIONS_PATH =
+  "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
+/** Label on every VWC we own; we never touch VWCs without it. */
+export const MANAGED_BY_LABEL = "app.kubernetes.io/managed-by";
+/** Value of {@linkcode MANAGED_BY_LABEL} on every VWC we own. */
+export const MANAGED_BY_VALUE = "dependency-controller";
+/** `apiVersion` of a ValidatingWebhookConfiguration. */
+export const WEBHOOK_CONFIGURATION_API_VERSION =
+  "admissionregistration.k8s.io/v1";
+/** `kind` of a ValidatingWebhookConfiguration. */
+export const WEBHOOK_CONFIGURATION_KIND = "ValidatingWebhookConfiguration";
+
+/** How the API server reaches the webhook. */
+export interface WebhookClientSettings {
+  /** The webhook URL, ending in `/validate`. */
+  url: string;
+  /** Base64 of the PEM bytes of the CA that signed the webhook's certificate. */
+  caBundle: string;
+  /** How long the API server waits for an answer, in seconds (1 to 30). */
+  timeoutSeconds: number;
+}
+
+/** One entry of `webhooks[].rules`. */
+interface WebhookRule {
+  apiGroups: string[];
+  apiVersions: string[];
+  resources: string[];
+  operations: string[];
+  scope: string;
+}
+
+/** A label selector with absent parts filled in. */
+interface NormalisedSelector {
+  matchLabels: unknown;
+  matchExpressions: unknown;
+}
+
+/** One entry of `webhooks[].rules`, as read from an object. */
+interface NormalisedRule {
+  apiGroups: unknown;
+  apiVersions: unknown;
+  resources: unknown;
+  operations: unknown;
+  scope: unknown;
+}
+
+/**
+ * The fields of one webhook entry that decide its behaviour, in a canonical
+ * shape: what two entries are compared on.
+ */
+interface NormalisedWebhook {
+  name: unknown;
+  url: unknown;
+  caBundle: unknown;
+  service: unknown;
+  rules: NormalisedRule[];
+  failurePolicy: unknown;
+  matchPolicy: unknown;
+  sideEffects: unknown;
+  timeoutSeconds: unknown;
+  admissionReviewVersions: unknown;
+  namespaceSelector: NormalisedSelector | undefined;
+  objectSelector: NormalisedSelector | undefined;
+  matchConditions: unknown[];
+}
+
+/**
+ * Builds the desired VWC for one provider workspace. A workspace where
+ * nothing is protected any more should have no VWC at all: callers delete
+ * it rather than install one with no rules.
+ *
+ * @param protectedTypes The protected group/version/resources hosted by the
+ * workspace, in any order; duplicates are allowed.
+ * @param settings How the API server reaches the webhook.
+ * @returns A fresh object: one webhook entry with one `DELETE` rule per
+ * distinct type, sorted by group, then version, then resource, and every
+ * field the API server would otherwise default set explicitly, so that
+ * comparing it with a server copy is stable.
+ */
+export function desiredWebhookConfiguration(
+  protectedTypes: readonly GroupVersionResource[],
+  settings: WebhookClientSettings,
+): KubeObject {
+  const distinct = new Map<string, GroupVersionResource>();
+  for (const type of protectedTypes) distinct.set(gvrKey(type), type);
+  const sorted = [...distinct.values()].sort(_compareTypes);
+  const rules: WebhookRule[] = sorted.map((type) => ({
+    apiGroups: [type.group],
+    apiVersions: [type.version],
+    resources: [type.resource],
+    operations: ["DELETE"],
+    scope: "*",
+  }));
+  return {
+    apiVersion: WEBHOOK_CONFIGURATION_API_VERSION,
+    kind: WEBHOOK_CONFIGURATION_KIND,
+    metadata: {
+      name: WEBHOOK_CONFIGURATION_NAME,
+      labels: { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE },
+    },
+    webhooks: [{
+      name: WEBHOOK_NAME,
+      clientConfig: { url: settings.url, caBundle: settings.caBundle },
+      rules,
+      failurePolicy: "Fail",
+      matchPolicy: "Equivalent",
+      namespaceSelector: {},
+      objectSelector: {},
+      sideEffects: "None",
+      timeoutSeconds: settings.timeoutSeconds,
+      admissionReviewVersions: ["v1"],
+    }],
+  };
+}
+
+/**
+ * Whether a VWC read from the server already matches the desired one in
+ * everything we set: the labels of `desired` and, entry by entry and in
+ * order, the webhooks' name, client config, rules (in order), policies,
+ * timeout, review versions and selectors. Fields the server adds or
+ * defaults (resourceVersion, annotations such as `kcp.io/cluster`, other
+ * labels, empty `matchConditions`, an absent selector for an empty one) do
+ * not count; non-empty `matchConditions` or a `clientConfig.service` do,
+ * since they change which requests reach the webhook.
+ *
+ * @param current The VWC as read from the server.
+ * @param desired The VWC from {@linkcode desiredWebhookConfiguration}.
+ * @returns `true` when no update is needed.
+ */
+export function webhookConfigurationUpToDate(
+  current: KubeObject,
+  desired: KubeObject,
+): boolean {
+  const currentLabels = current.metadata?.labels ?? {};
+  for (const [key, value] of Object.entries(desired.metadata?.labels ?? {})) {
+    if (currentLabels[key] !== value) return false;
+  }
+  const currentWebhooks = _normalisedWebhooks(current.webhooks);
+  const desiredWebhooks = _normalisedWebhooks(desired.webhooks);
+  if (currentWebhooks === undefined || desiredWebhooks === undefined) {
+    return false;
+  }
+  return isDeepStrictEqual(currentWebhooks, desiredWebhooks);
+}
+
+/**
+ * The object to PUT to turn `current` into `desired`.
+ *
+ * @param current The VWC as read from the server.
+ * @param desired The VWC from {@linkcode desiredWebhookConfiguration}.
+ * @returns A fresh object with `desired`'s apiVersion, kind and webhooks and
+ * `current`'s metadata (resourceVersion, other labels and annotations kept)
+ * with `desired`'s labels added.
+ */
+export function updatedWebhookConfiguration(
+  current: KubeObject,
+  desired: KubeObject,
+): KubeObject {
+  const metadata = structuredClone(current.metadata ?? {});
+  metadata.labels = {
+    ...metadata.labels,
+    ...structuredClone(desired.metadata?.labels ?? {}),
+  };
+  return {
+    apiVersion: desired.apiVersion ?? WEBHOOK_CONFIGURATION_API_VERSION,
+    kind: desired.kind ?? WEBHOOK_CONFIGURATION_KIND,
+    metadata,
+    webhooks: structuredClone(desired.webhooks),
+  };
+}
+
+/**
+ * Whether a VWC is ours: it carries {@linkcode MANAGED_BY_LABEL} set to
+ * {@linkcode MANAGED_BY_VALUE}.
+ *
+ * @param object A VWC.
+ * @returns `true` when the controller may update or delete it.
+ */
+export function isManagedWebhookConfiguration(object: KubeObject): boolean {
+  return object.metadata?.labels?.[MANAGED_BY_LABEL] === MANAGED_BY_VALUE;
+}
+
+/** Orders group/version/resources by group, then version, then resource. */
+function _compareTypes(
+  a: GroupVersionResource,
+  b: GroupVersionResource,
+): number {
+  return _compareStrings(a.group, b.group) ||
+    _compareStrings(a.version, b.version) ||
+    _compareStrings(a.resource, b.resource);
+}
+
+/** Code-unit order, independent of locale. */
+function _compareStrings(a: string, b: string): number {
+  if (a < b) return -1;
+  if (a > b) return 1;
+  return 0;
+}
+
+/** `webhooks` in canonical shape, or `undefined` when it is not an array. */
+function _normalisedWebhooks(
+  value: unknown,
+): NormalisedWebhook[] | undefined {
+  if (!Array.isArray(value)) return undefined;
+  return value.map((webhook) => _normalisedWebhook(_record(webhook)));
+}
+
+function _normalisedWebhook(
+  webhook: Record<string, unknown>,
+): NormalisedWebhook {
+  const clientConfig = _record(webhook.clientConfig);
+  const rules = Array.isArray(webhook.rules) ? webhook.rules : [];
+  const matchConditions = Array.isArray(webhook.matchConditions)
+    ? webhook.matchConditions
+    : [];
+  return {
+    name: webhook.name,
+    url: clientConfig.url,
+    caBundle: clientConfig.caBundle,
+    service: clientConfig.service,
+    rules: rules.map((rule) => _normalisedRule(_record(rule))),
+    failurePolicy: webhook.failurePolicy,
+    matchPolicy: webhook.matchPolicy,
+    sideEffects: webhook.sideEffects,
+    timeoutSeconds: webhook.timeoutSeconds,
+    admissionReviewVersions: webhook.admissionReviewVersions,
+    namespaceSelector: _normalisedSelector(webhook.namespaceSelector),
+    objectSelector: _normalisedSelector(webhook.objectSelector),
+    matchConditions,
+  };
+}
+
+function _normalisedRule(rule: Record<string, unknown>): NormalisedRule {
+  return {
+    apiGroups: rule.apiGroups,
+    apiVersions: rule.apiVersions,
+    resources: rule.resources,
+    operations: rule.operations,
+    scope: rule.scope,
+  };
+}
+
+/**
+ * A label selector with absent parts made empty. An absent selector is the
+ * empty one (the API server defaults it so); a value that is not an object
+ * becomes `undefined`, which never equals a desired selector.
+ */
+function _normalisedSelector(value: unknown): NormalisedSelector | undefined {
+  if (value === undefined || value === null) {
+    return { matchLabels: {}, matchExpressions: [] };
+  }
+  if (!_isRecord(value)) return undefined;
+  return {
+    matchLabels: value.matchLabels ?? {},
+    matchExpressions: value.matchExpressions ?? [],
+  };
+}
+
+/** `value` when it is a plain object, `{}` otherwise. */
+function _record(value: unknown): Record<string, unknown> {
+  return _isRecord(value) ? value : {};
+}
+
+function _isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

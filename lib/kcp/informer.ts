@@ -1,0 +1,207 @@
+/**
+ * List+watch of one collection URL into an in-memory store, as client-go's
+ * reflector does: list, then watch from the list's resource version; on
+ * "410 Gone" list again; on other errors back off (capped, jittered) and
+ * resume. The store is replaced wholesale by each list, so it never drifts.
+ *
+ * @module
+ */
+import { CLUSTER_ANNOTATION } from "./urls.ts";
+import {
+  Backoff,
+  type BackoffOptions,
+  type Logger,
+  sleep,
+} from "../runtime/mod.ts";
+import {
+  KubeApiError,
+  type KubeClient,
+  type KubeObject,
+} from "./kube_client.ts";
+
+/** Options for {@linkcode Informer}. */
+export interface InformerOptions {
+  /** The client to list and watch with. */
+  client: KubeClient;
+  /** The collection URL, e.g. `<vw>/clusters/*\/apis/g/v1/things`. */
+  url: string;
+  /** Where to log. */
+  log: Logger;
+  /** Called after every change of the store (a list, or a watch event). */
+  onChange: () => void;
+  /** Label selector for list and watch. */
+  labelSelector?: string;
+  /** Field selector for list and watch. */
+  fieldSelector?: string;
+  /** List page size. @default {500} */
+  pageSize?: number;
+  /** Server-side watch timeout; the watch is then resumed. @default {300} */
+  watchTimeoutSeconds?: number;
+  /** Reconnect backoff. */
+  backoff?: BackoffOptions;
+}
+
+/**
+ * Drops `metadata.managedFields`, which nothing here reads and which is
+ * often the larger part of an object (client-go informers do the same).
+ */
+function slim(object: KubeObject): KubeObject {
+  if (object.metadata?.managedFields !== undefined) {
+    delete object.metadata.managedFields;
+  }
+  return object;
+}
+
+/** The logical cluster kcp recorded on an object (`kcp.io/cluster`), or `""`. */
+export function clusterOf(object: KubeObject): string {
+  return object.metadata?.annotations?.[CLUSTER_ANNOTATION] ?? "";
+}
+
+/** The store key of an object: `<kcp.io/cluster>/<namespace>/<name>`. */
+export function objectKey(object: KubeObject): string {
+  const metadata = object.metadata ?? {};
+  return `${clusterOf(object)}/${metadata.namespace ?? ""}/${
+    metadata.name ?? ""
+  }`;
+}
+
+/** Keeps a store of one collection in step with the server. */
+export class Informer {
+  readonly #options: InformerOptions;
+  readonly #store = new Map<string, KubeObject>();
+  readonly #abort = new AbortController();
+  readonly #backoff: Backoff;
+  #running: Promise<void> | undefined;
+  #synced = false;
+  #lastError: string | undefined;
+
+  /** Builds an informer; {@linkcode Informer.start} runs it. */
+  constructor(options: InformerOptions) {
+    this.#options = options;
+    this.#backoff = new Backoff(options.backoff);
+  }
+
+  /** Whether a first list has completed. */
+  get synced(): boolean {
+    return this.#synced;
+  }
+
+  /** The last error, cleared by the next success. */
+  get lastError(): string | undefined {
+    return this.#lastError;
+  }
+
+  /** The collection URL. */
+  get url(): string {
+    return this.#options.url;
+  }
+
+  /** The objects in the store. */
+  items(): KubeObject[] {
+    return [...this.#store.values()];
+  }
+
+  /** Starts listing and watching in the background. */
+  start(): void {
+    this.#running ??= this.#run();
+  }
+
+  /** Stops and waits until the background loop has ended. */
+  async stop(): Promise<void> {
+    this.#abort.abort();
+    await this.#running;
+  }
+
+  async #run(): Promise<void> {
+    const {
+      client,
+      url,
+      log,
+      labelSelector,
+      fieldSelector,
+      pageSize = 500,
+      watchTimeoutSeconds = 300,
+    } = this.#options;
+    const signal = this.#abort.signal;
+    let resourceVersion: string | undefined;
+    while (!signal.aborted) {
+      try {
+        if (resourceVersion === undefined) {
+          const list = await client.list(url, {
+            limit: pageSize,
+            signal,
+            ...(labelSelector === undefined ? {} : { labelSelector }),
+            ...(fieldSelector === undefined ? {} : { fieldSelector }),
+          });
+          this.#store.clear();
+          for (const item of list.items) {
+            this.#store.set(objectKey(item), slim(item));
+          }
+          resourceVersion = list.metadata.resourceVersion ?? "";
+          this.#succeeded();
+          this.#synced = true;
+          log.debug("listed", {
+            url,
+            items: list.items.length,
+            resourceVersion,
+          });
+          this.#options.onChange();
+        }
+        const watchStarted = Date.now();
+        let events = 0;
+        for await (
+          const event of client.watch(url, {
+            signal,
+            timeoutSeconds: watchTimeoutSeconds,
+            ...(resourceVersion === "" ? {} : { resourceVersion }),
+            ...(labelSelector === undefined ? {} : { labelSelector }),
+            ...(fieldSelector === undefined ? {} : { fieldSelector }),
+          })
+        ) {
+          resourceVersion = event.object.metadata?.resourceVersion ??
+            resourceVersion;
+          this.#succeeded();
+          events++;
+          if (event.type === "BOOKMARK") continue;
+          const key = objectKey(event.object);
+          if (event.type === "DELETED") this.#store.delete(key);
+          else this.#store.set(key, slim(event.object));
+          this.#options.onChange();
+        }
+        // A watch that the server ends at once, empty, is treated like an
+        // error (as client-go does), so a misbehaving server is not hammered.
+        if (
+          events === 0 && Date.now() - watchStarted < 1000 && !signal.aborted
+        ) {
+          const delayMs = this.#backoff.next();
+          log.debug("watch ended at once, waiting before the next", {
+            url,
+            delayMs,
+          });
+          await sleep(delayMs, signal);
+        }
+      } catch (error) {
+        if (signal.aborted) break;
+        if (error instanceof KubeApiError && error.gone) {
+          log.info("resource version expired, listing again", {
+            url,
+            resourceVersion,
+          });
+          resourceVersion = undefined;
+          continue;
+        }
+        this.#lastError = error instanceof Error
+          ? error.message
+          : String(error);
+        const delayMs = this.#backoff.next();
+        log.warn("list or watch failed, retrying", { url, error, delayMs });
+        await sleep(delayMs, signal);
+      }
+    }
+  }
+
+  #succeeded(): void {
+    this.#backoff.reset();
+    this.#lastError = undefined;
+  }
+}

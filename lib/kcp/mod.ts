@@ -1,0 +1,13 @@
+/**
+ * Talking to kcp: the HTTP client, kubeconfig, list/watch informers, the
+ * APIExport endpoint-slice watcher that follows virtual workspaces, kcp's URL
+ * shapes and names, and the flags every component takes to reach kcp.
+ *
+ * @module
+ */
+export * from "./component_flags.ts";
+export * from "./export_watcher.ts";
+export * from "./informer.ts";
+export * from "./kube_client.ts";
+export * from "./kube_config.ts";
+export * from "./urls.ts";

@@ -1,0 +1,443 @@
+/**
+ * The DependencyRule API (`dependencies.opendefense.cloud/v1alpha1`): names
+ * and annotations, a zod schema that mirrors the reference implementation's
+ * validation, and {@linkcode parseDependencyRule}, which turns an untrusted
+ * value into a typed rule or a readable list of problems.
+ *
+ * These schemas are the single source of truth for the kcp
+ * APIResourceSchema too: `crd_schema.ts` turns them into its OpenAPI (with
+ * the field descriptions given here), and `deno task schema` writes it to
+ * `manifests/kcp/dep-ctrl/`. Every constraint is therefore a zod check that
+ * JSON Schema can express (`.max()`, `.regex()`, `.min()` on arrays,
+ * required fields), with an `error` function that words the message.
+ *
+ * DependencyRules are cluster-scoped: a rule is identified by its kcp logical
+ * cluster and its name (see {@linkcode ruleKey}).
+ *
+ * @example Usage
+ * ```ts
+ * import { parseDependencyRule } from "./api.ts";
+ *
+ * const result = parseDependencyRule({ apiVersion: "v1", kind: "Pod" });
+ * if (!result.ok) console.error(result.error);
+ * ```
+ *
+ * @module
+ */
+
+import { z } from "zod";
+import { parseFieldPath } from "./field_path.ts";
+
+/** API group of DependencyRule. */
+export const GROUP = "dependencies.opendefense.cloud";
+/** API version of DependencyRule within {@linkcode GROUP}. */
+export const VERSION = "v1alpha1";
+/** The `apiVersion` of a DependencyRule object: `<group>/<version>`. */
+export const API_VERSION = "dependencies.opendefense.cloud/v1alpha1";
+/** The `kind` of a DependencyRule object. */
+export const KIND = "DependencyRule";
+/** The `kind` of a list of DependencyRules. */
+export const LIST_KIND = "DependencyRuleList";
+/** Plural resource name of DependencyRule, as used in URLs. */
+export const PLURAL = "dependencyrules";
+/** Singular resource name of DependencyRule. */
+export const SINGULAR = "dependencyrule";
+/**
+ * Annotation that, set to exactly `"true"` on an object being deleted, lets
+ * the DELETE through despite dependents that still refer to it.
+ */
+export const SKIP_PROTECTION_ANNOTATION =
+  "dependencies.opendefense.cloud/skip-protection";
+
+/**
+ * The name of the condition that sums up whether a DependencyRule is in
+ * effect, shown in the `Ready` printer column.
+ */
+export const READY_CONDITION = "Ready";
+/**
+ * The name of the condition that reports whether the controller installed the
+ * deletion webhooks a DependencyRule needs.
+ */
+export const WEBHOOKS_INSTALLED_CONDITION = "WebhooksInstalled";
+/**
+ * Every reason the controller writes into a DependencyRule's conditions:
+ * `Enforced` (Ready) and `Installed` (WebhooksInstalled) when all is well,
+ * the others when it is not.
+ */
+export const CONDITION_REASONS = [
+  "Enforced",
+  "Installed",
+  "InvalidSpec",
+  "PathNotResolved",
+  "ProviderNotBound",
+  "ClaimNotAccepted",
+  "InstallFailed",
+  "SelfDependency",
+  "DependencyCycle",
+] as const;
+/** One of {@linkcode CONDITION_REASONS}. */
+export type ConditionReason = typeof CONDITION_REASONS[number];
+
+const DNS_SUBDOMAIN_MAX = 253;
+const DNS_LABEL_MAX = 63;
+const KIND_MAX = 63;
+const RESOURCE_MAX = 63;
+const CONDITION_TYPE_MAX = 316;
+const CONDITION_REASON_MAX = 1024;
+const CONDITION_MESSAGE_MAX = 32768;
+const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+/** A DNS subdomain without the per-label length limit, to word messages. */
+const DNS_SUBDOMAIN_CHARACTERS =
+  /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/**
+ * Pattern of a DNS subdomain (RFC 1123): lowercase alphanumerics, `-` and
+ * `.`, each dot-separated label starting and ending alphanumeric and at most
+ * 63 characters long. The overall limit of 253 characters is a separate
+ * length check.
+ */
+export const DNS_SUBDOMAIN_PATTERN =
+  /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$/;
+/** Pattern of an API version such as `v1`, `v1alpha1` or `v2beta3`. */
+export const VERSION_PATTERN = /^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$/;
+/** Pattern of a kind: an upper-case letter followed by letters and digits. */
+export const KIND_PATTERN = /^[A-Z][A-Za-z0-9]*$/;
+/** Pattern of a resource: lowercase letters and digits, starting with a letter. */
+export const RESOURCE_PATTERN = /^[a-z][a-z0-9]*$/;
+/**
+ * Pattern of a kcp workspace path such as `root` or `root:org-1:team-2`:
+ * DNS labels of at most 63 characters joined by `:`.
+ */
+export const WORKSPACE_PATH_PATTERN =
+  /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(:[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
+/**
+ * Pattern of a `fieldRef.path`: dot notation with an optional leading dot and
+ * at least two identifier segments, such as `.spec.vpcRef.name`. It accepts
+ * exactly what `parseFieldPath` accepts.
+ */
+export const FIELD_PATH_PATTERN =
+  /^\.?[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$/;
+/** Pattern of a condition type, as in Kubernetes' `metav1.Condition`. */
+const CONDITION_TYPE_PATTERN =
+  /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$/;
+/** Pattern of a condition reason, as in Kubernetes' `metav1.Condition`. */
+const CONDITION_REASON_PATTERN = /^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/;
+
+/**
+ * Schema of `spec.dependent`: the type that holds references and is listed
+ * when a protected object is deleted.
+ */
+export const DependentSchema = z.object({
+  apiExportName: _dnsSubdomain(
+    "Name of the APIExport that provides the dependent type.",
+  ),
+  group: _dnsSubdomain("API group of the dependent type."),
+  version: _version("API version of the dependent type, such as v1."),
+  kind: _kind("Kind of the dependent type, such as VirtualMachine."),
+  resource: _resource(
+    "Resource (plural) of the dependent type, such as virtualmachines.",
+  ),
+}).describe(
+  "The type that holds references; it is listed when a protected object is deleted.",
+);
+
+/** `spec.dependent`: the type that holds references, listed on DELETE. */
+export type Dependent = z.infer<typeof DependentSchema>;
+
+/**
+ * Schema of one entry of `spec.dependencies`: a protected type, the APIExport
+ * that provides it, and where a dependent holds its name.
+ */
+export const DependencySchema = z.object({
+  apiExportRef: z.object({
+    path: _workspacePath(
+      "Workspace path of the APIExport, such as root:network-provider.",
+    ),
+    name: _dnsSubdomain("Name of the APIExport."),
+  }).describe("The APIExport that provides the protected type."),
+  group: _dnsSubdomain("API group of the protected type."),
+  version: _version("API version of the protected type, such as v1."),
+  resource: _resource("Resource (plural) of the protected type, such as vpcs."),
+  fieldRef: z.object({
+    path: _fieldPath(
+      "Dot notation, leading dot optional, at least two segments, such as .spec.vpcRef.name.",
+    ),
+  }).describe(
+    "The field of the dependent that holds the name of the protected object.",
+  ),
+}).describe("A protected type and the field of the dependent that names it.");
+
+/** One entry of `spec.dependencies`: a protected type. */
+export type Dependency = z.infer<typeof DependencySchema>;
+
+/** Schema of the `spec` of a DependencyRule. */
+export const DependencyRuleSpecSchema = z.object({
+  dependent: DependentSchema,
+  dependencies: z.array(DependencySchema).min(1, {
+    error: "must list at least one dependency: current value is an empty list",
+  }).describe(
+    "The protected types, each with the field of the dependent that names it.",
+  ),
+}).describe("Which type depends on which protected types.");
+
+/** The `spec` of a DependencyRule. */
+export type DependencyRuleSpec = z.infer<typeof DependencyRuleSpecSchema>;
+
+/**
+ * Schema of one status condition, shaped like Kubernetes' `metav1.Condition`.
+ */
+export const ConditionSchema = z.object({
+  type: z.string().max(CONDITION_TYPE_MAX).regex(CONDITION_TYPE_PATTERN)
+    .describe(`Type of the condition, such as ${READY_CONDITION}.`),
+  status: z.enum(["True", "False", "Unknown"]).describe(
+    "Status of the condition: True, False or Unknown.",
+  ),
+  observedGeneration: z.int().min(0).describe(
+    "The metadata.generation the condition was set for.",
+  ).exactOptional(),
+  lastTransitionTime: z.iso.datetime({ offset: true }).describe(
+    "When the condition last changed its status.",
+  ),
+  reason: z.string().min(1).max(CONDITION_REASON_MAX).regex(
+    CONDITION_REASON_PATTERN,
+  ).describe("A CamelCase reason for the condition's last transition."),
+  message: z.string().max(CONDITION_MESSAGE_MAX).describe(
+    "A human-readable message about the last transition.",
+  ),
+}).describe("A condition of the rule, like a metav1.Condition.");
+
+/** One status condition, shaped like Kubernetes' `metav1.Condition`. */
+export type Condition = z.infer<typeof ConditionSchema>;
+
+/**
+ * Schema of the `status` of a DependencyRule, written by the controller.
+ * {@linkcode DependencyRuleSchema} does not apply it when parsing, since the
+ * controller overwrites the status anyway.
+ */
+export const DependencyRuleStatusSchema = z.object({
+  observedGeneration: z.int().min(0).describe(
+    "The metadata.generation of the rule the controller last acted on.",
+  ).exactOptional(),
+  conditions: z.array(ConditionSchema).meta({
+    description:
+      `The rule's conditions, one per type, such as ${READY_CONDITION}.`,
+    "x-kubernetes-list-type": "map",
+    "x-kubernetes-list-map-keys": ["type"],
+  }).exactOptional(),
+}).describe("The state of the rule, as observed by the controller.");
+
+/** The `status` of a DependencyRule, written by the controller. */
+export type DependencyRuleStatus = z.infer<typeof DependencyRuleStatusSchema>;
+
+/**
+ * Schema of a whole DependencyRule object. Metadata fields the schema does
+ * not name are kept; other unknown fields are dropped. `status` is not
+ * checked (see {@linkcode DependencyRuleStatusSchema}).
+ */
+export const DependencyRuleSchema = z.object({
+  apiVersion: z.literal(API_VERSION),
+  kind: z.literal(KIND),
+  metadata: z.looseObject({
+    name: z.string().min(1, { error: "must not be empty" }),
+    uid: z.string().optional(),
+    generation: z.number().int().optional(),
+    resourceVersion: z.string().optional(),
+    annotations: z.record(z.string(), z.string()).optional(),
+    labels: z.record(z.string(), z.string()).optional(),
+  }),
+  spec: DependencyRuleSpecSchema,
+  status: z.unknown().optional(),
+}).describe(
+  "A DependencyRule protects objects of the listed types from deletion while objects of the dependent type refer to them.",
+);
+
+/** A DependencyRule object, as validated by {@linkcode DependencyRuleSchema}. */
+export type DependencyRule = z.infer<typeof DependencyRuleSchema>;
+
+/**
+ * The outcome of {@linkcode parseDependencyRule}: the rule, or every problem
+ * found in one message.
+ */
+export type DependencyRuleParseResult =
+  | { ok: true; rule: DependencyRule }
+  | { ok: false; error: string };
+
+/**
+ * Validates an untrusted value, such as a decoded watch event, as a
+ * DependencyRule. Never throws.
+ *
+ * @param value The value to validate.
+ * @returns The typed rule, or an `error` listing every problem as
+ * `<path>: <message>` joined by `; `, for example
+ * `spec.dependencies[0].version: must look like v1, v1alpha1 or v2beta3: current value is 'v0'`.
+ * Problems with the value itself have the path `(root)`.
+ */
+export function parseDependencyRule(value: unknown): DependencyRuleParseResult {
+  let result: ReturnType<typeof DependencyRuleSchema.safeParse>;
+  try {
+    result = DependencyRuleSchema.safeParse(value, { error: _issueMessage });
+  } catch (error) {
+    // Only a hostile value (a throwing getter or proxy) gets here.
+    const detail = error instanceof Error ? error.message : String(error);
+    return { ok: false, error: `(root): cannot read value: ${detail}` };
+  }
+  if (result.success) return { ok: true, rule: result.data };
+  const problems = result.error.issues.map((issue) =>
+    `${_formatIssuePath(issue.path)}: ${issue.message}`
+  );
+  return { ok: false, error: problems.join("; ") };
+}
+
+/**
+ * The key that identifies a DependencyRule across kcp logical clusters:
+ * `<cluster>/<name>`. Rules are cluster-scoped, so no namespace is involved.
+ *
+ * @param cluster The logical cluster name (the `kcp.io/cluster` annotation).
+ * @param name The rule's `metadata.name`.
+ * @returns `<cluster>/<name>`.
+ */
+export function ruleKey(cluster: string, name: string): string {
+  return `${cluster}/${name}`;
+}
+
+function _dnsSubdomain(description: string): z.ZodString {
+  return z.string().max(DNS_SUBDOMAIN_MAX, {
+    abort: true,
+    error: (issue) =>
+      `must be a DNS subdomain of at most ${DNS_SUBDOMAIN_MAX} characters: current length is ${
+        _length(issue.input)
+      }`,
+  }).regex(DNS_SUBDOMAIN_PATTERN, {
+    error: (issue) => _dnsSubdomainMessage(String(issue.input)),
+  }).describe(description);
+}
+
+function _dnsSubdomainMessage(value: string): string {
+  if (!DNS_SUBDOMAIN_CHARACTERS.test(value)) {
+    return `must be a DNS subdomain (lowercase alphanumerics, '-' and '.', each dot-separated part starting and ending alphanumeric): current value is '${value}'`;
+  }
+  return `must be a DNS subdomain whose dot-separated parts have at most ${DNS_LABEL_MAX} characters: current value is '${value}'`;
+}
+
+function _version(description: string): z.ZodString {
+  return z.string().regex(VERSION_PATTERN, {
+    error: (issue) =>
+      `must look like v1, v1alpha1 or v2beta3: current value is '${
+        String(issue.input)
+      }'`,
+  }).describe(description);
+}
+
+function _kind(description: string): z.ZodString {
+  return z.string().max(KIND_MAX, {
+    abort: true,
+    error: (issue) =>
+      `must be at most ${KIND_MAX} characters: current length is ${
+        _length(issue.input)
+      }`,
+  }).regex(KIND_PATTERN, {
+    error: (issue) =>
+      `must start with an upper-case letter followed by letters and digits: current value is '${
+        String(issue.input)
+      }'`,
+  }).describe(description);
+}
+
+function _resource(description: string): z.ZodString {
+  return z.string().max(RESOURCE_MAX, {
+    abort: true,
+    error: (issue) =>
+      `must be at most ${RESOURCE_MAX} characters: current length is ${
+        _length(issue.input)
+      }`,
+  }).regex(RESOURCE_PATTERN, {
+    error: (issue) =>
+      `must be lowercase letters and digits starting with a letter: current value is '${
+        String(issue.input)
+      }'`,
+  }).describe(description);
+}
+
+function _workspacePath(description: string): z.ZodString {
+  return z.string().regex(WORKSPACE_PATH_PATTERN, {
+    error: (issue) =>
+      `must be a workspace path of lowercase segments joined by ':', such as 'root' or 'root:org-1:team-2': current value is '${
+        String(issue.input)
+      }'`,
+  }).describe(description);
+}
+
+function _fieldPath(description: string): z.ZodString {
+  return z.string().regex(FIELD_PATH_PATTERN, {
+    error: (issue) => _fieldPathMessage(String(issue.input)),
+  }).describe(description);
+}
+
+/** The parser's explanation of why `value` is not a field path. */
+function _fieldPathMessage(value: string): string {
+  try {
+    parseFieldPath(value);
+  } catch (error) {
+    if (error instanceof SyntaxError) return error.message;
+    throw error;
+  }
+  // Unreachable while FIELD_PATH_PATTERN and parseFieldPath agree.
+  return `must match ${FIELD_PATH_PATTERN.source}: current value is '${value}'`;
+}
+
+function _length(input: unknown): number {
+  return typeof input === "string" ? input.length : 0;
+}
+
+/** Readable messages for the issues zod raises on its own. */
+function _issueMessage(issue: z.core.$ZodRawIssue): string | undefined {
+  if (issue.input === undefined) return "is required";
+  switch (issue.code) {
+    case "invalid_type":
+      return `must be ${_expected(issue.expected)}: current value is ${
+        _describe(issue.input)
+      }`;
+    case "invalid_value":
+      return `must be ${
+        issue.values.map((value) => _describe(value)).join(" or ")
+      }: current value is ${_describe(issue.input)}`;
+    default:
+      return undefined;
+  }
+}
+
+function _expected(expected: string): string {
+  switch (expected) {
+    case "object":
+    case "record":
+      return "an object";
+    case "array":
+      return "an array";
+    case "int":
+      return "an integer";
+    default:
+      return `a ${expected}`;
+  }
+}
+
+function _describe(value: unknown): string {
+  if (typeof value === "string") return `'${value}'`;
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  if (typeof value === "object") return "an object";
+  if (typeof value === "function") return "a function";
+  return String(value);
+}
+
+/** `spec.dependencies[0].version`; keys that are not identifiers in brackets. */
+function _formatIssuePath(path: readonly PropertyKey[]): string {
+  if (path.length === 0) return "(root)";
+  let text = "";
+  for (const key of path) {
+    if (typeof key === "number") text += `[${key}]`;
+    else if (typeof key === "symbol") text += `[${String(key)}]`;
+    else if (IDENTIFIER.test(key)) text += text === "" ? key : `.${key}`;
+    else text += `[${JSON.stringify(key)}]`;
+  }
+  return text;
+}

@@ -1,0 +1,13 @@
+/**
+ * DependencyRules: the API types and their validation, field paths, the
+ * shared rule types (a rule in its logical cluster, group/version/resource),
+ * the rule graph that decides which rules are enforced, and the watcher that
+ * follows rules through the dep-ctrl virtual workspaces.
+ *
+ * @module
+ */
+export * from "./api.ts";
+export * from "./field_path.ts";
+export * from "./rule_graph.ts";
+export * from "./rule_watcher.ts";
+export * from "./types.ts";

@@ -1,0 +1,151 @@
+/**
+ * The probe and metrics listeners every component serves: Hono apps for
+ * `/healthz`, `/readyz` and `/metrics` on plain HTTP, each with a shutdown
+ * that no client can hold past its deadline.
+ *
+ * @module
+ */
+import { Hono } from "hono";
+import type { BindAddress, ServiceBinds } from "./flags.ts";
+import { CONTENT_TYPE, type MetricsRegistry } from "./metrics.ts";
+
+/** How long a shutdown lets in-flight requests finish, by default. */
+export const DEFAULT_DRAIN_TIMEOUT_MS = 8_000;
+
+/** Readiness: `true`, or the reason it is not ready yet. */
+export type ReadinessCheck = () => true | string;
+
+/** Probes: `/healthz` answers while the process serves; `/readyz` runs `ready`. */
+export function createHealthApp(ready: ReadinessCheck): Hono {
+  const app = new Hono();
+  app.get("/healthz", (c) => c.text("ok\n"));
+  app.get("/readyz", (c) => {
+    const state = ready();
+    return state === true
+      ? c.text("ok\n")
+      : c.text(`not ready: ${state}\n`, 503);
+  });
+  return app;
+}
+
+/** `/metrics` in the Prometheus text format; `collect` runs before each render. */
+export function createMetricsApp(
+  registry: MetricsRegistry,
+  collect: () => void = () => {},
+): Hono {
+  const app = new Hono();
+  app.get("/metrics", (c) => {
+    collect();
+    return c.body(registry.render(), 200, { "content-type": CONTENT_TYPE });
+  });
+  return app;
+}
+
+/** A running server. */
+export interface RunningServer {
+  /** The port it listens on (useful when bound to port 0). */
+  port: number;
+  /**
+   * Stops accepting at once, lets in-flight requests finish up to the
+   * server's drain deadline, then closes what is left and resolves.
+   */
+  shutdown(): Promise<void>;
+}
+
+/** Options for {@linkcode servePlain}. */
+export interface ServePlainOptions {
+  /**
+   * Time `shutdown()` lets in-flight requests finish.
+   * @default {8_000}
+   */
+  drainTimeoutMs?: number;
+}
+
+/**
+ * Serves plain HTTP (probes, metrics) with `Deno.serve`. Its `shutdown()`
+ * closes idle and half-received connections at once; a request still running
+ * at the drain deadline no longer holds the process (the server is unref'd)
+ * and `shutdown()` resolves. This listener has no connection cap and no
+ * timeouts: keep it on a port that only the cluster reaches.
+ */
+export function servePlain(
+  bind: BindAddress,
+  handler: Deno.ServeHandler,
+  options: ServePlainOptions = {},
+): RunningServer {
+  const { drainTimeoutMs = DEFAULT_DRAIN_TIMEOUT_MS } = options;
+  const server = Deno.serve({
+    hostname: bind.hostname,
+    port: bind.port,
+    handler,
+    onListen: () => {},
+  });
+  let stopped: Promise<void> | undefined;
+  return {
+    port: server.addr.port,
+    shutdown: () => stopped ??= drainPlain(server, drainTimeoutMs),
+  };
+}
+
+/** Shuts `server` down, waiting for it at most `deadlineMs`. */
+async function drainPlain(
+  server: Deno.HttpServer,
+  deadlineMs: number,
+): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const drained = await Promise.race([
+    server.shutdown().then(() => true),
+    new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), deadlineMs);
+    }),
+  ]);
+  clearTimeout(timer);
+  // Deno.serve cannot close its connections once shutdown() runs (aborting
+  // its signal then throws), so what is left stops holding the process.
+  if (!drained) server.unref();
+}
+
+/** What {@linkcode serveServiceEndpoints} serves. */
+export interface ServiceEndpoints {
+  /** The readiness check behind `/readyz`. */
+  ready: ReadinessCheck;
+  /** The metrics behind `/metrics`. */
+  registry: MetricsRegistry;
+  /** Runs before each scrape (process gauges). */
+  collect: () => void;
+  /** How long `shutdown()` lets in-flight requests finish. @default {8_000} */
+  drainTimeoutMs?: number;
+}
+
+/**
+ * Serves the probes and the metrics on their listeners, leaving out one
+ * that is disabled.
+ */
+export function serveServiceEndpoints(
+  binds: ServiceBinds,
+  endpoints: ServiceEndpoints,
+): RunningServer[] {
+  const drain = endpoints.drainTimeoutMs === undefined
+    ? {}
+    : { drainTimeoutMs: endpoints.drainTimeoutMs };
+  const servers: RunningServer[] = [];
+  if (binds.healthBind !== undefined) {
+    servers.push(
+      servePlain(
+        binds.healthBind,
+        createHealthApp(endpoints.ready).fetch,
+        drain,
+      ),
+    );
+  }
+  if (binds.metricsBind !== undefined) {
+    servers.push(
+      servePlain(
+        binds.metricsBind,
+        createMetricsApp(endpoints.registry, endpoints.collect).fetch,
+        drain,
+      ),
+    );
+  }
+  return servers;
+}

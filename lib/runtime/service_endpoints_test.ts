@@ -1,0 +1,125 @@
+import assert from "node:assert/strict";
+import {
+  assertRefused,
+  BEFORE_DEFAULTS_MS,
+  beforeWatchdog,
+  closeQuietly,
+  silentTcp,
+  untilClosed,
+} from "../../testing/mod.ts";
+import { CONTENT_TYPE, MetricsRegistry } from "./metrics.ts";
+import {
+  createHealthApp,
+  createMetricsApp,
+  servePlain,
+  serveServiceEndpoints,
+} from "./service_endpoints.ts";
+
+const BIND = { hostname: "127.0.0.1", port: 0 };
+
+Deno.test("createHealthApp() answers /healthz, and /readyz with 503 and the reason until ready", async () => {
+  let state: true | string = "DependencyRules not loaded yet";
+  const app = createHealthApp(() => state);
+  const healthz = await app.request("/healthz");
+  assert.equal(healthz.status, 200);
+  assert.equal(await healthz.text(), "ok\n");
+  const notReady = await app.request("/readyz");
+  assert.equal(notReady.status, 503);
+  assert.equal(
+    await notReady.text(),
+    "not ready: DependencyRules not loaded yet\n",
+  );
+  state = true;
+  const ready = await app.request("/readyz");
+  assert.equal(ready.status, 200);
+  assert.equal(await ready.text(), "ok\n");
+  assert.equal((await app.request("/nope")).status, 404);
+});
+
+Deno.test("createMetricsApp() serves /metrics in the Prometheus text format", async () => {
+  const registry = new MetricsRegistry();
+  registry.counter("test_things_total", {
+    help: "Things.",
+    labelNames: ["kind"],
+  })
+    .inc({ kind: "a" }, 3);
+  const app = createMetricsApp(registry);
+  const response = await app.request("/metrics");
+  assert.equal(response.status, 200);
+  assert.equal(response.headers.get("content-type"), CONTENT_TYPE);
+  const text = await response.text();
+  assert.match(text, /^# HELP test_things_total Things\.$/m);
+  assert.match(text, /^# TYPE test_things_total counter$/m);
+  assert.match(text, /^test_things_total\{kind="a"\} 3$/m);
+});
+
+Deno.test("serveServiceEndpoints() serves probes and metrics on their own ports, and leaves out a disabled one", async () => {
+  const registry = new MetricsRegistry();
+  registry.gauge("things", { help: "Things" }).set(3);
+  let collected = 0;
+  const endpoints = {
+    ready: () => "not yet" as const,
+    registry,
+    collect: () => {
+      collected++;
+    },
+  };
+  const both = serveServiceEndpoints({
+    healthBind: { hostname: "127.0.0.1", port: 0 },
+    metricsBind: { hostname: "127.0.0.1", port: 0 },
+  }, endpoints);
+  try {
+    assert.equal(both.length, 2);
+    const health = both[0]!;
+    const metrics = both[1]!;
+    const ready = await fetch(`http://127.0.0.1:${health.port}/readyz`);
+    assert.equal(ready.status, 503);
+    assert.equal(await ready.text(), "not ready: not yet\n");
+    const scrape = await fetch(`http://127.0.0.1:${metrics.port}/metrics`);
+    assert.match(await scrape.text(), /^things 3$/m);
+    assert.equal(collected, 1);
+  } finally {
+    await Promise.all(both.map((s) => s.shutdown()));
+  }
+  const none = serveServiceEndpoints({}, endpoints);
+  assert.deepEqual(none, []);
+});
+
+Deno.test("servePlain().shutdown() closes a silent client at once and resolves by drainTimeoutMs while a request still runs", async () => {
+  const { promise: inHandler, resolve: entered } = Promise.withResolvers<
+    void
+  >();
+  const { promise: released, resolve: release } = Promise.withResolvers<
+    void
+  >();
+  const server = servePlain(BIND, async () => {
+    entered();
+    await released;
+    return new Response("late");
+  }, { drainTimeoutMs: 300 });
+  const silent = await silentTcp(server.port);
+  const answer = fetch(`http://127.0.0.1:${server.port}/`)
+    .then((r) => r.text(), () => "failed");
+  try {
+    await inHandler;
+    let resolved = false;
+    await beforeWatchdog(
+      "shutdown() to resolve",
+      server.shutdown().then(() => resolved = true),
+      { ms: BEFORE_DEFAULTS_MS },
+    );
+    assert.equal(resolved, true);
+    assert.equal(
+      await beforeWatchdog(
+        "the silent client to be closed",
+        untilClosed(silent),
+      ),
+      "",
+    );
+    await assertRefused(server.port);
+  } finally {
+    release();
+    await answer;
+    closeQuietly(silent);
+  }
+});

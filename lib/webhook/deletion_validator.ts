@@ -1,0 +1,686 @@
+/**
+ * The admission decision for a DELETE: which rules protect the type, which
+ * dependents in the consumer's workspace still refer to the object, and the
+ * answer. Pure given a {@linkcode DependentSource}; fails closed.
+ *
+ * @module
+ */
+import {
+  BYPASS_RESOURCE,
+  BYPASS_VERB,
+  type BypassAuthorizer,
+  type ReviewUser,
+} from "./access_review.ts";
+import {
+  CLUSTER_ANNOTATION,
+  isDnsLabel,
+  isDnsSubdomain,
+  isLogicalClusterName,
+  KubeApiError,
+} from "../kcp/mod.ts";
+import {
+  GROUP,
+  type GroupVersionResource,
+  gvrKey,
+  resolveFieldPath,
+  SKIP_PROTECTION_ANNOTATION,
+} from "../rules/mod.ts";
+import {
+  type AdmissionRequest,
+  type AdmissionResponse,
+  allow,
+  deny,
+  objectOf,
+} from "./admission_review.ts";
+import type { Semaphore } from "../runtime/mod.ts";
+import type { Protection, RuleRegistry } from "./rule_registry.ts";
+
+/** The exact denial while rules are not loaded (scripts match on it). */
+export const NOT_INITIALIZED_MESSAGE =
+  "dependency webhook not yet initialized, retry later";
+
+/**
+ * The one denial of a review that the live object does not confirm: the
+ * object is gone, or its uid is not the one the review carries. It names
+ * nothing, so a forged review learns nothing from it.
+ */
+export const UNCONFIRMED_MESSAGE =
+  "cannot confirm the object being deleted: it no longer exists as the review describes it " +
+  "(deleted or recreated meanwhile); retry the delete";
+
+/** What to list: one dependent type in one logical cluster, one namespace or all. */
+export interface DependentQuery {
+  /** Logical cluster name of the consumer workspace. */
+  cluster: string;
+  /** Namespace to list in; absent means all namespaces. */
+  namespace?: string;
+  /** The dependent type. */
+  dependent: GroupVersionResource;
+}
+
+/** One object: the one a review is about. */
+export interface ObjectQuery {
+  /** Logical cluster name of the consumer workspace. */
+  cluster: string;
+  /** Its namespace; absent for a cluster-scoped object. */
+  namespace?: string;
+  /** Its type. */
+  resource: GroupVersionResource;
+  /** Its name. */
+  name: string;
+}
+
+/** Reads a consumer workspace: dependents page by page, and the live object under review. */
+export interface DependentSource {
+  /**
+   * Pages of the dependents a query selects (so memory stays bounded).
+   *
+   * @throws {KubeApiError} On failure; `notFound` means the workspace does not serve the type.
+   */
+  pages(
+    query: DependentQuery,
+    signal: AbortSignal,
+  ): AsyncIterable<readonly unknown[]>;
+  /**
+   * The `metadata.uid` of the live object, or `undefined` when it does not exist.
+   *
+   * @throws {KubeApiError} On any other failure.
+   */
+  liveUid(query: ObjectQuery, signal: AbortSignal): Promise<string | undefined>;
+}
+
+/** How a review ended, for metrics and logs. */
+export type Outcome =
+  | "allowed"
+  | "allowed_skip"
+  | "denied_referenced"
+  | "denied_not_ready"
+  | "denied_error"
+  | "denied_invalid"
+  | "denied_unconfirmed"
+  | "denied_busy"
+  | "denied_skip_unauthorized";
+
+/** A decision: the response and why. */
+export interface Verdict {
+  /** The AdmissionReview response. */
+  response: AdmissionResponse;
+  /** Why, in one word. */
+  outcome: Outcome;
+  /** Number of blocking dependents found (denied_referenced only). */
+  blockers?: number;
+  /** The permission kcp refused our identity (denied_error only). */
+  forbidden?: Permission;
+}
+
+/** A permission on a type: what a 403 refused. */
+export interface Permission {
+  /** The verb refused. */
+  verb: "get" | "list";
+  /** The type's API group (`""` for core). */
+  group: string;
+  /** The type's resource. */
+  resource: string;
+}
+
+/** Options for {@linkcode DeletionValidator}. */
+export interface DeletionValidatorOptions {
+  /** Deadline for all lists of one review, well inside kcp's 10 s webhook timeout. @default {7_000} */
+  timeoutMs?: number;
+  /** How many blockers the message names before "and N more". @default {10} */
+  maxNamed?: number;
+  /**
+   * Bounds the reviews that read kcp at once (one permit each); a review
+   * that gets no permit within `queueTimeoutMs` is denied as busy.
+   * @default {no bound}
+   */
+  reviews?: Semaphore;
+  /** How long a review waits for a permit of `reviews`. @default {2_000} */
+  queueTimeoutMs?: number;
+  /**
+   * When set, the skip-protection annotation counts only for users it
+   * allows (`--skip-protection-mode=authorized`); unset, the annotation
+   * alone lets a delete through, as in the reference implementation.
+   */
+  bypass?: BypassAuthorizer;
+}
+
+interface Blocker {
+  kind: string;
+  namespace: string;
+  name: string;
+  paths: string[];
+}
+
+/** The object a DELETE is about, read from a review and checked. */
+interface Target {
+  cluster: string;
+  namespace?: string;
+  name: string;
+  uid: string;
+  resource: GroupVersionResource;
+}
+
+/** Decides DELETE reviews against the registry's rules. */
+export class DeletionValidator {
+  readonly #registry: RuleRegistry;
+  readonly #source: DependentSource;
+  readonly #timeoutMs: number;
+  readonly #maxNamed: number;
+  readonly #reviews: Semaphore | undefined;
+  readonly #queueTimeoutMs: number;
+  readonly #bypass: BypassAuthorizer | undefined;
+
+  /** Builds a validator over a registry and a source of dependents. */
+  constructor(
+    registry: RuleRegistry,
+    source: DependentSource,
+    options: DeletionValidatorOptions = {},
+  ) {
+    this.#registry = registry;
+    this.#source = source;
+    this.#timeoutMs = options.timeoutMs ?? 7_000;
+    this.#maxNamed = options.maxNamed ?? 10;
+    this.#reviews = options.reviews;
+    this.#queueTimeoutMs = options.queueTimeoutMs ?? 2_000;
+    this.#bypass = options.bypass;
+  }
+
+  /** Decides one admission request. Never throws. */
+  async validate(request: AdmissionRequest): Promise<Verdict> {
+    const { uid } = request;
+    if (request.operation !== "DELETE") {
+      return { response: allow(uid), outcome: "allowed" };
+    }
+    if (!this.#registry.loaded) {
+      return {
+        response: deny(uid, {
+          code: 503,
+          reason: "ServiceUnavailable",
+          message: NOT_INITIALIZED_MESSAGE,
+        }),
+        outcome: "denied_not_ready",
+      };
+    }
+    const object = objectOf(request);
+    if (object === undefined) {
+      return invalid(
+        uid,
+        "cannot read the object being deleted: the review carries no oldObject",
+      );
+    }
+    const annotations = asRecord(asRecord(object.metadata)?.annotations);
+    const skip = annotations?.[SKIP_PROTECTION_ANNOTATION] === "true";
+    if (skip && this.#bypass === undefined) {
+      return { response: allow(uid), outcome: "allowed_skip" };
+    }
+    const target = targetOf(request, object);
+    if (typeof target === "string") return invalid(uid, target);
+    const protections = this.#registry.find(request.resource);
+    if (protections.length === 0) {
+      return { response: allow(uid), outcome: "allowed" };
+    }
+    const decide = skip && this.#bypass !== undefined
+      ? this.#authorizeSkip.bind(this, this.#bypass, request.userInfo)
+      : this.#decide.bind(this, protections);
+    if (this.#reviews === undefined) return await decide(uid, target);
+    const release = await this.#reviews.acquire(1, {
+      timeoutMs: this.#queueTimeoutMs,
+    });
+    if (release === undefined) {
+      return {
+        response: deny(uid, {
+          code: 503,
+          reason: "ServiceUnavailable",
+          message:
+            `cannot delete ${target.resource.resource}/${target.name}: the dependency webhook is busy ` +
+            `(${this.#reviews.capacity} reviews are reading kcp and more wait); retry the delete`,
+        }),
+        outcome: "denied_busy",
+      };
+    }
+    try {
+      return await decide(uid, target);
+    } finally {
+      release();
+    }
+  }
+
+  /**
+   * Honours the skip-protection annotation only for a user kcp allows
+   * `bypass` on `protections` in the consumer's workspace; asks that and
+   * reads the live object at once, and answers nothing about the user
+   * unless the live object confirms the review.
+   */
+  async #authorizeSkip(
+    bypass: BypassAuthorizer,
+    user: ReviewUser | undefined,
+    uid: string,
+    target: Target,
+  ): Promise<Verdict> {
+    const shown = `${target.resource.resource}/${target.name}`;
+    const deadline = AbortSignal.timeout(this.#timeoutMs);
+    const [confirmed, allowed] = await Promise.allSettled([
+      this.#confirm(target),
+      bypass.mayBypass({
+        cluster: target.cluster,
+        ...(target.namespace === undefined
+          ? {}
+          : { namespace: target.namespace }),
+        user: user ?? {},
+      }, deadline),
+    ]);
+    if (confirmed.status === "fulfilled" && !confirmed.value) {
+      return unconfirmed(uid);
+    }
+    const failed = confirmed.status === "rejected"
+      ? confirmed.reason
+      : allowed.status === "rejected"
+      ? allowed.reason
+      : undefined;
+    if (failed !== undefined || allowed.status === "rejected") {
+      return unavailable(uid, shown, {
+        what: `cannot check whether you may bypass its protection (${
+          errorText(failed)
+        })`,
+        until: "it can be checked",
+        error: failed,
+      });
+    }
+    if (allowed.value) return { response: allow(uid), outcome: "allowed_skip" };
+    return {
+      response: deny(uid, {
+        code: 403,
+        reason: "Forbidden",
+        message:
+          `cannot delete ${shown}: the ${SKIP_PROTECTION_ANNOTATION} annotation lets a delete through only for users ` +
+          `allowed "${BYPASS_VERB}" on ${BYPASS_RESOURCE}.${GROUP} in this workspace, and ${
+            JSON.stringify(user?.username ?? "")
+          } is not: ask for that permission, or delete what still refers to the object first`,
+      }),
+      outcome: "denied_skip_unauthorized",
+    };
+  }
+
+  /**
+   * Lists the dependents and fetches the live object at once; names
+   * blockers only when the live object confirms the review.
+   */
+  async #decide(
+    protections: readonly Protection[],
+    uid: string,
+    target: Target,
+  ): Promise<Verdict> {
+    const shown = `${target.resource.resource}/${target.name}`;
+    // A failed confirmation ends the lists: their answer would not be used.
+    const cancel = new AbortController();
+    const confirmation = this.#confirm(target).then((confirmed) => {
+      if (!confirmed) cancel.abort(new Error("review not confirmed"));
+      return confirmed;
+    }, (error) => {
+      cancel.abort(error);
+      throw error;
+    });
+    const [confirmed, listed] = await Promise.allSettled([
+      confirmation,
+      this.#findBlockers(protections, target, cancel.signal),
+    ]);
+    if (confirmed.status === "rejected") {
+      return unavailable(uid, shown, {
+        what: confirmed.reason instanceof Forbidden
+          ? confirmed.reason.message
+          : `cannot read the object itself (${errorText(confirmed.reason)})`,
+        until: confirmed.reason instanceof Forbidden
+          ? "it may"
+          : "it can be read",
+        error: confirmed.reason,
+      });
+    }
+    if (!confirmed.value) return unconfirmed(uid);
+    if (listed.status === "rejected") {
+      return unavailable(uid, shown, {
+        what: listed.reason instanceof Forbidden
+          ? listed.reason.message
+          : `cannot check whether other objects still refer to it (${
+            errorText(listed.reason)
+          })`,
+        until: listed.reason instanceof Forbidden
+          ? "it may"
+          : "they can be checked",
+        error: listed.reason,
+      });
+    }
+    const { named, total } = listed.value;
+    if (total === 0) return { response: allow(uid), outcome: "allowed" };
+    return {
+      response: deny(uid, {
+        code: 409,
+        reason: "Conflict",
+        message: blockedMessage(
+          shown,
+          named,
+          total,
+          target.namespace === undefined,
+        ),
+      }),
+      outcome: "denied_referenced",
+      blockers: total,
+    };
+  }
+
+  /** Whether the live object exists with the uid the review carries. */
+  async #confirm(target: Target): Promise<boolean> {
+    const stop = new AbortController();
+    const timer = setTimeout(
+      () =>
+        stop.abort(
+          new Error(`no answer within ${this.#timeoutMs} ms`),
+        ),
+      this.#timeoutMs,
+    );
+    const stopped = new Promise<never>((_, reject) => {
+      stop.signal.addEventListener("abort", () => reject(stop.signal.reason), {
+        once: true,
+      });
+    });
+    stopped.catch(() => {});
+    try {
+      const live = await Promise.race([
+        this.#source.liveUid({
+          cluster: target.cluster,
+          ...(target.namespace === undefined
+            ? {}
+            : { namespace: target.namespace }),
+          resource: target.resource,
+          name: target.name,
+        }, stop.signal),
+        stopped,
+      ]);
+      return live === target.uid;
+    } catch (error) {
+      if (error instanceof KubeApiError && error.status === 403) {
+        throw new Forbidden("get", target.resource);
+      }
+      throw error;
+    } finally {
+      clearTimeout(timer);
+      if (!stop.signal.aborted) stop.abort(new Error("review finished"));
+    }
+  }
+
+  async #findBlockers(
+    protections: readonly Protection[],
+    query: Target,
+    cancel: AbortSignal,
+  ): Promise<{ named: Blocker[]; total: number }> {
+    const byDependent = new Map<string, Protection[]>();
+    for (const p of protections) {
+      const key = gvrKey(p.dependent);
+      byDependent.set(key, [...(byDependent.get(key) ?? []), p]);
+    }
+    // One signal ends every list: the deadline, or the first list that fails.
+    const stop = new AbortController();
+    const pending = new Map(byDependent);
+    const timer = setTimeout(() => {
+      const names = [...pending.values()].map((g) =>
+        `${g[0]!.dependent.resource}.${g[0]!.dependent.group}`
+      );
+      stop.abort(new DeadlineExceeded(this.#timeoutMs, names));
+    }, this.#timeoutMs);
+    const stopped = new Promise<never>((_, reject) => {
+      stop.signal.addEventListener("abort", () => reject(stop.signal.reason), {
+        once: true,
+      });
+    });
+    stopped.catch(() => {});
+    const onCancel = () => {
+      if (!stop.signal.aborted) stop.abort(cancel.reason);
+    };
+    if (cancel.aborted) onCancel();
+    cancel.addEventListener("abort", onCancel, { once: true });
+    const found = { named: [] as Blocker[], total: 0 };
+    try {
+      const lists = [...byDependent].map(([key, group]) =>
+        this.#scan(group, query, stop.signal, found).then(
+          () => pending.delete(key),
+          (error) => {
+            if (!stop.signal.aborted) stop.abort(error);
+            throw stop.signal.reason;
+          },
+        )
+      );
+      // A source that ignores the signal still cannot hold the review past the deadline.
+      await Promise.race([Promise.all(lists), stopped]);
+    } finally {
+      clearTimeout(timer);
+      cancel.removeEventListener("abort", onCancel);
+      if (!stop.signal.aborted) stop.abort(new Error("review finished"));
+    }
+    return found;
+  }
+
+  /** Lists one dependent type and records the items that refer to the object. */
+  async #scan(
+    group: readonly Protection[],
+    query: Target,
+    signal: AbortSignal,
+    found: { named: Blocker[]; total: number },
+  ): Promise<void> {
+    const dependent = group[0]!.dependent;
+    const self = gvrKey(dependent) === gvrKey(query.resource);
+    try {
+      const pages = this.#source.pages({
+        cluster: query.cluster,
+        dependent,
+        ...(query.namespace === undefined
+          ? {}
+          : { namespace: query.namespace }),
+      }, signal);
+      for await (const items of pages) {
+        if (signal.aborted) return;
+        for (const item of items) {
+          const paths = group.filter((p) =>
+            resolveFieldPath(item, p.fieldPath) === query.name
+          )
+            .map((p) => p.fieldPathText);
+          if (paths.length === 0) continue;
+          const metadata = asRecord(asRecord(item)?.metadata);
+          const blocker: Blocker = {
+            kind: dependent.kind,
+            namespace: typeof metadata?.namespace === "string"
+              ? metadata.namespace
+              : "",
+            name: typeof metadata?.name === "string" ? metadata.name : "",
+            paths,
+          };
+          // An object that names itself does not block its own deletion.
+          if (
+            self && blocker.name === query.name &&
+            blocker.namespace === (query.namespace ?? "")
+          ) continue;
+          found.total++;
+          keepFirst(found.named, blocker, this.#maxNamed);
+        }
+      }
+    } catch (error) {
+      if (error instanceof KubeApiError && error.notFound) return;
+      if (signal.reason instanceof DeadlineExceeded) throw signal.reason;
+      if (error instanceof KubeApiError && error.status === 403) {
+        throw new Forbidden("list", dependent);
+      }
+      const detail = error instanceof Error ? error.message : String(error);
+      throw new Error(
+        `listing ${dependent.resource}.${dependent.group} failed: ${detail}`,
+      );
+    }
+  }
+}
+
+/** Our identity may not read what a review needs: a setup problem to name. */
+class Forbidden extends Error {
+  readonly permission: Permission;
+  constructor(verb: "get" | "list", type: GroupVersionResource) {
+    const shown = type.group === ""
+      ? type.resource
+      : `${type.resource}.${type.group}`;
+    super(
+      `the webhook's identity may not ${verb} ${shown} in this workspace (403 Forbidden): ` +
+        `grant "${verb}" on ${shown} to it in system:admin of every shard (manifests/kcp/system-admin, deno task rbac)`,
+    );
+    this.name = "Forbidden";
+    this.permission = { verb, group: type.group, resource: type.resource };
+  }
+}
+
+/** The deadline of a review passed. */
+class DeadlineExceeded extends Error {
+  constructor(timeoutMs: number, pending: readonly string[]) {
+    super(
+      `listing ${pending.join(", ")} did not finish within ${timeoutMs} ms`,
+    );
+    this.name = "DeadlineExceeded";
+  }
+}
+
+/** Keeps `named` the `max` smallest blockers in (kind, namespace, name) order, whatever order they come in. */
+function keepFirst(named: Blocker[], blocker: Blocker, max: number): void {
+  named.push(blocker);
+  named.sort(compareBlockers);
+  if (named.length > max) named.pop();
+}
+
+function compareBlockers(a: Blocker, b: Blocker): number {
+  return a.kind.localeCompare(b.kind) ||
+    a.namespace.localeCompare(b.namespace) || a.name.localeCompare(b.name);
+}
+
+/** `cannot delete vpcs/vpc-a: still referenced by VirtualMachine/vm-1 (.spec.vpcRef.name) and 2 more`. */
+function blockedMessage(
+  target: string,
+  named: readonly Blocker[],
+  total: number,
+  qualify: boolean,
+): string {
+  const names = named.map((b) => {
+    const id = qualify && b.namespace !== ""
+      ? `${b.kind}/${b.namespace}/${b.name}`
+      : `${b.kind}/${b.name}`;
+    return `${id} (${b.paths.join(", ")})`;
+  });
+  const more = total > named.length ? ` and ${total - named.length} more` : "";
+  return `cannot delete ${target}: still referenced by ${
+    names.join(", ")
+  }${more}`;
+}
+
+/**
+ * The object a DELETE is about, with every part that goes into a URL
+ * checked against Kubernetes' and kcp's name rules; or what is wrong.
+ */
+function targetOf(
+  request: AdmissionRequest,
+  object: Record<string, unknown>,
+): Target | string {
+  const metadata = asRecord(object.metadata);
+  const cluster = asRecord(metadata?.annotations)?.[CLUSTER_ANNOTATION];
+  if (typeof cluster !== "string" || cluster === "") {
+    return `cannot tell the workspace of the object being deleted: it has no ${CLUSTER_ANNOTATION} annotation`;
+  }
+  if (!isLogicalClusterName(cluster)) {
+    return `cannot tell the workspace of the object being deleted: its ${CLUSTER_ANNOTATION} annotation is not a logical cluster name: current value is ${
+      quote(cluster)
+    }`;
+  }
+  // For each item of a DELETECOLLECTION kcp sends an empty request.name.
+  const name = typeof metadata?.name === "string" && metadata.name !== ""
+    ? metadata.name
+    : request.name;
+  if (name === "") return "cannot tell the name of the object being deleted";
+  if (!isDnsSubdomain(name)) {
+    return `cannot use the name of the object being deleted: it is not a DNS-1123 subdomain: current value is ${
+      quote(name)
+    }`;
+  }
+  if (request.name !== "" && request.name !== name) {
+    return `the review names ${quote(request.name)} but carries the object ${
+      quote(name)
+    }`;
+  }
+  const namespace = request.namespace || undefined;
+  if (namespace !== undefined && !isDnsLabel(namespace)) {
+    return `cannot use the namespace of the object being deleted: it is not a DNS-1123 label: current value is ${
+      quote(namespace)
+    }`;
+  }
+  const uid = metadata?.uid;
+  if (typeof uid !== "string" || uid === "") {
+    return "cannot confirm the object being deleted: it has no metadata.uid";
+  }
+  return {
+    cluster,
+    ...(namespace === undefined ? {} : { namespace }),
+    name,
+    uid,
+    resource: {
+      group: request.resource.group,
+      version: request.resource.version,
+      resource: request.resource.resource,
+    },
+  };
+}
+
+/** A JSON rendering of a tenant's string, cut short when long. */
+function quote(value: string): string {
+  const text = JSON.stringify(value);
+  return text.length > 80 ? `${text.slice(0, 80)}... (truncated)` : text;
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Fail closed: the delete waits until the check can be made. */
+function unavailable(
+  uid: string,
+  shown: string,
+  problem: { what: string; until: string; error: unknown },
+): Verdict {
+  return {
+    ...(problem.error instanceof Forbidden
+      ? { forbidden: problem.error.permission }
+      : {}),
+    response: deny(uid, {
+      code: 503,
+      reason: "ServiceUnavailable",
+      message: `cannot delete ${shown}: ${problem.what}; ` +
+        `the delete is denied until ${problem.until}: retry later, or set the annotation ` +
+        `${SKIP_PROTECTION_ANNOTATION}=true on the object to delete it anyway`,
+    }),
+    outcome: "denied_error",
+  };
+}
+
+/** The one generic denial of a review the live object does not confirm. */
+function unconfirmed(uid: string): Verdict {
+  return {
+    response: deny(uid, {
+      code: 409,
+      reason: "Conflict",
+      message: UNCONFIRMED_MESSAGE,
+    }),
+    outcome: "denied_unconfirmed",
+  };
+}
+
+function invalid(uid: string, message: string): Verdict {
+  return {
+    response: deny(uid, { code: 400, reason: "BadRequest", message }),
+    outcome: "denied_invalid",
+  };
+}
+
+function asRecord(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === "object" && value !== null && !Array.isArray(value)
+    ? value as Record<string, unknown>
+    : undefined;
+}

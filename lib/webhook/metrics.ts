@@ -1,0 +1,110 @@
+/**
+ * The webhook's Prometheus metrics: reviews by outcome, review latency,
+ * malformed requests, dependent list errors, reads kcp refused, the state of
+ * the rules, and failing watches.
+ *
+ * @module
+ */
+import type { Verdict } from "./deletion_validator.ts";
+import {
+  type MetricsRegistry,
+  registerProcessMetrics,
+} from "../runtime/mod.ts";
+import type { RuleSnapshot } from "../rules/mod.ts";
+import type { AdmissionObserver } from "./server.ts";
+
+/** Admission hooks plus a way to publish the rules' state. */
+export interface WebhookMetrics extends AdmissionObserver {
+  /** Publishes the state of the rules after a change. */
+  rules(snapshot: RuleSnapshot, protectedTypes: number): void;
+  /** Refreshes the process's memory gauges (call before each scrape). */
+  collectProcess(): void;
+  /** Publishes how many list+watch loops are retrying after an error. */
+  watchesFailing(count: number): void;
+}
+
+/** Registers the webhook's metrics in `registry`. */
+export function createWebhookMetrics(
+  registry: MetricsRegistry,
+): WebhookMetrics {
+  const reviews = registry.counter(
+    "dependency_webhook_admission_reviews_total",
+    {
+      help: "Admission reviews answered, by outcome",
+      labelNames: ["outcome"],
+    },
+  );
+  const duration = registry.histogram(
+    "dependency_webhook_admission_review_duration_seconds",
+    {
+      help: "Time to answer an admission review, by outcome",
+      labelNames: ["outcome"],
+    },
+  );
+  const rejected = registry.counter(
+    "dependency_webhook_admission_requests_rejected_total",
+    {
+      help:
+        "Malformed admission requests answered with an HTTP error, by status",
+      labelNames: ["status"],
+    },
+  );
+  const listErrors = registry.counter(
+    "dependency_webhook_dependent_list_errors_total",
+    {
+      help:
+        "Reviews denied because dependents could not be listed (fail closed)",
+    },
+  );
+  const forbidden = registry.counter(
+    "dependency_webhook_forbidden_total",
+    {
+      help:
+        "Reviews denied because kcp refused the webhook's identity a read it needs (a missing RBAC grant in system:admin), by verb, group and resource",
+      labelNames: ["verb", "group", "resource"],
+    },
+  );
+  const rules = registry.gauge("dependency_webhook_rules", {
+    help: "DependencyRules seen, by validity",
+    labelNames: ["state"],
+  });
+  const protectedTypes = registry.gauge("dependency_webhook_protected_types", {
+    help: "Group/version/resources protected by at least one valid rule",
+  });
+  const synced = registry.gauge("dependency_webhook_rules_synced", {
+    help: "1 once every virtual-workspace endpoint has been listed, else 0",
+  });
+  const endpoints = registry.gauge("dependency_webhook_endpoints", {
+    help: "Virtual-workspace endpoints of the dep-ctrl APIExport being watched",
+  });
+  const failing = registry.gauge("dependency_webhook_watches_failing", {
+    help:
+      "List+watch loops (endpoint slice, rules per endpoint) whose last attempt failed; they retry with backoff",
+  });
+  const collectProcess = registerProcessMetrics(registry);
+  return {
+    collectProcess,
+    watchesFailing(count: number) {
+      failing.set(count);
+    },
+    reviewed(verdict: Verdict, seconds: number) {
+      reviews.inc({ outcome: verdict.outcome });
+      duration.observe(seconds, { outcome: verdict.outcome });
+      if (verdict.outcome === "denied_error") listErrors.inc();
+      if (verdict.forbidden !== undefined) {
+        const { verb, group, resource } = verdict.forbidden;
+        forbidden.inc({ verb, group, resource });
+      }
+    },
+    rejected(status: number) {
+      rejected.inc({ status: String(status) });
+    },
+    rules(snapshot: RuleSnapshot, types: number) {
+      rules.set(snapshot.rules.length, { state: "valid" });
+      rules.set(snapshot.invalid.length, { state: "invalid" });
+      protectedTypes.set(types);
+      synced.set(snapshot.synced ? 1 : 0);
+      endpoints.set(snapshot.endpoints.length);
+    },
+  };
+}

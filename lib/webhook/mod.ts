@@ -1,0 +1,17 @@
+/**
+ * The admission webhook: AdmissionReview parsing, the deletion validator, the
+ * dependent lister, the in-memory rule registry, the bounded TLS server and
+ * Hono apps, its metrics, options and RBAC rendering.
+ *
+ * @module
+ */
+export * from "./access_review.ts";
+export * from "./admission_review.ts";
+export * from "./bounded_server.ts";
+export * from "./deletion_validator.ts";
+export * from "./dependent_lister.ts";
+export * from "./metrics.ts";
+export * from "./options.ts";
+export * from "./rbac.ts";
+export * from "./rule_registry.ts";
+export * from "./server.ts";

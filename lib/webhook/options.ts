@@ -1,0 +1,256 @@
+/**
+ * The webhook's flags (compatible with the reference implementation's names
+ * and defaults) and their parsing into typed options.
+ *
+ * @module
+ */
+import {
+  ALLOW_INSECURE_HTTP_FLAG,
+  API_EXPORT_NAME_FLAG,
+  type ComponentOptions,
+  kcpBaseHostFlag,
+  KUBECONFIG_FLAG,
+  LOG_LEVEL_FLAG,
+  parseComponentOptions,
+  SERVICE_BIND_FLAGS,
+} from "../kcp/mod.ts";
+import {
+  type BindAddress,
+  type FlagSpec,
+  parseBindAddress,
+  parseDuration,
+  parseFlag,
+  parseFlags,
+} from "../runtime/mod.ts";
+import { MAX_REVIEW_BYTES } from "./admission_review.ts";
+
+/** The webhook's flag table, in `--help` order. */
+export const WEBHOOK_FLAGS: readonly FlagSpec[] = [
+  KUBECONFIG_FLAG,
+  API_EXPORT_NAME_FLAG,
+  {
+    name: "webhook-bind-address",
+    default: ":9443",
+    help: "Address the HTTPS admission endpoint (POST /validate) listens on",
+  },
+  {
+    name: "webhook-port",
+    help:
+      "Port of the admission endpoint on all interfaces (alias kept for compatibility)",
+  },
+  {
+    name: "tls-cert-dir",
+    default: "/etc/webhook-tls",
+    help: "Directory with tls.crt and tls.key, re-read when they change",
+  },
+  {
+    name: "tls-reload-interval",
+    default: "10s",
+    help: "How often to look for a rotated certificate",
+  },
+  ...SERVICE_BIND_FLAGS,
+  kcpBaseHostFlag("listing dependents"),
+  {
+    name: "list-timeout",
+    default: "7s",
+    help: "Deadline for all dependent lists of one review (kcp waits 10s)",
+  },
+  {
+    name: "list-page-size",
+    default: "10000",
+    help:
+      "Objects per page when listing dependents (each further page is a fresh read for kcp)",
+  },
+  {
+    name: "max-concurrent-reviews",
+    default: "4",
+    help:
+      "Reviews that read kcp at once; more wait up to --review-queue-timeout, then are denied as busy (memory bound)",
+  },
+  {
+    name: "max-review-bytes-in-flight",
+    default: "8388608",
+    help:
+      "Bytes of review bodies read and parsed at once (at least 3 MiB); more wait, then get 503 (memory bound)",
+  },
+  {
+    name: "review-queue-timeout",
+    default: "2s",
+    help:
+      "How long a review waits for room under the two bounds above before it is turned away",
+  },
+  {
+    name: "tls-handshake-timeout",
+    default: "5s",
+    help: "Time a new connection has to complete its TLS handshake",
+  },
+  {
+    name: "read-header-timeout",
+    default: "5s",
+    help:
+      "Time a connection has to send a complete request head (after the handshake or its first byte); then 408 and closed",
+  },
+  {
+    name: "read-timeout",
+    default: "10s",
+    help:
+      "Time a whole request, head and body, has to arrive; a slower one ends its connection",
+  },
+  {
+    name: "idle-timeout",
+    default: "60s",
+    help: "Time a keep-alive connection may stay idle between requests",
+  },
+  {
+    name: "max-connections",
+    default: "1000",
+    help: "Open admission connections beyond which new ones are closed at once",
+  },
+  {
+    name: "shutdown-timeout",
+    default: "8s",
+    help:
+      "After SIGTERM, time in-flight reviews have to finish before every connection is closed and the process exits 0",
+  },
+  {
+    name: "skip-protection-mode",
+    default: "annotation",
+    help:
+      "annotation: the skip-protection annotation alone lets a delete through (as the reference); authorized: only for users kcp allows 'bypass' on protections.dependencies.opendefense.cloud in the workspace",
+  },
+  LOG_LEVEL_FLAG,
+  ALLOW_INSECURE_HTTP_FLAG,
+];
+
+/** Typed webhook options. */
+export interface WebhookOptions extends ComponentOptions {
+  /** Admission listener. */
+  webhookBind: BindAddress;
+  /** Certificate directory. */
+  tlsCertDir: string;
+  /** Certificate reload interval, ms. */
+  tlsReloadIntervalMs: number;
+  /** Review deadline, ms. */
+  listTimeoutMs: number;
+  /** Page size for dependent lists. */
+  listPageSize: number;
+  /** Reviews that read kcp at once. */
+  maxConcurrentReviews: number;
+  /** Bytes of review bodies read and parsed at once. */
+  maxReviewBytesInFlight: number;
+  /** How long a review waits for room, ms. */
+  reviewQueueTimeoutMs: number;
+  /** Whether the skip-protection annotation needs the user's `bypass` permission. */
+  skipProtectionMode: "annotation" | "authorized";
+  /** TLS handshake deadline, ms. */
+  tlsHandshakeTimeoutMs: number;
+  /** Request-head deadline, ms. */
+  readHeaderTimeoutMs: number;
+  /** Whole-request deadline, ms. */
+  readTimeoutMs: number;
+  /** Keep-alive idle timeout, ms. */
+  idleTimeoutMs: number;
+  /** Open admission connections at most. */
+  maxConnections: number;
+  /** Drain deadline after SIGTERM, ms. */
+  shutdownTimeoutMs: number;
+}
+
+/** The result of {@linkcode parseWebhookOptions}: options, or a request for help. */
+export type WebhookArgs = { help: true } | {
+  help: false;
+  options: WebhookOptions;
+};
+
+/**
+ * Parses the webhook's command line.
+ *
+ * @throws {TypeError} With a message naming the flag when a value is missing or malformed.
+ */
+export function parseWebhookOptions(
+  args: readonly string[],
+  options: { env?: (name: string) => string | undefined } = {},
+): WebhookArgs {
+  const flags = parseFlags(args, WEBHOOK_FLAGS, options);
+  if (flags.help) return { help: true };
+  const v = flags.values;
+  const common = parseComponentOptions(flags);
+  const webhookBindText =
+    flags.given.has("webhook-port") && !flags.given.has("webhook-bind-address")
+      ? `:${v["webhook-port"]}`
+      : v["webhook-bind-address"]!;
+  const webhookBind = parseFlag(
+    "webhook-bind-address",
+    () => parseBindAddress(webhookBindText),
+  );
+  if (webhookBind === undefined) {
+    throw new TypeError(
+      "Cannot start: --webhook-bind-address cannot be disabled",
+    );
+  }
+  const duration = (flag: string) =>
+    parseFlag(flag, () => parseDuration(v[flag]!));
+  const pageSize = positiveInteger("list-page-size", v["list-page-size"]!);
+  const maxReviewBytesInFlight = positiveInteger(
+    "max-review-bytes-in-flight",
+    v["max-review-bytes-in-flight"]!,
+  );
+  if (maxReviewBytesInFlight < MAX_REVIEW_BYTES) {
+    throw new TypeError(
+      `Cannot use --max-review-bytes-in-flight below the largest review (${MAX_REVIEW_BYTES} bytes): current value is '${maxReviewBytesInFlight}'`,
+    );
+  }
+  return {
+    help: false,
+    options: {
+      ...common,
+      webhookBind,
+      tlsCertDir: v["tls-cert-dir"]!,
+      tlsReloadIntervalMs: parseFlag(
+        "tls-reload-interval",
+        () => parseDuration(v["tls-reload-interval"]!),
+      ),
+      listTimeoutMs: parseFlag(
+        "list-timeout",
+        () => parseDuration(v["list-timeout"]!),
+      ),
+      listPageSize: pageSize,
+      maxConcurrentReviews: positiveInteger(
+        "max-concurrent-reviews",
+        v["max-concurrent-reviews"]!,
+      ),
+      maxReviewBytesInFlight,
+      reviewQueueTimeoutMs: parseFlag(
+        "review-queue-timeout",
+        () => parseDuration(v["review-queue-timeout"]!),
+      ),
+      skipProtectionMode: skipProtectionMode(v["skip-protection-mode"]!),
+      tlsHandshakeTimeoutMs: duration("tls-handshake-timeout"),
+      readHeaderTimeoutMs: duration("read-header-timeout"),
+      readTimeoutMs: duration("read-timeout"),
+      idleTimeoutMs: duration("idle-timeout"),
+      maxConnections: positiveInteger(
+        "max-connections",
+        v["max-connections"]!,
+      ),
+      shutdownTimeoutMs: duration("shutdown-timeout"),
+    },
+  };
+}
+
+function skipProtectionMode(text: string): "annotation" | "authorized" {
+  if (text === "annotation" || text === "authorized") return text;
+  throw new TypeError(
+    `Cannot parse --skip-protection-mode: want annotation or authorized: current value is '${text}'`,
+  );
+}
+
+function positiveInteger(flag: string, text: string): number {
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 1) {
+    throw new TypeError(
+      `Cannot parse --${flag}: want a positive integer: current value is '${text}'`,
+    );
+  }
+  return value;
+}

@@ -1,0 +1,74 @@
+import assert from "node:assert/strict";
+import {
+  dependency,
+  LOAD_BALANCERS,
+  SUBNETS,
+  validRule,
+  VIRTUAL_MACHINES,
+  VPCS,
+} from "../../testing/mod.ts";
+import { dependentsReaderRole } from "./rbac.ts";
+
+Deno.test("dependentsReaderRole() grants list on dependents and get on protected types, resource by resource", () => {
+  const role = dependentsReaderRole([
+    validRule("vm", VIRTUAL_MACHINES, [
+      dependency(VPCS, ".spec.vpcRef.name"),
+      dependency(SUBNETS, ".spec.subnetRef.name"),
+    ]),
+    validRule("lb", LOAD_BALANCERS, [dependency(VPCS, ".spec.vpcRef.name")]),
+  ]);
+  assert.deepEqual(role, {
+    apiVersion: "rbac.authorization.k8s.io/v1",
+    kind: "ClusterRole",
+    metadata: {
+      name: "dependency-webhook:dependents-reader",
+      labels: { "app.kubernetes.io/part-of": "dependency-controller" },
+    },
+    rules: [
+      {
+        apiGroups: ["compute.example.com"],
+        resources: ["virtualmachines"],
+        verbs: ["get", "list"],
+      },
+      {
+        apiGroups: ["lb.example.com"],
+        resources: ["loadbalancers"],
+        verbs: ["get", "list"],
+      },
+      {
+        apiGroups: ["network.example.com"],
+        resources: ["subnets", "vpcs"],
+        verbs: ["get"],
+      },
+    ],
+  });
+  assert.ok(role.rules.every((r) => !r.resources.includes("*")));
+});
+
+Deno.test("dependentsReaderRole() merges the verbs of a type that is both dependent and protected", () => {
+  const role = dependentsReaderRole([
+    validRule("vm", VIRTUAL_MACHINES, [dependency(VPCS, ".spec.vpcRef.name")]),
+    validRule("vpc", { ...VPCS, kind: "VPC" }, [
+      dependency(SUBNETS, ".spec.subnetRef.name"),
+    ]),
+  ]);
+  assert.deepEqual(
+    role.rules.filter((r) => r.apiGroups[0] === "network.example.com"),
+    [
+      {
+        apiGroups: ["network.example.com"],
+        resources: ["subnets"],
+        verbs: ["get"],
+      },
+      {
+        apiGroups: ["network.example.com"],
+        resources: ["vpcs"],
+        verbs: ["get", "list"],
+      },
+    ],
+  );
+});
+
+Deno.test("dependentsReaderRole() grants nothing without rules", () => {
+  assert.deepEqual(dependentsReaderRole([]).rules, []);
+});

@@ -1,0 +1,302 @@
+/**
+ * The webhook's HTTP side: the Hono app for admission (`POST /validate`)
+ * and the bounded TLS server that picks up a rotated certificate without a
+ * restart; graceful shutdown.
+ *
+ * @module
+ */
+import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import {
+  type AdmissionRequest,
+  isRecord,
+  MAX_REVIEW_BYTES,
+  objectOf,
+  parseAdmissionReview,
+  slimRequest,
+  toReview,
+} from "./admission_review.ts";
+import { CLUSTER_ANNOTATION } from "../kcp/mod.ts";
+import { SKIP_PROTECTION_ANNOTATION } from "../rules/mod.ts";
+import { type ConnectionLimits, serveBoundedTls } from "./bounded_server.ts";
+import type { DeletionValidator, Verdict } from "./deletion_validator.ts";
+import {
+  type BindAddress,
+  createSampler,
+  type Logger,
+  type RunningServer,
+  type Semaphore,
+} from "../runtime/mod.ts";
+
+/** What the admission app reports per review. */
+export interface AdmissionObserver {
+  /** Called once per well-formed review with its verdict and duration. */
+  reviewed(verdict: Verdict, seconds: number): void;
+  /** Called once per malformed request. */
+  rejected(status: number): void;
+}
+
+/** Dependencies of {@linkcode createAdmissionApp}. */
+export interface AdmissionAppDeps {
+  /** Decides reviews. */
+  validator: DeletionValidator;
+  /** Where to log. */
+  log: Logger;
+  /** Metrics hooks. */
+  observer: AdmissionObserver;
+  /**
+   * Bounds the bytes of review bodies read and parsed at once (one permit a
+   * byte; a body without a length takes {@linkcode MAX_REVIEW_BYTES}).
+   * @default {no bound}
+   */
+  bodyBytes?: Semaphore;
+  /** How long a body waits for `bodyBytes` before a 503. @default {2_000} */
+  queueTimeoutMs?: number;
+  /** Least time between two logged malformed requests. @default {10_000} */
+  rejectLogIntervalMs?: number;
+  /** Clock in milliseconds. @default {performance.now} */
+  now?: () => number;
+}
+
+/** The annotations a decision reads; the rest of the object is dropped after parsing. */
+const READ_ANNOTATIONS = [CLUSTER_ANNOTATION, SKIP_PROTECTION_ANNOTATION];
+
+/**
+ * The admission app: `POST /validate` takes an AdmissionReview v1 and
+ * answers one. A malformed body gets a 4xx with a JSON `{"error": ...}`
+ * naming the problem; a decision, allow or deny, is always HTTP 200. While
+ * `bodyBytes` has no room for a body within `queueTimeoutMs`, the answer is
+ * 503 with `Retry-After`, which kcp reports as a failed call (fail closed).
+ */
+export function createAdmissionApp(deps: AdmissionAppDeps): Hono {
+  const {
+    validator,
+    log,
+    observer,
+    bodyBytes,
+    queueTimeoutMs = 2_000,
+    now = () => performance.now(),
+  } = deps;
+  const sampleRejects = createSampler(deps.rejectLogIntervalMs ?? 10_000, {
+    now,
+  });
+  const app = new Hono();
+  app.post(
+    "/validate",
+    bodyLimit({
+      maxSize: MAX_REVIEW_BYTES,
+      onError: (c) => {
+        observer.rejected(413);
+        return c.json({
+          error:
+            `Cannot parse AdmissionReview: body is larger than ${MAX_REVIEW_BYTES} bytes`,
+        }, 413);
+      },
+    }),
+    async (c) => {
+      const started = now();
+      const length = Number(c.req.header("content-length"));
+      const weight = Number.isInteger(length) && length >= 0
+        ? length
+        : MAX_REVIEW_BYTES;
+      const release = bodyBytes === undefined
+        ? () => {}
+        : await bodyBytes.acquire(weight, { timeoutMs: queueTimeoutMs });
+      if (release === undefined) {
+        observer.rejected(503);
+        return c.json(
+          {
+            error:
+              "The dependency webhook is busy reading other reviews: retry the request",
+          },
+          503,
+          { "retry-after": "1" },
+        );
+      }
+      let parsed;
+      try {
+        parsed = parseAdmissionReview(
+          new Uint8Array(await c.req.arrayBuffer()),
+        );
+        if (parsed.ok) {
+          parsed = {
+            ...parsed,
+            request: slimRequest(parsed.request, {
+              annotations: READ_ANNOTATIONS,
+            }),
+          };
+        }
+      } finally {
+        release();
+      }
+      if (!parsed.ok) {
+        observer.rejected(parsed.status);
+        const { status, message } = parsed;
+        sampleRejects((suppressed) =>
+          log.warn("rejected malformed admission review", {
+            status,
+            error: message,
+            suppressedSinceLast: suppressed,
+          })
+        );
+        return c.json({ error: parsed.message }, parsed.status);
+      }
+      const { request } = parsed;
+      const verdict = await validator.validate(request);
+      const seconds = (now() - started) / 1000;
+      observer.reviewed(verdict, seconds);
+      if (request.operation === "DELETE") {
+        logReview(log, request, verdict, seconds);
+      }
+      return c.json(toReview(verdict.response));
+    },
+  );
+  app.notFound((c) =>
+    c.json({ error: `No such endpoint: ${c.req.method} ${c.req.path}` }, 404)
+  );
+  app.onError((error, c) => {
+    log.error("admission request failed", { error });
+    return c.json({
+      error: "Internal error while reviewing: see the webhook's log",
+    }, 500);
+  });
+  return app;
+}
+
+/**
+ * One line per decided DELETE: denials and deletes let through by the
+ * skip-protection annotation (the audit of break-glass) at info, with who
+ * asked; other allowed deletes at debug.
+ */
+function logReview(
+  log: Logger,
+  request: AdmissionRequest,
+  verdict: Verdict,
+  seconds: number,
+): void {
+  const found = objectOf(request)?.metadata;
+  const metadata = isRecord(found) ? found : {};
+  const annotations = isRecord(metadata.annotations)
+    ? metadata.annotations
+    : undefined;
+  const fields = {
+    uid: request.uid,
+    resource: `${request.resource.resource}.${request.resource.group}`,
+    workspace: annotations?.[CLUSTER_ANNOTATION],
+    namespace: request.namespace,
+    name: request.name || metadata.name,
+    dryRun: request.dryRun ?? false,
+    user: request.userInfo?.username,
+    groups: request.userInfo?.groups,
+    outcome: verdict.outcome,
+    durationMs: Math.round(seconds * 1000),
+    ...(verdict.response.allowed
+      ? {}
+      : { message: verdict.response.status?.message }),
+  };
+  if (verdict.outcome === "allowed_skip") {
+    log.info(
+      `delete allowed by the ${SKIP_PROTECTION_ANNOTATION} annotation`,
+      fields,
+    );
+  } else if (verdict.response.allowed) {
+    log.debug("admission review", fields);
+  } else {
+    log.info("admission review denied", fields);
+  }
+}
+
+/**
+ * Options for {@linkcode serveTls}; the connection limits have the defaults
+ * of {@linkcode ConnectionLimits}.
+ */
+export interface ServeTlsOptions extends ConnectionLimits {
+  /** PEM certificate chain file. */
+  certFile: string;
+  /** PEM private key file. */
+  keyFile: string;
+  /** Where to log reloads and handler errors. */
+  log: Logger;
+  /** How often to look for a rotated certificate. @default {10_000} */
+  reloadIntervalMs?: number;
+}
+
+/**
+ * Serves HTTPS (HTTP/1.1) with the certificate in `certFile`/`keyFile`,
+ * within the connection limits in `options`: a TLS handshake timeout, a
+ * request-head timeout, an idle keep-alive timeout, a cap on open
+ * connections, and a `shutdown()` that drains for at most `drainTimeoutMs`
+ * and then closes every connection. Re-reads the files every
+ * `reloadIntervalMs`: when they changed, new connections get the new
+ * certificate while open ones keep theirs. A certificate that does not load
+ * is logged and the old one kept.
+ *
+ * @throws {Error} If the first certificate cannot be read or used.
+ */
+export async function serveTls(
+  bind: BindAddress,
+  handler: Deno.ServeHandler,
+  options: ServeTlsOptions,
+): Promise<RunningServer> {
+  const { certFile, keyFile, log, reloadIntervalMs = 10_000, ...limits } =
+    options;
+  let pem = await readPair(certFile, keyFile);
+  const server = await serveBoundedTls(bind, handler, {
+    ...limits,
+    pem,
+    onError: (error) => log.error("request handler failed", { error }),
+  });
+  let rejected = "";
+  let stopping = false;
+  const timer = setInterval(async () => {
+    let next;
+    try {
+      next = await readPair(certFile, keyFile);
+    } catch (error) {
+      log.warn("cannot read the TLS certificate, keeping the current one", {
+        certFile,
+        keyFile,
+        error,
+      });
+      return;
+    }
+    const id = `${next.cert}\0${next.key}`;
+    if (
+      stopping || (next.cert === pem.cert && next.key === pem.key) ||
+      id === rejected
+    ) {
+      return;
+    }
+    try {
+      server.setCertificate(next);
+      pem = next;
+      log.info("reloaded the TLS certificate", { certFile });
+    } catch (error) {
+      // Logged once per content: a half-written pair is retried at the next tick.
+      rejected = id;
+      log.error("cannot use the new TLS certificate, keeping the current one", {
+        certFile,
+        error,
+      });
+    }
+  }, reloadIntervalMs);
+  return {
+    port: server.port,
+    async shutdown() {
+      stopping = true;
+      clearInterval(timer);
+      await server.shutdown();
+    },
+  };
+}
+
+async function readPair(
+  certFile: string,
+  keyFile: string,
+): Promise<{ cert: string; key: string }> {
+  const [cert, key] = await Promise.all([
+    Deno.readTextFile(certFile),
+    Deno.readTextFile(keyFile),
+  ]);
+  return { cert, key };
+}

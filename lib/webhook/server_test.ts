@@ -1,0 +1,827 @@
+import assert from "node:assert/strict";
+import {
+  assertRefused,
+  BEFORE_DEFAULTS_MS,
+  beforeWatchdog,
+  type CertPair,
+  closeQuietly,
+  logCollector,
+  readResponse,
+  selfSignedCert,
+  send,
+  silentTcp,
+  silentTls,
+  untilClosed,
+  waitUntil,
+} from "../../testing/mod.ts";
+import { type AdmissionRequest, MAX_REVIEW_BYTES } from "./admission_review.ts";
+import { parseDependencyRule } from "../rules/mod.ts";
+import {
+  DeletionValidator,
+  type DependentQuery,
+  type DependentSource,
+  NOT_INITIALIZED_MESSAGE,
+  type ObjectQuery,
+  type Outcome,
+  type Verdict,
+} from "./deletion_validator.ts";
+import { createLogger, Semaphore } from "../runtime/mod.ts";
+import { RuleRegistry } from "./rule_registry.ts";
+import {
+  type AdmissionObserver,
+  createAdmissionApp,
+  serveTls,
+  type ServeTlsOptions,
+} from "./server.ts";
+import deleteVpc from "./testdata/admission_review_delete_vpc.json" with {
+  type: "json",
+};
+
+// ---------------------------------------------------------------------------
+// Admission app
+
+const UID = deleteVpc.request.uid;
+const LIVE_UID = deleteVpc.request.oldObject.metadata.uid;
+
+/** A rule: VirtualMachines refer to VPCs at .spec.vpcRef.name. */
+function vpcRule() {
+  const parsed = parseDependencyRule({
+    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
+    kind: "DependencyRule",
+    metadata: { name: "vm-vpc" },
+    spec: {
+      dependent: {
+        apiExportName: "compute.example.io",
+        group: "compute.example.io",
+        version: "v1alpha1",
+        kind: "VirtualMachine",
+        resource: "virtualmachines",
+      },
+      dependencies: [{
+        apiExportRef: { path: "root:network", name: "net.example.io" },
+        group: "net.example.io",
+        version: "v1alpha1",
+        resource: "vpcs",
+        fieldRef: { path: ".spec.vpcRef.name" },
+      }],
+    },
+  });
+  assert.ok(parsed.ok, parsed.ok ? "" : parsed.error);
+  return parsed.rule;
+}
+
+/** A DependentSource that serves one page of `items` and records queries. */
+class FakeSource implements DependentSource {
+  readonly queries: DependentQuery[] = [];
+  readonly objectQueries: ObjectQuery[] = [];
+  constructor(readonly items: unknown[] = []) {}
+  async *pages(query: DependentQuery): AsyncIterable<readonly unknown[]> {
+    this.queries.push(query);
+    await Promise.resolve();
+    yield this.items;
+  }
+  /** The live object is the one under review (uid as in the testdata). */
+  liveUid(query: ObjectQuery): Promise<string | undefined> {
+    this.objectQueries.push(query);
+    return Promise.resolve(LIVE_UID);
+  }
+}
+
+interface AdmissionHarness {
+  request: (init: RequestInit, path?: string) => Promise<Response>;
+  reviewed: { outcome: Outcome; allowed: boolean; seconds: number }[];
+  rejected: number[];
+  logs: Record<string, unknown>[];
+  source: FakeSource;
+}
+
+function admission(
+  options: {
+    items?: unknown[];
+    loaded?: boolean;
+    validator?: DeletionValidator;
+    bodyBytes?: Semaphore;
+  } = {},
+): AdmissionHarness {
+  const registry = new RuleRegistry();
+  if (options.loaded ?? true) {
+    registry.replace([{ cluster: "providercluster", rule: vpcRule() }]);
+  }
+  const source = new FakeSource(options.items);
+  const reviewed: AdmissionHarness["reviewed"] = [];
+  const rejected: number[] = [];
+  const observer: AdmissionObserver = {
+    reviewed: (verdict: Verdict, seconds: number) =>
+      reviewed.push({
+        outcome: verdict.outcome,
+        allowed: verdict.response.allowed,
+        seconds,
+      }),
+    rejected: (status: number) => rejected.push(status),
+  };
+  const logs = logCollector();
+  // A clock that advances 250 ms per reading.
+  let clock = 0;
+  const app = createAdmissionApp({
+    validator: options.validator ?? new DeletionValidator(registry, source),
+    log: createLogger({ level: "debug", write: logs.write }),
+    observer,
+    ...(options.bodyBytes === undefined
+      ? {}
+      : { bodyBytes: options.bodyBytes, queueTimeoutMs: 20 }),
+    now: () => (clock += 250),
+  });
+  return {
+    request: async (init, path = "/validate") =>
+      await app.request(path, { method: "POST", ...init }),
+    reviewed,
+    rejected,
+    logs: logs.records,
+    source,
+  };
+}
+
+function reviewWith(request: Record<string, unknown>): string {
+  return JSON.stringify({
+    ...deleteVpc,
+    request: { ...deleteVpc.request, ...request },
+  });
+}
+
+/** Checks an error answer: status, JSON content type, `{error}` matching. */
+async function assertError(
+  response: Response,
+  status: number,
+  error: RegExp,
+): Promise<void> {
+  assert.equal(response.status, status);
+  assert.match(response.headers.get("content-type") ?? "", /application\/json/);
+  const body = await response.json();
+  assert.deepEqual(Object.keys(body), ["error"]);
+  assert.match(body.error, error);
+}
+
+Deno.test("createAdmissionApp() POST /validate allows a DELETE nothing refers to and answers an AdmissionReview", async () => {
+  const h = admission({
+    items: [{
+      metadata: { name: "vm-other", namespace: "default" },
+      spec: { vpcRef: { name: "vpc-b" } },
+    }],
+  });
+  const response = await h.request({
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(deleteVpc),
+  });
+  assert.equal(response.status, 200);
+  assert.match(response.headers.get("content-type") ?? "", /application\/json/);
+  assert.deepEqual(await response.json(), {
+    apiVersion: "admission.k8s.io/v1",
+    kind: "AdmissionReview",
+    response: { uid: UID, allowed: true },
+  });
+  assert.deepEqual(h.reviewed, [{
+    outcome: "allowed",
+    allowed: true,
+    seconds: 0.25,
+  }]);
+  assert.deepEqual(h.rejected, []);
+  assert.deepEqual(h.source.queries, [{
+    cluster: "2x5jd0ws3r7t",
+    namespace: "default",
+    dependent: {
+      group: "compute.example.io",
+      version: "v1alpha1",
+      resource: "virtualmachines",
+      kind: "VirtualMachine",
+    },
+  }]);
+  const record = h.logs.find((r) => r.msg === "admission review");
+  assert.equal(record?.level, "debug");
+  assert.equal(record?.uid, UID);
+  assert.equal(record?.resource, "vpcs.net.example.io");
+  assert.equal(record?.outcome, "allowed");
+  assert.equal(record?.user, "kcp-admin");
+  assert.equal(record?.durationMs, 250);
+});
+
+Deno.test("createAdmissionApp() POST /validate denies a referenced object with HTTP 200 and a 409 status", async () => {
+  const h = admission({
+    items: [{
+      metadata: { name: "vm-1", namespace: "default" },
+      spec: { vpcRef: { name: "vpc-a" } },
+    }],
+  });
+  const response = await h.request({ body: JSON.stringify(deleteVpc) });
+  assert.equal(response.status, 200);
+  const review = await response.json();
+  assert.equal(review.apiVersion, "admission.k8s.io/v1");
+  assert.equal(review.kind, "AdmissionReview");
+  assert.equal(review.response.uid, UID);
+  assert.equal(review.response.allowed, false);
+  assert.equal(review.response.status.code, 409);
+  assert.equal(review.response.status.reason, "Conflict");
+  assert.match(
+    review.response.status.message,
+    /cannot delete vpcs\/vpc-a: still referenced by VirtualMachine\/vm-1 \(\.spec\.vpcRef\.name\)/,
+  );
+  assert.deepEqual(h.reviewed.map((r) => [r.outcome, r.allowed]), [[
+    "denied_referenced",
+    false,
+  ]]);
+  const record = h.logs.find((r) => r.msg === "admission review denied");
+  assert.equal(record?.level, "info");
+  assert.match(String(record?.message), /still referenced by/);
+});
+
+Deno.test("createAdmissionApp() POST /validate denies with 503 while the rules are not loaded", async () => {
+  const h = admission({ loaded: false });
+  const response = await h.request({ body: JSON.stringify(deleteVpc) });
+  assert.equal(response.status, 200);
+  const review = await response.json();
+  assert.equal(review.response.allowed, false);
+  assert.equal(review.response.status.code, 503);
+  assert.equal(review.response.status.message, NOT_INITIALIZED_MESSAGE);
+  assert.deepEqual(h.reviewed.map((r) => r.outcome), ["denied_not_ready"]);
+  assert.deepEqual(h.source.queries, []);
+});
+
+Deno.test("createAdmissionApp() POST /validate allows a non-DELETE without listing or logging it", async () => {
+  const h = admission();
+  const response = await h.request({
+    body: reviewWith({ operation: "CREATE", object: {}, oldObject: null }),
+  });
+  assert.equal(response.status, 200);
+  assert.deepEqual(await response.json(), {
+    apiVersion: "admission.k8s.io/v1",
+    kind: "AdmissionReview",
+    response: { uid: UID, allowed: true },
+  });
+  assert.deepEqual(h.reviewed.map((r) => r.outcome), ["allowed"]);
+  assert.deepEqual(h.source.queries, []);
+  assert.equal(
+    h.logs.some((r) => String(r.msg).startsWith("admission")),
+    false,
+  );
+});
+
+const MALFORMED: [string, BodyInit, RegExp][] = [
+  ["not JSON", "{nope", /body is not JSON/],
+  ["null", "null", /body must be a JSON object, not null/],
+  ["an array", "[]", /body must be a JSON object, not an array/],
+  ["an empty body", "", /body is empty/],
+  [
+    "a wrong apiVersion",
+    JSON.stringify({ ...deleteVpc, apiVersion: "admission.k8s.io/v1beta1" }),
+    /apiVersion admission\.k8s\.io\/v1beta1 is not supported/,
+  ],
+  [
+    "no request",
+    JSON.stringify({
+      apiVersion: "admission.k8s.io/v1",
+      kind: "AdmissionReview",
+    }),
+    /request is missing/,
+  ],
+  ["no uid", reviewWith({ uid: undefined }), /request\.uid is missing/],
+  [
+    "binary bytes",
+    new Uint8Array([0xff, 0xfe, 0x00, 0x80, 0xc3]),
+    /not valid UTF-8/,
+  ],
+];
+
+for (const [what, body, error] of MALFORMED) {
+  Deno.test(`createAdmissionApp() POST /validate answers 400 with a JSON error for ${what}`, async () => {
+    const h = admission();
+    const response = await h.request({ body });
+    await assertError(response, 400, error);
+    assert.deepEqual(h.rejected, [400]);
+    assert.deepEqual(h.reviewed, []);
+    const record = h.logs.find((r) =>
+      r.msg === "rejected malformed admission review"
+    );
+    assert.equal(record?.status, 400);
+  });
+}
+
+Deno.test("createAdmissionApp() logs one malformed review per interval, counting the ones it held back", async () => {
+  const h = admission();
+  for (let i = 0; i < 50; i++) await h.request({ body: "{nope" });
+  assert.equal(h.rejected.length, 50);
+  const records = h.logs.filter((r) =>
+    r.msg === "rejected malformed admission review"
+  );
+  // The clock advances 250 ms a reading: 50 rejects span well under 60 s,
+  // so at most 6 intervals of 10 s.
+  assert.ok(records.length >= 2 && records.length <= 6, `${records.length}`);
+  assert.equal(records[0]?.suppressedSinceLast, 0);
+});
+
+Deno.test("createAdmissionApp() logs a delete let through by skip-protection at info, with who, where and what", async () => {
+  const h = admission();
+  const oldObject = structuredClone(deleteVpc.request.oldObject) as {
+    metadata: { annotations: Record<string, string> };
+  };
+  oldObject.metadata
+    .annotations["dependencies.opendefense.cloud/skip-protection"] = "true";
+  const response = await h.request({ body: reviewWith({ oldObject }) });
+  assert.equal((await response.json()).response.allowed, true);
+  const record = h.logs.find((r) =>
+    r.msg ===
+      "delete allowed by the dependencies.opendefense.cloud/skip-protection annotation"
+  );
+  assert.equal(record?.level, "info");
+  assert.equal(record?.user, deleteVpc.request.userInfo.username);
+  assert.deepEqual(record?.groups, deleteVpc.request.userInfo.groups);
+  assert.equal(
+    record?.workspace,
+    deleteVpc.request.oldObject.metadata.annotations["kcp.io/cluster"],
+  );
+  assert.equal(record?.resource, "vpcs.net.example.io");
+  assert.equal(record?.name, "vpc-a");
+  assert.equal(record?.outcome, "allowed_skip");
+});
+
+Deno.test("createAdmissionApp() answers 503 with Retry-After while the body bytes in flight are taken, and reads nothing", async () => {
+  const bodyBytes = new Semaphore(1024);
+  const held = (await bodyBytes.acquire(1024, { timeoutMs: 0 }))!;
+  const h = admission({ bodyBytes });
+  const body = JSON.stringify(deleteVpc);
+  const response = await h.request({
+    body,
+    headers: { "content-length": String(body.length) },
+  });
+  await assertError(response, 503, /busy reading other reviews: retry/);
+  assert.equal(response.headers.get("retry-after"), "1");
+  assert.deepEqual(h.rejected, [503]);
+  assert.deepEqual(h.reviewed, []);
+  held();
+  const next = await h.request({ body });
+  assert.equal(next.status, 200);
+  assert.equal(
+    bodyBytes.used,
+    0,
+    "the permits come back once the body is parsed",
+  );
+});
+
+/** A valid review padded with trailing spaces to exactly `size` bytes. */
+function paddedReview(size: number): Uint8Array<ArrayBuffer> {
+  const text = JSON.stringify(deleteVpc);
+  return new TextEncoder().encode(text + " ".repeat(size - text.length));
+}
+
+/** A body stream (no content-length) of `bytes` in 512 KiB chunks. */
+function chunked(bytes: Uint8Array): ReadableStream<Uint8Array> {
+  let offset = 0;
+  return new ReadableStream({
+    pull(controller) {
+      if (offset >= bytes.length) return controller.close();
+      controller.enqueue(bytes.slice(offset, offset + 512 * 1024));
+      offset += 512 * 1024;
+    },
+  });
+}
+
+Deno.test("createAdmissionApp() POST /validate answers 413 for a body over 3 MiB with a content-length", async () => {
+  const h = admission();
+  const body = paddedReview(MAX_REVIEW_BYTES + 1);
+  const response = await h.request({
+    headers: { "content-length": String(body.length) },
+    body,
+  });
+  await assertError(response, 413, new RegExp(String(MAX_REVIEW_BYTES)));
+  assert.deepEqual(h.rejected, [413]);
+  assert.deepEqual(h.reviewed, []);
+});
+
+Deno.test("createAdmissionApp() POST /validate answers 413 for a chunked body over 3 MiB", async () => {
+  const h = admission();
+  const response = await h.request({
+    body: chunked(paddedReview(MAX_REVIEW_BYTES + 1)),
+  });
+  await assertError(response, 413, new RegExp(String(MAX_REVIEW_BYTES)));
+  assert.deepEqual(h.rejected, [413]);
+  assert.deepEqual(h.reviewed, []);
+});
+
+Deno.test("createAdmissionApp() POST /validate answers 413 for a body over 3 MiB with a content-length that understates it", async () => {
+  const h = admission();
+  const response = await h.request({
+    headers: { "content-length": "100" },
+    body: paddedReview(MAX_REVIEW_BYTES + 1),
+  });
+  await assertError(response, 413, new RegExp(String(MAX_REVIEW_BYTES)));
+  assert.deepEqual(h.rejected, [413]);
+});
+
+Deno.test("createAdmissionApp() POST /validate accepts a body of exactly 3 MiB, with or without a content-length", async () => {
+  const body = paddedReview(MAX_REVIEW_BYTES);
+  for (
+    const init of [
+      { headers: { "content-length": String(body.length) }, body },
+      { body: chunked(body) },
+    ] satisfies RequestInit[]
+  ) {
+    const h = admission();
+    const response = await h.request(init);
+    assert.equal(response.status, 200);
+    assert.equal((await response.json()).response.allowed, true);
+    assert.deepEqual(h.rejected, []);
+  }
+});
+
+Deno.test("createAdmissionApp() answers 404 JSON for GET /validate and unknown paths", async () => {
+  const h = admission();
+  await assertError(
+    await h.request({ method: "GET" }),
+    404,
+    /^No such endpoint: GET \/validate$/,
+  );
+  await assertError(
+    await h.request({ body: "{}" }, "/mutate"),
+    404,
+    /^No such endpoint: POST \/mutate$/,
+  );
+  assert.deepEqual(h.reviewed, []);
+});
+
+Deno.test("createAdmissionApp() answers 500 JSON when the validator throws", async () => {
+  const throwing = {
+    validate(_request: AdmissionRequest): Promise<Verdict> {
+      return Promise.reject(new Error("registry exploded"));
+    },
+  } as unknown as DeletionValidator;
+  const h = admission({ validator: throwing });
+  const response = await h.request({ body: JSON.stringify(deleteVpc) });
+  await assertError(response, 500, /Internal error while reviewing/);
+  assert.deepEqual(h.reviewed, []);
+  const record = h.logs.find((r) => r.msg === "admission request failed");
+  assert.equal(record?.level, "error");
+  assert.match(JSON.stringify(record?.error), /registry exploded/);
+});
+
+// ---------------------------------------------------------------------------
+// Probes and metrics
+
+// ---------------------------------------------------------------------------
+// serveTls
+
+const BIND = { hostname: "127.0.0.1", port: 0 };
+/** Writes a certificate pair to `dir/tls.crt` and `dir/tls.key`. */
+async function writePair(dir: string, pair: CertPair): Promise<void> {
+  await Deno.writeTextFile(`${dir}/tls.key`, pair.key);
+  await Deno.writeTextFile(`${dir}/tls.crt`, pair.cert);
+}
+
+/** GET / over HTTPS trusting only `ca`, on a fresh connection. */
+async function getTrusting(port: number, ca: string): Promise<string> {
+  const client = Deno.createHttpClient({ caCerts: [ca] });
+  try {
+    const response = await fetch(`https://127.0.0.1:${port}/`, { client });
+    return `${response.status} ${await response.text()}`;
+  } finally {
+    client.close();
+  }
+}
+
+/** Whether GET / trusting only `ca` succeeds. */
+async function accepts(port: number, ca: string): Promise<boolean> {
+  try {
+    await getTrusting(port, ca);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Polls until `check` resolves true (bounded). */
+async function eventually(
+  what: string,
+  check: () => Promise<boolean>,
+): Promise<void> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    if (await check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  assert.fail(`Timed out waiting for: ${what}`);
+}
+
+let pairs: Promise<[CertPair, CertPair]> | undefined;
+/** Two different self-signed certificates (CN first, CN second), made once. */
+function twoPairs(): Promise<[CertPair, CertPair]> {
+  pairs ??= Promise.all([selfSignedCert("first"), selfSignedCert("second")]);
+  return pairs;
+}
+
+/** Serves `hello` with serveTls from a temp dir holding `pair`, runs `fn`, cleans up. */
+async function withTls(
+  pair: CertPair,
+  fn: (
+    server: { port: number; shutdown(): Promise<void> },
+    dir: string,
+    logs: Record<string, unknown>[],
+  ) => Promise<void>,
+  handler: Deno.ServeHandler = () => new Response("hello"),
+): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "dep-ctrl-tls-" });
+  const logs = logCollector();
+  try {
+    await writePair(dir, pair);
+    const server = await serveTls(BIND, handler, {
+      certFile: `${dir}/tls.crt`,
+      keyFile: `${dir}/tls.key`,
+      log: createLogger({ level: "debug", write: logs.write }),
+      reloadIntervalMs: 50,
+    });
+    let down = false;
+    try {
+      await fn(
+        {
+          port: server.port,
+          shutdown: async () => {
+            down = true;
+            await server.shutdown();
+          },
+        },
+        dir,
+        logs.records,
+      );
+    } finally {
+      if (!down) await server.shutdown();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+Deno.test("serveTls() rejects when the first certificate cannot be read", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "dep-ctrl-tls-" });
+  try {
+    await assert.rejects(
+      serveTls(BIND, () => new Response("x"), {
+        certFile: `${dir}/missing.crt`,
+        keyFile: `${dir}/missing.key`,
+        log: createLogger({ write: () => {} }),
+      }),
+      Deno.errors.NotFound,
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test(
+  "serveTls() serves HTTPS and picks up a rotated certificate without a restart",
+  async () => {
+    const [first, second] = await twoPairs();
+    await withTls(first, async (server, dir, logs) => {
+      assert.equal(await getTrusting(server.port, first.cert), "200 hello");
+      assert.equal(
+        await accepts(server.port, second.cert),
+        false,
+        "the second certificate is not served yet",
+      );
+      await writePair(dir, second);
+      await eventually(
+        "a connection trusting only the new certificate",
+        () => accepts(server.port, second.cert),
+      );
+      assert.equal(await getTrusting(server.port, second.cert), "200 hello");
+      assert.equal(
+        await accepts(server.port, first.cert),
+        false,
+        "new connections no longer get the old certificate",
+      );
+      const reload = logs.find((r) => r.msg === "reloaded the TLS certificate");
+      assert.equal(reload?.level, "info");
+      await server.shutdown();
+      await assertRefused(server.port);
+    });
+  },
+);
+
+Deno.test(
+  "serveTls() keeps the current certificate when the new one is garbage, and logs an error",
+  async () => {
+    const [first, second] = await twoPairs();
+    const old = Deno.createHttpClient({ caCerts: [first.cert] });
+    try {
+      await withTls(first, async (server, dir, logs) => {
+        const get = async () => {
+          const response = await fetch(`https://127.0.0.1:${server.port}/`, {
+            client: old,
+          });
+          return `${response.status} ${await response.text()}`;
+        };
+        assert.equal(await get(), "200 hello");
+        await Deno.writeTextFile(`${dir}/tls.crt`, "not a certificate\n");
+        await waitUntil("the error log", () =>
+          logs.some((r) =>
+            r.msg ===
+              "cannot use the new TLS certificate, keeping the current one"
+          ));
+        const error = logs.find((r) =>
+          r.msg ===
+            "cannot use the new TLS certificate, keeping the current one"
+        );
+        assert.equal(error?.level, "error");
+        assert.equal(await get(), "200 hello", "the old client still works");
+        assert.equal(
+          await getTrusting(server.port, first.cert),
+          "200 hello",
+          "new connections still get the old certificate",
+        );
+        // A good pair afterwards is picked up.
+        await writePair(dir, second);
+        await eventually(
+          "the new certificate",
+          () => accepts(server.port, second.cert),
+        );
+        await server.shutdown();
+        await assertRefused(server.port);
+      });
+    } finally {
+      old.close();
+    }
+  },
+);
+
+Deno.test(
+  "serveTls() keeps the current certificate when the files cannot be read, and logs a warning",
+  async () => {
+    const [first] = await twoPairs();
+    await withTls(first, async (server, dir, logs) => {
+      await Deno.remove(`${dir}/tls.key`);
+      await waitUntil(
+        "the warning",
+        () =>
+          logs.some((r) =>
+            r.msg === "cannot read the TLS certificate, keeping the current one"
+          ),
+      );
+      const warning = logs.find((r) =>
+        r.msg === "cannot read the TLS certificate, keeping the current one"
+      );
+      assert.equal(warning?.level, "warn");
+      assert.equal(await getTrusting(server.port, first.cert), "200 hello");
+    });
+  },
+);
+
+Deno.test(
+  "serveTls().shutdown() waits for an in-flight request to finish",
+  async () => {
+    const [first] = await twoPairs();
+    let entered!: () => void;
+    const inHandler = new Promise<void>((resolve) => entered = resolve);
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => release = resolve);
+    const client = Deno.createHttpClient({ caCerts: [first.cert] });
+    try {
+      await withTls(first, async (server) => {
+        const answer = fetch(`https://127.0.0.1:${server.port}/`, { client })
+          .then(async (r) => `${r.status} ${await r.text()}`);
+        await inHandler;
+        let stopped = false;
+        const stopping = server.shutdown().then(() => stopped = true);
+        // Give shutdown every chance to finish early (it must not).
+        for (let i = 0; i < 10; i++) {
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+        assert.equal(stopped, false, "shutdown waits for the request");
+        release();
+        assert.equal(await answer, "200 done");
+        await stopping;
+        assert.equal(stopped, true);
+        await assertRefused(server.port);
+      }, async () => {
+        entered();
+        await released;
+        return new Response("done");
+      });
+    } finally {
+      release();
+      client.close();
+    }
+  },
+);
+
+// ---------------------------------------------------------------------------
+// Connection limits and shutdown deadlines
+
+/** Timeouts long enough never to fire during a test that is not about them. */
+const LONG_LIMITS = {
+  handshakeTimeoutMs: 120_000,
+  headerTimeoutMs: 120_000,
+  idleTimeoutMs: 120_000,
+} as const;
+
+/**
+ * Runs `fn` against serveTls with `options` (connection limits, and a
+ * handler that answers `hello` unless given); shuts it down afterwards.
+ */
+async function withLimits(
+  options: Partial<ServeTlsOptions> & { handler?: Deno.ServeHandler },
+  fn: (server: { port: number; shutdown(): Promise<void> }) => Promise<void>,
+): Promise<void> {
+  const { handler = () => new Response("hello"), ...limits } = options;
+  const [first] = await twoPairs();
+  const dir = await Deno.makeTempDir({ prefix: "dep-ctrl-tls-" });
+  try {
+    await writePair(dir, first);
+    const server = await serveTls(BIND, handler, {
+      certFile: `${dir}/tls.crt`,
+      keyFile: `${dir}/tls.key`,
+      log: createLogger({ write: () => {} }),
+      ...limits,
+    });
+    try {
+      await fn(server);
+    } finally {
+      await server.shutdown();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+Deno.test("serveTls() closes a client that sends no ClientHello, and one that sends no request, after its timeouts", async () => {
+  const [first] = await twoPairs();
+  await withLimits(
+    { ...LONG_LIMITS, handshakeTimeoutMs: 300, headerTimeoutMs: 300 },
+    async (server) => {
+      const tcp = await silentTcp(server.port);
+      const tls = await silentTls(server.port, first.cert);
+      try {
+        const [fromTcp, fromTls] = await beforeWatchdog(
+          "the server to close both",
+          Promise.all([untilClosed(tcp), untilClosed(tls)]),
+          { ms: BEFORE_DEFAULTS_MS },
+        );
+        assert.equal(fromTcp, "");
+        assert.match(fromTls, /^HTTP\/1\.1 408 /);
+      } finally {
+        closeQuietly(tcp);
+        closeQuietly(tls);
+      }
+    },
+  );
+});
+
+Deno.test("serveTls() closes a connection beyond maxConnections at once", async () => {
+  const [first] = await twoPairs();
+  await withLimits({ ...LONG_LIMITS, maxConnections: 1 }, async (server) => {
+    const kept = await silentTls(server.port, first.cert);
+    const extra = await silentTcp(server.port);
+    try {
+      assert.equal(
+        await beforeWatchdog("the extra one to be closed", untilClosed(extra)),
+        "",
+      );
+      await send(kept, "GET / HTTP/1.1\r\nhost: a\r\n\r\n");
+      assert.match(await readResponse(kept), /^HTTP\/1\.1 200 [^]*hello$/);
+    } finally {
+      closeQuietly(kept);
+      closeQuietly(extra);
+    }
+  });
+});
+
+Deno.test("serveTls().shutdown() resolves by drainTimeoutMs while a request hangs and silent TCP and TLS clients stay connected, and closes them all", async () => {
+  const [first] = await twoPairs();
+  const { promise: inHandler, resolve: entered } = Promise.withResolvers<
+    void
+  >();
+  const { promise: released, resolve: release } = Promise.withResolvers<
+    void
+  >();
+  await withLimits({
+    ...LONG_LIMITS,
+    drainTimeoutMs: 300,
+    handler: async () => {
+      entered();
+      await released;
+      return new Response("late");
+    },
+  }, async (server) => {
+    const tcp = await silentTcp(server.port);
+    const tls = await silentTls(server.port, first.cert);
+    const busy = await silentTls(server.port, first.cert);
+    try {
+      await send(busy, "GET / HTTP/1.1\r\nhost: a\r\n\r\n");
+      await inHandler;
+      await beforeWatchdog("shutdown() to resolve", server.shutdown(), {
+        ms: BEFORE_DEFAULTS_MS,
+      });
+      await beforeWatchdog(
+        "the server to close all three",
+        Promise.all([tcp, tls, busy].map(untilClosed)),
+      );
+      await assertRefused(server.port);
+    } finally {
+      release();
+      for (const conn of [tcp, tls, busy]) closeQuietly(conn);
+    }
+  });
+});

@@ -1,0 +1,214 @@
+import assert from "node:assert/strict";
+import {
+  cacheDir,
+  findBinary,
+  findKcpBinaries,
+  KCP_VERSION,
+  requireManifestCheck,
+  sourcesDigest,
+} from "./binaries.ts";
+import { planBuild } from "./build.ts";
+import { runCommand } from "../mod.ts";
+
+function withEnv(
+  vars: Record<string, string | undefined>,
+  fn: () => Promise<void>,
+): Promise<void> {
+  const saved = Object.fromEntries(
+    Object.keys(vars).map((k) => [k, Deno.env.get(k)]),
+  );
+  const apply = (v: Record<string, string | undefined>) => {
+    for (const [k, value] of Object.entries(v)) {
+      if (value === undefined) Deno.env.delete(k);
+      else Deno.env.set(k, value);
+    }
+  };
+  apply(vars);
+  return fn().finally(() => apply(saved));
+}
+
+Deno.test("cacheDir() is keyed by kcp version and a digest of the Go modules", async () => {
+  await withEnv({ XDG_CACHE_HOME: "/var/cache/x" }, async () => {
+    const dir = await cacheDir();
+    assert.match(
+      dir,
+      new RegExp(
+        `^/var/cache/x/dependency-controller/kcp-${KCP_VERSION}-[0-9a-f]{12}$`,
+      ),
+    );
+    assert.equal(await cacheDir(), dir);
+  });
+});
+
+Deno.test("findKcpBinaries() takes KCP_BIN and KUBECTL_BIN over the cache", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${dir}/kcp`, "");
+    await Deno.writeTextFile(`${dir}/kubectl`, "");
+    await withEnv(
+      { KCP_BIN: `${dir}/kcp`, KUBECTL_BIN: `${dir}/kubectl` },
+      async () => {
+        assert.deepEqual(await findKcpBinaries(), {
+          kcp: `${dir}/kcp`,
+          kubectl: `${dir}/kubectl`,
+        });
+      },
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("findKcpBinaries() rejects an override that names no file, and finds nothing in an empty cache", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await withEnv(
+      { KCP_BIN: `${dir}/missing`, KUBECTL_BIN: undefined },
+      async () => {
+        await assert.rejects(
+          findKcpBinaries(),
+          /Cannot use KCP_BIN: no file at/,
+        );
+      },
+    );
+    await withEnv({
+      KCP_BIN: undefined,
+      KUBECTL_BIN: undefined,
+      XDG_CACHE_HOME: dir,
+    }, async () => {
+      assert.equal(await findKcpBinaries(), undefined);
+    });
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+/** A cache under a temporary XDG_CACHE_HOME holding the named files. */
+async function withCache(
+  files: string[],
+  fn: (dir: string) => Promise<void>,
+  env: Record<string, string | undefined> = {},
+): Promise<void> {
+  const home = await Deno.makeTempDir();
+  try {
+    await withEnv({
+      XDG_CACHE_HOME: home,
+      KCP_BIN: undefined,
+      KUBECTL_BIN: undefined,
+      MANIFEST_CHECK_BIN: undefined,
+      ...env,
+    }, async () => {
+      const dir = await cacheDir();
+      await Deno.mkdir(dir, { recursive: true });
+      for (const file of files) await Deno.writeTextFile(`${dir}/${file}`, "");
+      await fn(dir);
+    });
+  } finally {
+    await Deno.remove(home, { recursive: true });
+  }
+}
+
+Deno.test("a cache from before manifest-check still serves kcp and kubectl, and only manifest-check gets built", async () => {
+  await withCache(["kcp", "kubectl"], async (dir) => {
+    assert.deepEqual(await findKcpBinaries(), {
+      kcp: `${dir}/kcp`,
+      kubectl: `${dir}/kubectl`,
+    });
+    assert.equal(await findBinary("manifestCheck"), undefined);
+    await assert.rejects(
+      requireManifestCheck(),
+      /Cannot find manifest-check: run 'deno task kcp:build' or set MANIFEST_CHECK_BIN/,
+    );
+    const plan = await planBuild();
+    assert.deepEqual(plan.found, {
+      kcp: `${dir}/kcp`,
+      kubectl: `${dir}/kubectl`,
+    });
+    assert.deepEqual(plan.missing.map((t) => [t.name, t.module, t.pkg]), [
+      ["manifestCheck", "server", "./manifestcheck"],
+    ]);
+  });
+});
+
+Deno.test("planBuild({ only }) plans just the named binaries, as deno task dev asks for kcp and kubectl", async () => {
+  await withCache(["kcp", "kubectl"], async (dir) => {
+    const plan = await planBuild({ only: ["kcp", "kubectl"] });
+    assert.deepEqual(plan.found, {
+      kcp: `${dir}/kcp`,
+      kubectl: `${dir}/kubectl`,
+    });
+    assert.deepEqual(plan.missing, []);
+    assert.deepEqual(
+      (await planBuild({ only: ["manifest-check"] })).missing.map((t) =>
+        t.name
+      ),
+      ["manifestCheck"],
+    );
+    await assert.rejects(
+      planBuild({ only: ["kcp", "kpc"] }),
+      /Cannot build kpc: the binaries are kcp, kubectl, manifest-check/,
+    );
+  });
+});
+
+Deno.test("a cached manifest-check counts only while its sources digest matches", async () => {
+  const digest = await sourcesDigest("manifestCheck");
+  assert.match(digest ?? "", /^[0-9a-f]{12}$/);
+  assert.equal(await sourcesDigest("kcp"), undefined);
+  await withCache(["kcp", "kubectl", "manifest-check"], async (dir) => {
+    // No stamp: built by something else, or interrupted before the stamp.
+    assert.equal(await findBinary("manifestCheck"), undefined);
+    await Deno.writeTextFile(`${dir}/manifest-check.sources`, "000000000000\n");
+    assert.equal(await findBinary("manifestCheck"), undefined);
+    assert.deepEqual(
+      (await planBuild()).missing.map((t) => t.name),
+      ["manifestCheck"],
+    );
+    await Deno.writeTextFile(`${dir}/manifest-check.sources`, `${digest}\n`);
+    assert.equal(await findBinary("manifestCheck"), `${dir}/manifest-check`);
+    assert.equal(await requireManifestCheck(), `${dir}/manifest-check`);
+    assert.deepEqual((await planBuild()).missing, []);
+  });
+});
+
+Deno.test("MANIFEST_CHECK_BIN overrides the cache, and kcp:build then builds nothing", async () => {
+  const other = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${other}/manifest-check`, "");
+    await withCache(["kcp", "kubectl"], async (dir) => {
+      assert.equal(
+        await findBinary("manifestCheck"),
+        `${other}/manifest-check`,
+      );
+      assert.deepEqual((await planBuild()).missing, []);
+      const { code, stdout: out } = await runCommand(Deno.execPath(), [
+        "run",
+        "--allow-run",
+        "--allow-env",
+        "--allow-read",
+        "--allow-write",
+        new URL("./build.ts", import.meta.url).pathname,
+      ], { env: { NO_COLOR: "1", PATH: "" } });
+      assert.equal(code, 0);
+      assert.match(out, /^kcp:build: found in .* ms: kcp .*manifest-check /);
+      assert.doesNotMatch(out, /building/);
+      assert.deepEqual(
+        await Array.fromAsync(Deno.readDir(dir), (e) => e.name).then((n) =>
+          n.sort()
+        ),
+        ["kcp", "kubectl"],
+      );
+    }, { MANIFEST_CHECK_BIN: `${other}/manifest-check` });
+    await withEnv(
+      { MANIFEST_CHECK_BIN: `${other}/missing` },
+      async () => {
+        await assert.rejects(
+          findBinary("manifestCheck"),
+          /Cannot use MANIFEST_CHECK_BIN: no file at .*\/missing/,
+        );
+      },
+    );
+  } finally {
+    await Deno.remove(other, { recursive: true });
+  }
+});

@@ -1,0 +1,34 @@
+/**
+ * What tests, benchmarks and scripts share: a real kcp on loopback with
+ * identities, nested workspaces, exports and bindings, the components as
+ * processes, serving certificates, and the in-process fakes the unit tests
+ * use.
+ *
+ * ```ts
+ * import { createWorkspace, kcpTest } from "../../testing/mod.ts";
+ *
+ * kcpTest("a workspace is reachable", async (kcp, step) => {
+ *   await step("create", async () => {
+ *     await createWorkspace(kcp, "root:team");
+ *   });
+ * });
+ * ```
+ *
+ * @module
+ */
+export * from "./apis.ts";
+export * from "./components.ts";
+export * from "./connections.ts";
+export * from "./containerfile.ts";
+export * from "./fake_api.ts";
+export * from "./kcp_server.ts";
+export * from "./kcp_suite.ts";
+export * from "./metrics_text.ts";
+export * from "./process.ts";
+export * from "./rule_fixtures.ts";
+export * from "./rules.ts";
+export * from "./self_signed.ts";
+export * from "./tls.ts";
+export * from "./topology.ts";
+export * from "./wait.ts";
+export * from "./workspaces.ts";

@@ -80,6 +80,7 @@ async function run(options: ControllerOptions, log: Logger): Promise<number> {
       log,
       observer: metrics,
       resyncPeriodMs: options.resyncPeriodMs,
+      maxWritesInFlight: options.maxWritesInFlight,
     });
   let stopping: Promise<void> | undefined;
   const lead = () => {

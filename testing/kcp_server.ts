@@ -82,6 +82,8 @@ export interface RequestOptions {
   identity?: IdentityName;
   /** A JSON body. */
   body?: unknown;
+  /** The body's content type, e.g. `application/merge-patch+json`. @default {"application/json"} */
+  contentType?: string;
   /** Abort after this long. @default {30_000} */
   timeoutMs?: number;
 }
@@ -280,12 +282,17 @@ export class KcpServer {
     path: string,
     options: RequestOptions = {},
   ): Promise<T> {
-    const { identity = "admin", body, timeoutMs = 30_000 } = options;
+    const {
+      identity = "admin",
+      body,
+      contentType = "application/json",
+      timeoutMs = 30_000,
+    } = options;
     const headers: Record<string, string> = {
       accept: "application/json",
       authorization: `Bearer ${this.#tokens[identity]}`,
     };
-    if (body !== undefined) headers["content-type"] = "application/json";
+    if (body !== undefined) headers["content-type"] = contentType;
     const response = await fetch(`${this.baseUrl}${path}`, {
       method,
       headers,

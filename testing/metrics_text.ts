@@ -16,16 +16,16 @@ export function sample(text: string, series: string): number | undefined {
  * Asserts that the process memory gauges of `registry` are empty until
  * `collect` runs and hold plausible values after it.
  */
-export function assertProcessMetricsCollected(
+export async function assertProcessMetricsCollected(
   registry: MetricsRegistry,
   collect: () => void,
-): void {
-  let text = registry.render();
+): Promise<void> {
+  let text = await registry.render();
   assert.equal(sample(text, "process_resident_memory_bytes"), 0);
   assert.equal(sample(text, 'deno_heap_bytes{kind="used"}'), undefined);
 
   collect();
-  text = registry.render();
+  text = await registry.render();
   const rss = sample(text, "process_resident_memory_bytes");
   assert.ok(rss !== undefined && rss > 0, String(rss));
   for (const kind of ["used", "total", "external"]) {

@@ -19,7 +19,6 @@
 export * from "./apis.ts";
 export * from "./components.ts";
 export * from "./connections.ts";
-export * from "./containerfile.ts";
 export * from "./fake_api.ts";
 export * from "./kcp_server.ts";
 export * from "./kcp_suite.ts";

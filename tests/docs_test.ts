@@ -5,7 +5,10 @@
  * README.md and docs/*.md points at a file that exists.
  */
 import assert from "node:assert/strict";
-import { DEFAULT_API_EXPORT_NAME } from "../lib/kcp/mod.ts";
+import {
+  DEFAULT_API_EXPORT_NAME,
+  type EndpointObject,
+} from "../lib/kcp/mod.ts";
 import {
   CONDITION_REASONS,
   READY_CONDITION,
@@ -18,7 +21,6 @@ import {
   MANAGED_BY_LABEL,
   MANAGED_BY_VALUE,
   planReconcile,
-  type Sourced,
   WEBHOOK_CONFIGURATION_NAME,
   WEBHOOK_NAME,
 } from "../lib/controller/mod.ts";
@@ -112,7 +114,7 @@ Deno.test("docs/operations.md lists every metric with its type", async () => {
     const registry = new MetricsRegistry();
     create(registry).collectProcess();
     for (
-      const [, name, type] of registry.render().matchAll(
+      const [, name, type] of (await registry.render()).matchAll(
         /^# TYPE (\S+) (\S+)$/gm,
       )
     ) {
@@ -137,7 +139,7 @@ Deno.test("docs/operations.md lists every metric with its type", async () => {
 });
 
 /** A DependencyRule object as the controller's watch shows it. */
-function ruleObject(name: string, spec: unknown): Sourced {
+function ruleObject(name: string, spec: unknown): EndpointObject {
   return {
     endpoint: "https://kcp.example/services/apiexport/root:dep-ctrl/x",
     object: {
@@ -150,7 +152,7 @@ function ruleObject(name: string, spec: unknown): Sourced {
         annotations: { "kcp.io/cluster": "1compute" },
       },
       spec,
-    } as Sourced["object"],
+    } as EndpointObject["object"],
   };
 }
 

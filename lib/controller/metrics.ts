@@ -1,6 +1,6 @@
 /**
  * The controller's Prometheus metrics: reconcile passes and their duration,
- * writes and errors by kind, webhook configurations installed, rules by
+ * writes and errors by kind, writes in flight, webhook configurations installed, rules by
  * their Ready condition, leadership, failing watches, and process memory.
  *
  * @module
@@ -25,55 +25,63 @@ export interface ControllerMetrics extends ReconcileObserver {
   collectProcess(): void;
   /** Publishes how many list+watch loops are retrying after an error. */
   watchesFailing(count: number): void;
+  /** Publishes how many writes to kcp are running. */
+  writing(count: number): void;
 }
 
 /** Registers the controller's metrics in `registry`. */
 export function createControllerMetrics(
   registry: MetricsRegistry,
 ): ControllerMetrics {
-  const passes = registry.counter("dependency_controller_reconciles_total", {
+  const passes = registry.counter({
+    name: "dependency_controller_reconciles_total",
     help:
       "Reconcile passes, by result (synced: computed and acted on; waiting: watches not synced yet)",
     labelNames: ["result"],
   });
-  const passDuration = registry.histogram(
-    "dependency_controller_reconcile_duration_seconds",
-    { help: "Time to compute the desired state and start its writes" },
-  );
-  const writes = registry.counter("dependency_controller_writes_total", {
+  const passDuration = registry.histogram({
+    name: "dependency_controller_reconcile_duration_seconds",
+    help: "Time to compute the desired state and start its writes",
+  });
+  const writes = registry.counter({
+    name: "dependency_controller_writes_total",
     help:
       "Writes and path resolutions, by kind (configuration, status, resolve) and result",
     labelNames: ["kind", "result"],
   });
-  const errors = registry.counter(
-    "dependency_controller_reconcile_errors_total",
-    {
-      help:
-        "Failed writes and path resolutions, by kind (each is retried with backoff)",
-      labelNames: ["kind"],
-    },
-  );
-  const configurations = registry.gauge(
-    "dependency_controller_webhook_configurations",
-    {
-      help:
-        "Provider workspaces whose desired state has a webhook configuration",
-    },
-  );
-  const pending = registry.gauge("dependency_controller_pending_writes", {
+  const errors = registry.counter({
+    name: "dependency_controller_reconcile_errors_total",
+    help:
+      "Failed writes and path resolutions, by kind (each is retried with backoff)",
+    labelNames: ["kind"],
+  });
+  const configurations = registry.gauge({
+    name: "dependency_controller_webhook_configurations",
+    help: "Provider workspaces whose desired state has a webhook configuration",
+  });
+  const pending = registry.gauge({
+    name: "dependency_controller_pending_writes",
     help: "Writes the last pass found necessary (0 when converged)",
   });
-  const rules = registry.gauge("dependency_controller_rules", {
+  const rules = registry.gauge({
+    name: "dependency_controller_rules",
     help: "DependencyRules by the status and reason of their Ready condition",
     labelNames: ["status", "reason"],
   });
-  const leader = registry.gauge("dependency_controller_leader", {
+  const inFlight = registry.gauge({
+    name: "dependency_controller_writes_in_flight",
+    help: "Writes to kcp running now (at most --max-writes-in-flight)",
+  });
+  const leader = registry.gauge({
+    name: "dependency_controller_leader",
     help: "1 while this replica leads and writes, else 0",
   });
-  const synced = registry.gauge("dependency_controller_synced", {
+  const synced = registry.gauge({
+    name: "dependency_controller_synced",
     help: "1 once every watch of every virtual-workspace endpoint is listed",
   });
-  const failing = registry.gauge("dependency_controller_watches_failing", {
+  const failing = registry.gauge({
+    name: "dependency_controller_watches_failing",
     help:
       "List+watch loops (endpoint slice, and rules, bindings and configurations per endpoint) whose last attempt failed; they retry with backoff",
   });
@@ -93,13 +101,13 @@ export function createControllerMetrics(
       const now = new Set<string>();
       for (const [label, count] of plan.ready) {
         const [status = "", reason = ""] = label.split("/");
-        rules.set(count, { status, reason });
+        rules.set({ status, reason }, count);
         now.add(label);
       }
       for (const label of seen) {
         if (now.has(label)) continue;
         const [status = "", reason = ""] = label.split("/");
-        rules.set(0, { status, reason });
+        rules.set({ status, reason }, 0);
       }
       seen = now;
     },
@@ -114,11 +122,15 @@ export function createControllerMetrics(
       // or rules, so a sum over replicas counts the leader's figures once.
       configurations.set(0);
       pending.set(0);
+      inFlight.set(0);
       for (const label of seen) {
         const [status = "", reason = ""] = label.split("/");
-        rules.set(0, { status, reason });
+        rules.set({ status, reason }, 0);
       }
       seen = new Set();
+    },
+    writing(count: number) {
+      inFlight.set(count);
     },
     watchesFailing(count: number) {
       failing.set(count);

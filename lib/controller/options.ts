@@ -19,6 +19,7 @@ import {
   parseDuration,
   parseFlag,
   parseFlags,
+  parsePositiveInteger,
   requiredFlag,
 } from "../runtime/mod.ts";
 
@@ -47,6 +48,12 @@ export const CONTROLLER_FLAGS: readonly FlagSpec[] = [
     name: "resync-period",
     default: "5m",
     help: "How often to reconcile everything again",
+  },
+  {
+    name: "max-writes-in-flight",
+    default: "8",
+    help:
+      "Writes to kcp (webhook configurations, rule status) running at once; the rest wait their turn",
   },
   ...SERVICE_BIND_FLAGS,
   {
@@ -79,6 +86,8 @@ export interface ControllerOptions extends ComponentOptions {
   webhookTimeoutSeconds: number;
   /** Resync period, ms. */
   resyncPeriodMs: number;
+  /** Writes to kcp running at once. */
+  maxWritesInFlight: number;
   /** Whether to run only as the elected leader. */
   leaderElect: boolean;
   /** Namespace of the leader Lease. */
@@ -128,6 +137,10 @@ export function parseControllerOptions(
       resyncPeriodMs: parseFlag(
         "resync-period",
         () => parseDuration(v["resync-period"]!),
+      ),
+      maxWritesInFlight: parseFlag(
+        "max-writes-in-flight",
+        () => parsePositiveInteger(v["max-writes-in-flight"]!),
       ),
       leaderElect: v["leader-elect"] === "true",
       leaderElectionNamespace: parseFlag(

@@ -25,21 +25,13 @@ import {
   type RuleProblem,
   WEBHOOKS_INSTALLED_CONDITION,
 } from "../rules/mod.ts";
-import { clusterOf, type KubeObject } from "../kcp/mod.ts";
+import { clusterOf, type EndpointObject, type KubeObject } from "../kcp/mod.ts";
 import {
   desiredWebhookConfiguration,
   updatedWebhookConfiguration,
   type WebhookClientSettings,
   webhookConfigurationUpToDate,
 } from "./webhook_config.ts";
-
-/** An object and the virtual-workspace endpoint it was read from. */
-export interface Sourced {
-  /** Virtual-workspace URL. */
-  endpoint: string;
-  /** The object. */
-  object: KubeObject;
-}
 
 /** The outcome of resolving one workspace path. */
 export type Resolution =
@@ -49,11 +41,11 @@ export type Resolution =
 /** Everything the plan is computed from. */
 export interface PlanInput {
   /** Every DependencyRule, valid or not. */
-  rules: readonly Sourced[];
+  rules: readonly EndpointObject[];
   /** The APIBindings to the dep-ctrl export, from every endpoint. */
-  bindings: readonly Sourced[];
+  bindings: readonly EndpointObject[];
   /** The webhook configurations we own, from every endpoint. */
-  configurations: readonly Sourced[];
+  configurations: readonly EndpointObject[];
   /** Resolved paths; a path without an entry is still being resolved. */
   resolutions: ReadonlyMap<string, Resolution>;
   /** Webhook client settings, or why they cannot be read. */
@@ -112,6 +104,8 @@ export interface Plan {
   ready: Map<string, number>;
   /** Provider clusters that keep (or get) a configuration. */
   desiredClusters: number;
+  /** The logical clusters bound to the dep-ctrl export, sorted. */
+  boundClusters: string[];
 }
 
 const VWC_GROUP = "admissionregistration.k8s.io";
@@ -128,9 +122,54 @@ type PlannedCondition = Condition & { reason: ConditionReason };
 
 /** Computes the whole desired state. */
 export function planReconcile(input: PlanInput): Plan {
-  const valid: { source: Sourced; rule: DependencyRule; cluster: string }[] =
-    [];
-  const invalid: { source: Sourced; error: string }[] = [];
+  const { valid, invalid } = parseRules(input);
+  const problems = analyzeRules(
+    valid.map((v) => ({ cluster: v.cluster, rule: v.rule })),
+  );
+  const bindings = bindingsByCluster(input.bindings);
+  const coverage = planCoverage(valid, { input, problems, bindings });
+  const { actions: configurations, wanted } = planConfigurations(
+    input,
+    coverage.desired,
+    bindings,
+    coverage.unsure,
+  );
+  const { statuses, ready } = planStatuses({ valid, invalid }, {
+    input,
+    problems,
+    states: coverage.states,
+    pendingClusters: new Set(configurations.map((c) => c.cluster)),
+  });
+  return {
+    paths: [...coverage.paths].sort(),
+    stalePaths: [...coverage.stalePaths].sort(),
+    configurations,
+    statuses,
+    ready,
+    desiredClusters: wanted,
+    boundClusters: [...bindings.keys()].sort(),
+  };
+}
+
+/** A schema-valid rule with where it came from. */
+interface ValidRule {
+  source: EndpointObject;
+  rule: DependencyRule;
+  cluster: string;
+}
+
+/** A rule object that fails the schema, and why. */
+interface InvalidRule {
+  source: EndpointObject;
+  error: string;
+}
+
+/** Step 1: validates every rule object. */
+function parseRules(
+  input: PlanInput,
+): { valid: ValidRule[]; invalid: InvalidRule[] } {
+  const valid: ValidRule[] = [];
+  const invalid: InvalidRule[] = [];
   for (const source of input.rules) {
     const parsed = (input.parse ?? parseDependencyRule)(source.object);
     if (parsed.ok) {
@@ -143,25 +182,53 @@ export function planReconcile(input: PlanInput): Plan {
       invalid.push({ source, error: parsed.error });
     }
   }
-  const problems = analyzeRules(
-    valid.map((v) => ({ cluster: v.cluster, rule: v.rule })),
-  );
-  const bindings = bindingsByCluster(input.bindings);
+  return { valid, invalid };
+}
 
-  // Desired protected types per provider cluster.
-  const desired = new Map<string, Map<string, GroupVersionResource>>();
-  const paths = new Set<string>();
-  const stalePaths = new Set<string>();
-  let unsure = false;
-  const dependencyStates = new Map<string, DependencyState[]>();
+/** What the rules ask to protect where, and each dependency's state. */
+interface Coverage {
+  /** Desired protected types per provider cluster. */
+  desired: Map<string, Map<string, GroupVersionResource>>;
+  /** Every path a valid rule names. */
+  paths: Set<string>;
+  /** Paths whose cluster has no dep-ctrl binding. */
+  stalePaths: Set<string>;
+  /** Whether any path is not known for certain (then nothing is dropped). */
+  unsure: boolean;
+  /** Each rule's dependencies' states, by rule key. */
+  states: Map<string, DependencyState[]>;
+}
+
+/**
+ * Step 2: for every dependency of every valid rule, where its provider is
+ * (resolved path, binding, accepted claim) and so which types each
+ * provider's configuration must protect.
+ */
+function planCoverage(
+  valid: readonly ValidRule[],
+  context: {
+    input: PlanInput;
+    problems: ReadonlyMap<string, readonly RuleProblem[]>;
+    bindings: ReadonlyMap<string, { endpoint: string; claimAccepted: boolean }>;
+  },
+): Coverage {
+  const { input, problems, bindings } = context;
+  const coverage: Coverage = {
+    desired: new Map(),
+    paths: new Set(),
+    stalePaths: new Set(),
+    unsure: false,
+    states: new Map(),
+  };
   for (const { rule, cluster } of valid) {
     const key = ruleKey(cluster, rule.metadata.name);
-    const ruleProblems = problems.get(key) ?? [];
-    const rejected = ruleProblems.some((p) => p.reason === "SelfDependency");
+    const rejected = (problems.get(key) ?? []).some((p) =>
+      p.reason === "SelfDependency"
+    );
     const states: DependencyState[] = [];
     for (const dependency of rule.spec.dependencies) {
       const path = dependency.apiExportRef.path;
-      paths.add(path);
+      coverage.paths.add(path);
       const gvr = {
         group: dependency.group,
         version: dependency.version,
@@ -169,12 +236,12 @@ export function planReconcile(input: PlanInput): Plan {
       };
       const resolution = input.resolutions.get(path);
       if (resolution === undefined) {
-        unsure = true;
+        coverage.unsure = true;
         states.push({ state: "pending" });
         continue;
       }
       if (!("cluster" in resolution)) {
-        if (!resolution.definitive) unsure = true;
+        if (!resolution.definitive) coverage.unsure = true;
         states.push({
           state: "failed",
           reason: "PathNotResolved",
@@ -184,7 +251,7 @@ export function planReconcile(input: PlanInput): Plan {
       }
       const binding = bindings.get(resolution.cluster);
       if (binding === undefined) {
-        stalePaths.add(path);
+        coverage.stalePaths.add(path);
         states.push({
           state: "failed",
           reason: "ProviderNotBound",
@@ -204,35 +271,44 @@ export function planReconcile(input: PlanInput): Plan {
       }
       if (rejected) continue;
       states.push({ state: "ok", path, gvr });
-      let types = desired.get(resolution.cluster);
+      let types = coverage.desired.get(resolution.cluster);
       if (types === undefined) {
         types = new Map();
-        desired.set(resolution.cluster, types);
+        coverage.desired.set(resolution.cluster, types);
       }
       types.set(gvrKey(gvr), gvr);
     }
-    dependencyStates.set(key, states);
+    coverage.states.set(key, states);
   }
+  return coverage;
+}
 
-  const { actions: configurations, wanted } = planConfigurations(
-    input,
-    desired,
-    bindings,
-    unsure,
-  );
-  const pendingClusters = new Set(configurations.map((c) => c.cluster));
+/**
+ * Step 4: each rule's status (left out while it would not settle yet, and
+ * where the rule already shows it), and the rules counted by their Ready
+ * condition.
+ */
+function planStatuses(
+  rules: { valid: readonly ValidRule[]; invalid: readonly InvalidRule[] },
+  context: {
+    input: PlanInput;
+    problems: ReadonlyMap<string, readonly RuleProblem[]>;
+    states: ReadonlyMap<string, readonly DependencyState[]>;
+    pendingClusters: ReadonlySet<string>;
+  },
+): { statuses: StatusAction[]; ready: Map<string, number> } {
+  const { input, problems } = context;
   const resolvedClusters = new Map<string, string>();
   for (const [path, resolution] of input.resolutions) {
     if ("cluster" in resolution) resolvedClusters.set(path, resolution.cluster);
   }
-
   const statuses: StatusAction[] = [];
   const ready = new Map<string, number>();
   const count = (condition: Condition) => {
     const label = `${condition.status}/${condition.reason}`;
     ready.set(label, (ready.get(label) ?? 0) + 1);
   };
-  for (const { source, error } of invalid) {
+  for (const { source, error } of rules.invalid) {
     const status = statusFor(source.object, input.now, [
       condition(WEBHOOKS_INSTALLED_CONDITION, "False", "InvalidSpec", {
         message: "nothing is installed for an invalid rule",
@@ -242,12 +318,11 @@ export function planReconcile(input: PlanInput): Plan {
     count(status.conditions![1]!);
     pushIfChanged(statuses, source, status);
   }
-  for (const { source, rule, cluster } of valid) {
+  for (const { source, rule, cluster } of rules.valid) {
     const key = ruleKey(cluster, rule.metadata.name);
     const ruleProblems = problems.get(key) ?? [];
-    const self = ruleProblems.filter((p) => p.reason === "SelfDependency");
     let installed: PlannedCondition;
-    if (self.length > 0) {
+    if (ruleProblems.some((p) => p.reason === "SelfDependency")) {
       installed = condition(
         WEBHOOKS_INSTALLED_CONDITION,
         "False",
@@ -255,10 +330,9 @@ export function planReconcile(input: PlanInput): Plan {
         { message: "nothing is installed for a rejected rule" },
       );
     } else {
-      const states = dependencyStates.get(key) ?? [];
-      const verdict = installationVerdict(states, {
+      const verdict = installationVerdict(context.states.get(key) ?? [], {
         input,
-        pendingClusters,
+        pendingClusters: context.pendingClusters,
         resolvedClusters,
       });
       if (verdict === undefined) {
@@ -279,27 +353,22 @@ export function planReconcile(input: PlanInput): Plan {
     ]);
     pushIfChanged(statuses, source, status);
   }
-  return {
-    paths: [...paths].sort(),
-    stalePaths: [...stalePaths].sort(),
-    configurations,
-    statuses: statuses.sort((a, b) =>
-      a.cluster === b.cluster
-        ? compare(a.name, b.name)
-        : compare(a.cluster, b.cluster)
-    ),
-    ready,
-    desiredClusters: wanted,
-  };
+  statuses.sort((a, b) =>
+    a.cluster === b.cluster
+      ? compare(a.name, b.name)
+      : compare(a.cluster, b.cluster)
+  );
+  return { statuses, ready };
 }
 
+/** Step 3: the configuration writes that give each provider the desired types. */
 function planConfigurations(
   input: PlanInput,
   desired: Map<string, Map<string, GroupVersionResource>>,
   bindings: Map<string, { endpoint: string; claimAccepted: boolean }>,
   unsure: boolean,
 ): { actions: ConfigurationAction[]; wanted: number } {
-  const current = new Map<string, Sourced>();
+  const current = new Map<string, EndpointObject>();
   for (const source of input.configurations) {
     current.set(clusterOf(source.object), source);
   }
@@ -498,7 +567,7 @@ export function statusUpToDate(
 
 function pushIfChanged(
   statuses: StatusAction[],
-  source: Sourced,
+  source: EndpointObject,
   status: DependencyRuleStatus,
 ): void {
   if (statusUpToDate(source.object, status)) return;
@@ -512,7 +581,7 @@ function pushIfChanged(
 }
 
 function bindingsByCluster(
-  bindings: readonly Sourced[],
+  bindings: readonly EndpointObject[],
 ): Map<string, { endpoint: string; claimAccepted: boolean }> {
   const result = new Map<
     string,

@@ -8,14 +8,13 @@ import {
   READY_CONDITION,
   WEBHOOKS_INSTALLED_CONDITION,
 } from "../rules/mod.ts";
-import type { KubeObject } from "../kcp/mod.ts";
+import type { EndpointObject, KubeObject } from "../kcp/mod.ts";
 import {
   type Plan,
   type PlanInput,
   planReconcile,
   protectedTypesOf,
   type Resolution,
-  type Sourced,
   type StatusAction,
   statusUpToDate,
 } from "./reconcile_plan.ts";
@@ -107,7 +106,7 @@ function rule(
   dependent: DependentType,
   dependencies: readonly Dependency[],
   options: { generation?: number; status?: unknown; cluster?: string } = {},
-): Sourced {
+): EndpointObject {
   return {
     endpoint: ENDPOINT,
     object: ruleObject(name, dependent, dependencies, options),
@@ -115,7 +114,7 @@ function rule(
 }
 
 /** VirtualMachines refer to VPCs in the network provider; generation 3. */
-function vmRule(status?: unknown): Sourced {
+function vmRule(status?: unknown): EndpointObject {
   return rule(
     VM_RULE,
     VIRTUAL_MACHINES,
@@ -139,7 +138,7 @@ function vwcClaim(state: string, resource = "validatingwebhookconfigurations") {
 function binding(
   cluster: string,
   options: { endpoint?: string; claims?: unknown[]; name?: string } = {},
-): Sourced {
+): EndpointObject {
   return {
     endpoint: options.endpoint ?? ENDPOINT,
     object: {
@@ -169,7 +168,7 @@ function configuration(
   cluster: string,
   types: readonly GroupVersionResource[],
   options: { settings?: WebhookClientSettings; endpoint?: string } = {},
-): Sourced {
+): EndpointObject {
   const object: KubeObject = JSON.parse(JSON.stringify(
     desiredWebhookConfiguration(types, options.settings ?? SETTINGS),
   ));
@@ -214,7 +213,7 @@ function input(overrides: Partial<PlanInput>): PlanInput {
 
 /** The network provider bound, resolved and holding `types`. */
 function networkInput(
-  rules: readonly Sourced[],
+  rules: readonly EndpointObject[],
   types: readonly GroupVersionResource[],
 ): PlanInput {
   return input({

@@ -1035,7 +1035,7 @@ class TimerTracker {
   }
 }
 
-Deno.test("Reconciler.stop() clears its resync and retry timers", async () => {
+Deno.test("Reconciler.stop() clears its resync timer and the applier's and path cache's retry timers", async () => {
   const timers = new TimerTracker();
   timers.install();
   try {
@@ -1053,13 +1053,21 @@ Deno.test("Reconciler.stop() clears its resync and retry timers", async () => {
           TIMEOUT,
         );
         await h.morePasses(1);
-        assert.ok(
-          timers.pendingFrom("reconciler.ts").length >= 2,
-          "the resync and retry timers are pending",
+        assert.equal(
+          timers.pendingFrom("reconciler.ts").length,
+          1,
+          "the resync timer is pending",
+        );
+        assert.equal(
+          timers.pendingFrom("applier.ts").length,
+          1,
+          "the applier's retry timer is pending",
         );
         await h.reconciler.stop();
         await delay(20);
-        assert.deepEqual(timers.pendingFrom("reconciler.ts"), []);
+        for (const file of ["reconciler.ts", "applier.ts", "path_cache.ts"]) {
+          assert.deepEqual(timers.pendingFrom(file), [], file);
+        }
       },
       { expectationTimeoutMs: 60_000 },
     );

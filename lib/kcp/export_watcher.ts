@@ -146,11 +146,6 @@ export class ExportWatcher<C extends string> {
     return result;
   }
 
-  /** The objects of one collection of one endpoint (none if not watched). */
-  itemsOf(endpoint: string, collection: C): KubeObject[] {
-    return this.#endpoints.get(endpoint)?.get(collection)?.items() ?? [];
-  }
-
   #followSlice(): void {
     if (this.#stopped) return;
     const slices = this.#slice.items();

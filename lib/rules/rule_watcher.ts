@@ -15,7 +15,6 @@ import {
   type KubeClient,
   type KubeObject,
   objectKey,
-  wildcardUrl,
 } from "../kcp/mod.ts";
 import type { ClusterRule } from "./types.ts";
 
@@ -54,11 +53,6 @@ export interface RuleWatcherOptions {
   backoff?: BackoffOptions;
   /** Server-side watch timeout. @default {300} */
   watchTimeoutSeconds?: number;
-}
-
-/** The collection URL of DependencyRules across all workspaces of one endpoint. */
-export function rulesUrl(endpointUrl: string): string {
-  return wildcardUrl(endpointUrl, RULES_PATH);
 }
 
 /** The DependencyRule collection path below `/clusters/<cluster>`. */

@@ -11,9 +11,9 @@ import {
   streamed,
   waitUntil,
 } from "../../testing/mod.ts";
-import { KubeClient, type KubeObject } from "../kcp/mod.ts";
+import { KubeClient, type KubeObject, wildcardUrl } from "../kcp/mod.ts";
 import { createLogger } from "../runtime/mod.ts";
-import { type RuleSnapshot, rulesUrl, RuleWatcher } from "./rule_watcher.ts";
+import { RULES_PATH, type RuleSnapshot, RuleWatcher } from "./rule_watcher.ts";
 
 const EXPORT = "dependencies.opendefense.cloud";
 const RULES_SUFFIX =
@@ -369,9 +369,12 @@ Deno.test("RuleWatcher.stop() closes the slice and endpoint watches and stops ca
   );
 });
 
-Deno.test("rulesUrl() is the all-clusters DependencyRule collection below an endpoint", () => {
+Deno.test("RULES_PATH below an endpoint is the all-clusters DependencyRule collection", () => {
   assert.equal(
-    rulesUrl("https://kcp.example:6443/services/apiexport/root:dep/x/"),
+    wildcardUrl(
+      "https://kcp.example:6443/services/apiexport/root:dep/x/",
+      RULES_PATH,
+    ),
     "https://kcp.example:6443/services/apiexport/root:dep/x/clusters/*/apis/dependencies.opendefense.cloud/v1alpha1/dependencyrules",
   );
 });

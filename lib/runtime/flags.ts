@@ -241,3 +241,16 @@ export function parseDuration(text: string): number {
   }
   return Number(match[1]) * unit[match[2] as keyof typeof unit];
 }
+
+/**
+ * A whole number of at least 1, from its decimal text.
+ *
+ * @throws {TypeError} If the text is not one.
+ */
+export function parsePositiveInteger(text: string): number {
+  const value = Number(text);
+  if (text.trim() === "" || !Number.isInteger(value) || value < 1) {
+    throw new TypeError(`want a positive integer: current value is '${text}'`);
+  }
+  return value;
+}

@@ -34,9 +34,10 @@ export function createMetricsApp(
   collect: () => void = () => {},
 ): Hono {
   const app = new Hono();
-  app.get("/metrics", (c) => {
+  app.get("/metrics", async (c) => {
     collect();
-    return c.body(registry.render(), 200, { "content-type": CONTENT_TYPE });
+    const text = await registry.render();
+    return c.body(text, 200, { "content-type": CONTENT_TYPE });
   });
   return app;
 }

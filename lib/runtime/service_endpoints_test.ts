@@ -38,11 +38,11 @@ Deno.test("createHealthApp() answers /healthz, and /readyz with 503 and the reas
 
 Deno.test("createMetricsApp() serves /metrics in the Prometheus text format", async () => {
   const registry = new MetricsRegistry();
-  registry.counter("test_things_total", {
+  registry.counter({
+    name: "test_things_total",
     help: "Things.",
     labelNames: ["kind"],
-  })
-    .inc({ kind: "a" }, 3);
+  }).inc({ kind: "a" }, 3);
   const app = createMetricsApp(registry);
   const response = await app.request("/metrics");
   assert.equal(response.status, 200);
@@ -55,7 +55,7 @@ Deno.test("createMetricsApp() serves /metrics in the Prometheus text format", as
 
 Deno.test("serveServiceEndpoints() serves probes and metrics on their own ports, and leaves out a disabled one", async () => {
   const registry = new MetricsRegistry();
-  registry.gauge("things", { help: "Things" }).set(3);
+  registry.gauge({ name: "things", help: "Things" }).set(3);
   let collected = 0;
   const endpoints = {
     ready: () => "not yet" as const,

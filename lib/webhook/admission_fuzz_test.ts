@@ -551,16 +551,30 @@ const garbageBody: fc.Arbitrary<
     }),
   },
   {
-    // Few and just over the limit: a valid review padded with blanks.
+    // Few and just over the limit in bytes: a valid review padded with
+    // blanks, two- or four-byte characters (fewer characters than bytes), or
+    // bytes that are not UTF-8 (too big comes before not UTF-8).
     weight: 1,
     arbitrary: fc.record({
       spec: genuineSpec,
       over: fc.integer({ min: 1, max: 4_096 }),
-    }).map(({ spec, over }) => {
-      const text = JSON.stringify(reviewOf(spec));
-      const pad = MAX_REVIEW_BYTES - new TextEncoder().encode(text).length +
-        over;
-      return { body: `${text}${" ".repeat(pad)}`, status: 413 };
+      unit: fc.constantFrom(
+        [0x20],
+        [0xc3, 0xa9],
+        [0xf0, 0x9f, 0x98, 0x80],
+        [0xff],
+      ),
+    }).map(({ spec, over, unit }) => {
+      const review = new TextEncoder().encode(JSON.stringify(reviewOf(spec)));
+      const units = Math.ceil(
+        (MAX_REVIEW_BYTES - review.length + over) / unit.length,
+      );
+      const body = new Uint8Array(review.length + units * unit.length);
+      body.set(review);
+      for (let i = 0; i < units; i++) {
+        body.set(unit, review.length + i * unit.length);
+      }
+      return { body, status: 413 };
     }),
   },
 );

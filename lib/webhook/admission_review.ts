@@ -2,7 +2,7 @@
  * Parsing and answering `admission.k8s.io/v1` AdmissionReviews.
  *
  * {@linkcode parseAdmissionReview} turns a request body into a validated
- * {@linkcode AdmissionRequest} or a 400/413 failure, without throwing.
+ * {@linkcode AdmissionRequest} or a 400 failure, without throwing.
  * {@linkcode allow}, {@linkcode deny} and {@linkcode toReview} build the reply,
  * and {@linkcode objectOf} picks the object a DELETE is about.
  *
@@ -10,12 +10,12 @@
  * ```ts
  * import { allow, parseAdmissionReview, toReview } from "./admission_review.ts";
  *
- * const parsed = parseAdmissionReview(
+ * const parsed = parseAdmissionReview(new TextEncoder().encode(
  *   '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":' +
  *     '{"uid":"u-1","kind":{"group":"","version":"v1","kind":"ConfigMap"},' +
  *     '"resource":{"group":"","version":"v1","resource":"configmaps"},' +
  *     '"operation":"DELETE"}}',
- * );
+ * ));
  * if (parsed.ok) toReview(allow(parsed.request.uid));
  * ```
  *
@@ -24,7 +24,10 @@
 
 import { z } from "zod";
 
-/** The largest request body {@linkcode parseAdmissionReview} accepts, in bytes (3 MiB). */
+/**
+ * The largest AdmissionReview body the webhook reads, in bytes (3 MiB); the
+ * admission app answers 413 to a larger one without parsing it.
+ */
 export const MAX_REVIEW_BYTES = 3 * 1024 * 1024;
 
 /** The most keys {@linkcode parseAdmissionReview} accepts in `request.userInfo.extra`. */
@@ -94,7 +97,7 @@ export type AdmissionRequest = z.infer<typeof AdmissionRequestSchema>;
  */
 export type ParseResult =
   | { ok: true; request: AdmissionRequest }
-  | { ok: false; status: 400 | 413; message: string; uid?: string };
+  | { ok: false; status: 400; message: string; uid?: string };
 
 /** The `response` of an AdmissionReview. */
 export interface AdmissionResponse {
@@ -121,37 +124,23 @@ export interface AdmissionReviewResponse {
 /**
  * Parses and validates an `admission.k8s.io/v1` AdmissionReview request body.
  *
- * Never throws: a body over {@linkcode MAX_REVIEW_BYTES} fails with status
- * 413, anything else malformed (not UTF-8, not JSON, not a v1
- * AdmissionReview, a request that breaks the schema) with status 400 and a
- * message naming the problem.
+ * Never throws: a malformed body (not UTF-8, not JSON, not a v1
+ * AdmissionReview, a request that breaks the schema) fails with status 400
+ * and a message naming the problem. The size of the body is the caller's to
+ * bound: the admission app reads at most {@linkcode MAX_REVIEW_BYTES}.
  *
- * @param body The raw request body, as bytes or as already decoded text.
+ * @param body The raw request body.
  * @returns The validated request, or the status and message to answer with.
  */
-export function parseAdmissionReview(body: Uint8Array | string): ParseResult {
-  const size = typeof body === "string"
-    ? utf8ByteLength(body)
-    : body.byteLength;
-  if (size > MAX_REVIEW_BYTES) {
-    return failure(
-      413,
-      `Cannot parse AdmissionReview: body has ${size} bytes, more than the limit of ${MAX_REVIEW_BYTES}`,
-    );
-  }
-
+export function parseAdmissionReview(body: Uint8Array): ParseResult {
   let text: string;
-  if (typeof body === "string") {
-    text = body;
-  } else {
-    try {
-      text = new TextDecoder("utf-8", { fatal: true }).decode(body);
-    } catch {
-      return failure(
-        400,
-        "Cannot parse AdmissionReview: body is not valid UTF-8",
-      );
-    }
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(body);
+  } catch {
+    return failure(
+      400,
+      "Cannot parse AdmissionReview: body is not valid UTF-8",
+    );
   }
   if (text.trim() === "") {
     return failure(400, "Cannot parse AdmissionReview: body is empty");
@@ -356,7 +345,7 @@ function checkExtra(userInfo: unknown): string | undefined {
 }
 
 function failure(
-  status: 400 | 413,
+  status: 400,
   message: string,
   uid?: string,
 ): ParseResult {
@@ -436,26 +425,4 @@ function show(value: unknown): string {
 /** Whether `value` is a JSON object (not null, not an array). */
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-/** The length of `text` encoded as UTF-8, as `TextEncoder` would encode it. */
-function utf8ByteLength(text: string): number {
-  let bytes = 0;
-  for (let i = 0; i < text.length; i++) {
-    const unit = text.charCodeAt(i);
-    if (unit < 0x80) {
-      bytes += 1;
-    } else if (unit < 0x800) {
-      bytes += 2;
-    } else if (
-      unit >= 0xd800 && unit < 0xdc00 &&
-      (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00
-    ) {
-      bytes += 4;
-      i++;
-    } else {
-      bytes += 3;
-    }
-  }
-  return bytes;
 }

@@ -459,7 +459,13 @@ export class DeletionValidator {
     return found;
   }
 
-  /** Lists one dependent type and records the items that refer to the object. */
+  /**
+   * Lists one dependent type and records the items that refer to the object.
+   * The dependent type is never the object's own: `webhook.ts` loads the
+   * registry with `enforcedRules()`, which drops every rule with a
+   * dependency on its own dependent type, so an object cannot block its own
+   * deletion.
+   */
   async #scan(
     group: readonly Protection[],
     query: Target,
@@ -467,7 +473,6 @@ export class DeletionValidator {
     found: { named: Blocker[]; total: number },
   ): Promise<void> {
     const dependent = group[0]!.dependent;
-    const self = gvrKey(dependent) === gvrKey(query.resource);
     try {
       const pages = this.#source.pages({
         cluster: query.cluster,
@@ -493,11 +498,6 @@ export class DeletionValidator {
             name: typeof metadata?.name === "string" ? metadata.name : "",
             paths,
           };
-          // An object that names itself does not block its own deletion.
-          if (
-            self && blocker.name === query.name &&
-            blocker.namespace === (query.namespace ?? "")
-          ) continue;
           found.total++;
           keepFirst(found.named, blocker, this.#maxNamed);
         }

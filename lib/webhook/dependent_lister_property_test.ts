@@ -455,7 +455,9 @@ Deno.test("DeletionValidator with FrontProxyDependentSource: no review field cha
     const host = `127.0.0.1:${api.port}`;
     await fc.assert(
       fc.asyncProperty(reviewFields, async (fields) => {
-        const parsed = parseAdmissionReview(reviewBody(fields));
+        const parsed = parseAdmissionReview(
+          new TextEncoder().encode(reviewBody(fields)),
+        );
         assert.ok(parsed.ok, parsed.ok ? "" : parsed.message);
         liveUid = fields.uid;
         const before = api.requests.length;

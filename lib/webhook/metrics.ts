@@ -27,57 +27,50 @@ export interface WebhookMetrics extends AdmissionObserver {
 export function createWebhookMetrics(
   registry: MetricsRegistry,
 ): WebhookMetrics {
-  const reviews = registry.counter(
-    "dependency_webhook_admission_reviews_total",
-    {
-      help: "Admission reviews answered, by outcome",
-      labelNames: ["outcome"],
-    },
-  );
-  const duration = registry.histogram(
-    "dependency_webhook_admission_review_duration_seconds",
-    {
-      help: "Time to answer an admission review, by outcome",
-      labelNames: ["outcome"],
-    },
-  );
-  const rejected = registry.counter(
-    "dependency_webhook_admission_requests_rejected_total",
-    {
-      help:
-        "Malformed admission requests answered with an HTTP error, by status",
-      labelNames: ["status"],
-    },
-  );
-  const listErrors = registry.counter(
-    "dependency_webhook_dependent_list_errors_total",
-    {
-      help:
-        "Reviews denied because dependents could not be listed (fail closed)",
-    },
-  );
-  const forbidden = registry.counter(
-    "dependency_webhook_forbidden_total",
-    {
-      help:
-        "Reviews denied because kcp refused the webhook's identity a read it needs (a missing RBAC grant in system:admin), by verb, group and resource",
-      labelNames: ["verb", "group", "resource"],
-    },
-  );
-  const rules = registry.gauge("dependency_webhook_rules", {
+  const reviews = registry.counter({
+    name: "dependency_webhook_admission_reviews_total",
+    help: "Admission reviews answered, by outcome",
+    labelNames: ["outcome"],
+  });
+  const duration = registry.histogram({
+    name: "dependency_webhook_admission_review_duration_seconds",
+    help: "Time to answer an admission review, by outcome",
+    labelNames: ["outcome"],
+  });
+  const rejected = registry.counter({
+    name: "dependency_webhook_admission_requests_rejected_total",
+    help: "Malformed admission requests answered with an HTTP error, by status",
+    labelNames: ["status"],
+  });
+  const listErrors = registry.counter({
+    name: "dependency_webhook_dependent_list_errors_total",
+    help: "Reviews denied because dependents could not be listed (fail closed)",
+  });
+  const forbidden = registry.counter({
+    name: "dependency_webhook_forbidden_total",
+    help:
+      "Reviews denied because kcp refused the webhook's identity a read it needs (a missing RBAC grant in system:admin), by verb, group and resource",
+    labelNames: ["verb", "group", "resource"],
+  });
+  const rules = registry.gauge({
+    name: "dependency_webhook_rules",
     help: "DependencyRules seen, by validity",
     labelNames: ["state"],
   });
-  const protectedTypes = registry.gauge("dependency_webhook_protected_types", {
+  const protectedTypes = registry.gauge({
+    name: "dependency_webhook_protected_types",
     help: "Group/version/resources protected by at least one valid rule",
   });
-  const synced = registry.gauge("dependency_webhook_rules_synced", {
+  const synced = registry.gauge({
+    name: "dependency_webhook_rules_synced",
     help: "1 once every virtual-workspace endpoint has been listed, else 0",
   });
-  const endpoints = registry.gauge("dependency_webhook_endpoints", {
+  const endpoints = registry.gauge({
+    name: "dependency_webhook_endpoints",
     help: "Virtual-workspace endpoints of the dep-ctrl APIExport being watched",
   });
-  const failing = registry.gauge("dependency_webhook_watches_failing", {
+  const failing = registry.gauge({
+    name: "dependency_webhook_watches_failing",
     help:
       "List+watch loops (endpoint slice, rules per endpoint) whose last attempt failed; they retry with backoff",
   });
@@ -89,7 +82,7 @@ export function createWebhookMetrics(
     },
     reviewed(verdict: Verdict, seconds: number) {
       reviews.inc({ outcome: verdict.outcome });
-      duration.observe(seconds, { outcome: verdict.outcome });
+      duration.observe({ outcome: verdict.outcome }, seconds);
       if (verdict.outcome === "denied_error") listErrors.inc();
       if (verdict.forbidden !== undefined) {
         const { verb, group, resource } = verdict.forbidden;
@@ -100,8 +93,8 @@ export function createWebhookMetrics(
       rejected.inc({ status: String(status) });
     },
     rules(snapshot: RuleSnapshot, types: number) {
-      rules.set(snapshot.rules.length, { state: "valid" });
-      rules.set(snapshot.invalid.length, { state: "invalid" });
+      rules.set({ state: "valid" }, snapshot.rules.length);
+      rules.set({ state: "invalid" }, snapshot.invalid.length);
       protectedTypes.set(types);
       synced.set(snapshot.synced ? 1 : 0);
       endpoints.set(snapshot.endpoints.length);

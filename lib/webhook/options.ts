@@ -21,6 +21,7 @@ import {
   parseDuration,
   parseFlag,
   parseFlags,
+  parsePositiveInteger,
 } from "../runtime/mod.ts";
 import { MAX_REVIEW_BYTES } from "./admission_review.ts";
 
@@ -246,11 +247,5 @@ function skipProtectionMode(text: string): "annotation" | "authorized" {
 }
 
 function positiveInteger(flag: string, text: string): number {
-  const value = Number(text);
-  if (!Number.isInteger(value) || value < 1) {
-    throw new TypeError(
-      `Cannot parse --${flag}: want a positive integer: current value is '${text}'`,
-    );
-  }
-  return value;
+  return parseFlag(flag, () => parsePositiveInteger(text));
 }

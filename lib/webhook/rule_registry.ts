@@ -27,23 +27,32 @@ export interface Protection {
   fieldPathText: string;
 }
 
-/** A protection with its dependent's key precomputed. */
+/** A protection with what deduplication compares precomputed. */
 interface IndexedProtection extends Protection {
-  /** {@linkcode gvrKey} of the dependent. */
-  dependentKey: string;
+  /**
+   * The dependent's {@linkcode gvrKey} and the field path text: two
+   * protections of a type with the same identity are one.
+   */
+  identity: string;
 }
+
+/** The protections one rule contributes, each with the type it protects. */
+type RuleProtections = readonly {
+  target: string;
+  protection: IndexedProtection;
+}[];
 
 /** Rules indexed by the group/version/resource they protect. */
 export class RuleRegistry {
-  #rules = new Map<string, ClusterRule>();
-  #index: Map<string, IndexedProtection[]> | undefined = new Map();
+  #index = new Map<string, readonly IndexedProtection[]>();
   #loaded = false;
+  /**
+   * Each rule object's protections: the rule watcher hands on the same
+   * object while a rule is unchanged, so a rebuild parses only what changed.
+   */
   readonly #derived = new WeakMap<
     ClusterRule,
-    {
-      key: string;
-      protections: readonly { target: string; protection: IndexedProtection }[];
-    }
+    { key: string; protections: RuleProtections }
   >();
 
   /** Whether the rules have been loaded once (until then the webhook must not decide). */
@@ -51,72 +60,54 @@ export class RuleRegistry {
     return this.#loaded;
   }
 
-  /** Number of rules registered. */
-  get size(): number {
-    return this.#rules.size;
-  }
-
   /** Number of protected group/version/resources. */
   get protectedTypes(): number {
-    return this.#indexed().size;
+    return this.#index.size;
   }
 
-  /** Replaces every rule at once and marks the registry loaded. */
+  /**
+   * Replaces every rule at once, rebuilds the index and marks the registry
+   * loaded. When two rules have the same cluster and name, the later one
+   * counts. The rebuild takes time linear in the protections (after sorting
+   * the rule keys).
+   */
   replace(rules: readonly ClusterRule[]): void {
-    this.#rules = new Map(
-      rules.map((r) => [ruleKey(r.cluster, r.rule.metadata.name), r]),
-    );
-    this.#index = undefined;
-    this.#loaded = true;
-  }
-
-  /** Adds or replaces one rule; returns the one it replaced. */
-  set(entry: ClusterRule): ClusterRule | undefined {
-    const key = ruleKey(entry.cluster, entry.rule.metadata.name);
-    const old = this.#rules.get(key);
-    this.#rules.set(key, entry);
-    this.#index = undefined;
-    return old;
-  }
-
-  /** Removes one rule by cluster and name; returns whether it was there. */
-  delete(cluster: string, name: string): boolean {
-    const removed = this.#rules.delete(ruleKey(cluster, name));
-    if (removed) this.#index = undefined;
-    return removed;
-  }
-
-  /** The protections of a group/version/resource, in a stable order. */
-  find(gvr: GroupVersionResource): readonly Protection[] {
-    return this.#indexed().get(gvrKey(gvr)) ?? [];
-  }
-
-  #indexed(): Map<string, IndexedProtection[]> {
-    if (this.#index !== undefined) return this.#index;
+    const byKey = new Map<string, ClusterRule>();
+    for (const entry of rules) {
+      byKey.set(ruleKey(entry.cluster, entry.rule.metadata.name), entry);
+    }
     const index = new Map<string, IndexedProtection[]>();
-    const keys = [...this.#rules.keys()].sort();
-    for (const key of keys) {
-      const entry = this.#rules.get(key)!;
+    const seen = new Map<string, Set<string>>();
+    // Rules in key order, so find() answers the same whatever the input order
+    // and the first rule (by key) that gives a protection is the one named.
+    for (const key of [...byKey.keys()].sort()) {
+      const entry = byKey.get(key)!;
       for (const { target, protection } of this.#protectionsOf(key, entry)) {
-        const list = index.get(target) ?? [];
-        const duplicate = list.some((p) =>
-          p.dependentKey === protection.dependentKey &&
-          p.fieldPathText === protection.fieldPathText
-        );
-        if (!duplicate) list.push(protection);
-        index.set(target, list);
+        let list = index.get(target);
+        let identities = seen.get(target);
+        if (list === undefined || identities === undefined) {
+          list = [];
+          identities = new Set();
+          index.set(target, list);
+          seen.set(target, identities);
+        }
+        if (identities.has(protection.identity)) continue;
+        identities.add(protection.identity);
+        list.push(protection);
       }
     }
     for (const list of index.values()) Object.freeze(list);
     this.#index = index;
-    return index;
+    this.#loaded = true;
+  }
+
+  /** The protections of a group/version/resource, in a stable order. */
+  find(gvr: GroupVersionResource): readonly Protection[] {
+    return this.#index.get(gvrKey(gvr)) ?? [];
   }
 
   /** The protections one rule contributes, computed once per rule object. */
-  #protectionsOf(
-    key: string,
-    entry: ClusterRule,
-  ): readonly { target: string; protection: IndexedProtection }[] {
+  #protectionsOf(key: string, entry: ClusterRule): RuleProtections {
     const cached = this.#derived.get(entry);
     if (cached !== undefined && cached.key === key) return cached.protections;
     const { dependent } = entry.rule.spec;
@@ -126,16 +117,18 @@ export class RuleRegistry {
       resource: dependent.resource,
       kind: dependent.kind,
     };
+    const dependentKey = gvrKey(dependentGvr);
     const protections = entry.rule.spec.dependencies.map((dependency) => {
       const fieldPath = parseFieldPath(dependency.fieldRef.path);
+      const fieldPathText = formatFieldPath(fieldPath);
       return {
         target: gvrKey(dependency),
         protection: {
           rule: key,
           dependent: dependentGvr,
-          dependentKey: gvrKey(dependentGvr),
           fieldPath,
-          fieldPathText: formatFieldPath(fieldPath),
+          fieldPathText,
+          identity: JSON.stringify([dependentKey, fieldPathText]),
         },
       };
     });

@@ -5,8 +5,7 @@
  *
  * @module
  */
-import { Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
+import { type Context, Hono } from "hono";
 import {
   type AdmissionRequest,
   isRecord,
@@ -64,9 +63,11 @@ const READ_ANNOTATIONS = [CLUSTER_ANNOTATION, SKIP_PROTECTION_ANNOTATION];
 /**
  * The admission app: `POST /validate` takes an AdmissionReview v1 and
  * answers one. A malformed body gets a 4xx with a JSON `{"error": ...}`
- * naming the problem; a decision, allow or deny, is always HTTP 200. While
- * `bodyBytes` has no room for a body within `queueTimeoutMs`, the answer is
- * 503 with `Retry-After`, which kcp reports as a failed call (fail closed).
+ * naming the problem: 413 for a body over {@linkcode MAX_REVIEW_BYTES}
+ * (declared or received; no more is read), 400 for anything else. A
+ * decision, allow or deny, is always HTTP 200. While `bodyBytes` has no room
+ * for a body within `queueTimeoutMs`, the answer is 503 with `Retry-After`,
+ * which kcp reports as a failed call (fail closed).
  */
 export function createAdmissionApp(deps: AdmissionAppDeps): Hono {
   const {
@@ -80,28 +81,41 @@ export function createAdmissionApp(deps: AdmissionAppDeps): Hono {
   const sampleRejects = createSampler(deps.rejectLogIntervalMs ?? 10_000, {
     now,
   });
+  /** Answers a body that is no review; logs at most one line per interval. */
+  const reject = (
+    c: Context,
+    status: 400 | 413,
+    message: string,
+  ): Response => {
+    observer.rejected(status);
+    sampleRejects((suppressed) =>
+      log.warn("rejected malformed admission review", {
+        status,
+        error: message,
+        suppressedSinceLast: suppressed,
+      })
+    );
+    return c.json({ error: message }, status);
+  };
+  const tooLarge =
+    `Cannot parse AdmissionReview: body is larger than ${MAX_REVIEW_BYTES} bytes`;
   const app = new Hono();
   app.post(
     "/validate",
-    bodyLimit({
-      maxSize: MAX_REVIEW_BYTES,
-      onError: (c) => {
-        observer.rejected(413);
-        return c.json({
-          error:
-            `Cannot parse AdmissionReview: body is larger than ${MAX_REVIEW_BYTES} bytes`,
-        }, 413);
-      },
-    }),
     async (c) => {
       const started = now();
       const length = Number(c.req.header("content-length"));
-      const weight = Number.isInteger(length) && length >= 0
+      const declared = Number.isInteger(length) && length >= 0
         ? length
-        : MAX_REVIEW_BYTES;
+        : undefined;
+      if (declared !== undefined && declared > MAX_REVIEW_BYTES) {
+        return reject(c, 413, tooLarge);
+      }
       const release = bodyBytes === undefined
         ? () => {}
-        : await bodyBytes.acquire(weight, { timeoutMs: queueTimeoutMs });
+        : await bodyBytes.acquire(declared ?? MAX_REVIEW_BYTES, {
+          timeoutMs: queueTimeoutMs,
+        });
       if (release === undefined) {
         observer.rejected(503);
         return c.json(
@@ -115,9 +129,9 @@ export function createAdmissionApp(deps: AdmissionAppDeps): Hono {
       }
       let parsed;
       try {
-        parsed = parseAdmissionReview(
-          new Uint8Array(await c.req.arrayBuffer()),
-        );
+        const body = await readAtMost(c.req.raw.body, MAX_REVIEW_BYTES);
+        if (body === undefined) return reject(c, 413, tooLarge);
+        parsed = parseAdmissionReview(body);
         if (parsed.ok) {
           parsed = {
             ...parsed,
@@ -129,18 +143,7 @@ export function createAdmissionApp(deps: AdmissionAppDeps): Hono {
       } finally {
         release();
       }
-      if (!parsed.ok) {
-        observer.rejected(parsed.status);
-        const { status, message } = parsed;
-        sampleRejects((suppressed) =>
-          log.warn("rejected malformed admission review", {
-            status,
-            error: message,
-            suppressedSinceLast: suppressed,
-          })
-        );
-        return c.json({ error: parsed.message }, parsed.status);
-      }
+      if (!parsed.ok) return reject(c, parsed.status, parsed.message);
       const { request } = parsed;
       const verdict = await validator.validate(request);
       const seconds = (now() - started) / 1000;
@@ -161,6 +164,36 @@ export function createAdmissionApp(deps: AdmissionAppDeps): Hono {
     }, 500);
   });
   return app;
+}
+
+/**
+ * The bytes of `body`, or `undefined` as soon as more than `limit` have
+ * arrived, whatever the request's content-length says. The rest is left
+ * unread: the server discards it after the answer, so the client reads the
+ * answer and the connection goes on.
+ */
+async function readAtMost(
+  body: ReadableStream<Uint8Array> | null,
+  limit: number,
+): Promise<Uint8Array | undefined> {
+  if (body === null) return new Uint8Array(0);
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) return undefined;
+    chunks.push(value);
+  }
+  const bytes = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return bytes;
 }
 
 /**

@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import {
   assertRefused,
-  BEFORE_DEFAULTS_MS,
   beforeWatchdog,
   type CertPair,
   closeQuietly,
@@ -27,11 +26,11 @@ import {
 } from "./deletion_validator.ts";
 import { createLogger, Semaphore } from "../runtime/mod.ts";
 import { RuleRegistry } from "./rule_registry.ts";
+import type { ConnectionLimits } from "./bounded_server.ts";
 import {
   type AdmissionObserver,
   createAdmissionApp,
   serveTls,
-  type ServeTlsOptions,
 } from "./server.ts";
 import deleteVpc from "./testdata/admission_review_delete_vpc.json" with {
   type: "json",
@@ -462,9 +461,6 @@ Deno.test("createAdmissionApp() answers 500 JSON when the validator throws", asy
 });
 
 // ---------------------------------------------------------------------------
-// Probes and metrics
-
-// ---------------------------------------------------------------------------
 // serveTls
 
 const BIND = { hostname: "127.0.0.1", port: 0 };
@@ -514,7 +510,10 @@ function twoPairs(): Promise<[CertPair, CertPair]> {
   return pairs;
 }
 
-/** Serves `hello` with serveTls from a temp dir holding `pair`, runs `fn`, cleans up. */
+/**
+ * Serves `hello` with serveTls, within `limits`, from a temp dir holding
+ * `pair`, runs `fn`, cleans up.
+ */
 async function withTls(
   pair: CertPair,
   fn: (
@@ -522,13 +521,14 @@ async function withTls(
     dir: string,
     logs: Record<string, unknown>[],
   ) => Promise<void>,
-  handler: Deno.ServeHandler = () => new Response("hello"),
+  limits: ConnectionLimits = {},
 ): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "dep-ctrl-tls-" });
   const logs = logCollector();
   try {
     await writePair(dir, pair);
-    const server = await serveTls(BIND, handler, {
+    const server = await serveTls(BIND, () => new Response("hello"), {
+      ...limits,
       certFile: `${dir}/tls.crt`,
       keyFile: `${dir}/tls.key`,
       log: createLogger({ level: "debug", write: logs.write }),
@@ -669,109 +669,9 @@ Deno.test(
   },
 );
 
-Deno.test(
-  "serveTls().shutdown() waits for an in-flight request to finish",
-  async () => {
-    const [first] = await twoPairs();
-    let entered!: () => void;
-    const inHandler = new Promise<void>((resolve) => entered = resolve);
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => release = resolve);
-    const client = Deno.createHttpClient({ caCerts: [first.cert] });
-    try {
-      await withTls(first, async (server) => {
-        const answer = fetch(`https://127.0.0.1:${server.port}/`, { client })
-          .then(async (r) => `${r.status} ${await r.text()}`);
-        await inHandler;
-        let stopped = false;
-        const stopping = server.shutdown().then(() => stopped = true);
-        // Give shutdown every chance to finish early (it must not).
-        for (let i = 0; i < 10; i++) {
-          await new Promise((resolve) => setTimeout(resolve, 5));
-        }
-        assert.equal(stopped, false, "shutdown waits for the request");
-        release();
-        assert.equal(await answer, "200 done");
-        await stopping;
-        assert.equal(stopped, true);
-        await assertRefused(server.port);
-      }, async () => {
-        entered();
-        await released;
-        return new Response("done");
-      });
-    } finally {
-      release();
-      client.close();
-    }
-  },
-);
-
-// ---------------------------------------------------------------------------
-// Connection limits and shutdown deadlines
-
-/** Timeouts long enough never to fire during a test that is not about them. */
-const LONG_LIMITS = {
-  handshakeTimeoutMs: 120_000,
-  headerTimeoutMs: 120_000,
-  idleTimeoutMs: 120_000,
-} as const;
-
-/**
- * Runs `fn` against serveTls with `options` (connection limits, and a
- * handler that answers `hello` unless given); shuts it down afterwards.
- */
-async function withLimits(
-  options: Partial<ServeTlsOptions> & { handler?: Deno.ServeHandler },
-  fn: (server: { port: number; shutdown(): Promise<void> }) => Promise<void>,
-): Promise<void> {
-  const { handler = () => new Response("hello"), ...limits } = options;
+Deno.test("serveTls() passes its connection limits to the bounded server: a connection beyond maxConnections is closed at once", async () => {
   const [first] = await twoPairs();
-  const dir = await Deno.makeTempDir({ prefix: "dep-ctrl-tls-" });
-  try {
-    await writePair(dir, first);
-    const server = await serveTls(BIND, handler, {
-      certFile: `${dir}/tls.crt`,
-      keyFile: `${dir}/tls.key`,
-      log: createLogger({ write: () => {} }),
-      ...limits,
-    });
-    try {
-      await fn(server);
-    } finally {
-      await server.shutdown();
-    }
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
-
-Deno.test("serveTls() closes a client that sends no ClientHello, and one that sends no request, after its timeouts", async () => {
-  const [first] = await twoPairs();
-  await withLimits(
-    { ...LONG_LIMITS, handshakeTimeoutMs: 300, headerTimeoutMs: 300 },
-    async (server) => {
-      const tcp = await silentTcp(server.port);
-      const tls = await silentTls(server.port, first.cert);
-      try {
-        const [fromTcp, fromTls] = await beforeWatchdog(
-          "the server to close both",
-          Promise.all([untilClosed(tcp), untilClosed(tls)]),
-          { ms: BEFORE_DEFAULTS_MS },
-        );
-        assert.equal(fromTcp, "");
-        assert.match(fromTls, /^HTTP\/1\.1 408 /);
-      } finally {
-        closeQuietly(tcp);
-        closeQuietly(tls);
-      }
-    },
-  );
-});
-
-Deno.test("serveTls() closes a connection beyond maxConnections at once", async () => {
-  const [first] = await twoPairs();
-  await withLimits({ ...LONG_LIMITS, maxConnections: 1 }, async (server) => {
+  await withTls(first, async (server) => {
     const kept = await silentTls(server.port, first.cert);
     const extra = await silentTcp(server.port);
     try {
@@ -785,43 +685,9 @@ Deno.test("serveTls() closes a connection beyond maxConnections at once", async 
       closeQuietly(kept);
       closeQuietly(extra);
     }
-  });
-});
-
-Deno.test("serveTls().shutdown() resolves by drainTimeoutMs while a request hangs and silent TCP and TLS clients stay connected, and closes them all", async () => {
-  const [first] = await twoPairs();
-  const { promise: inHandler, resolve: entered } = Promise.withResolvers<
-    void
-  >();
-  const { promise: released, resolve: release } = Promise.withResolvers<
-    void
-  >();
-  await withLimits({
-    ...LONG_LIMITS,
-    drainTimeoutMs: 300,
-    handler: async () => {
-      entered();
-      await released;
-      return new Response("late");
-    },
-  }, async (server) => {
-    const tcp = await silentTcp(server.port);
-    const tls = await silentTls(server.port, first.cert);
-    const busy = await silentTls(server.port, first.cert);
-    try {
-      await send(busy, "GET / HTTP/1.1\r\nhost: a\r\n\r\n");
-      await inHandler;
-      await beforeWatchdog("shutdown() to resolve", server.shutdown(), {
-        ms: BEFORE_DEFAULTS_MS,
-      });
-      await beforeWatchdog(
-        "the server to close all three",
-        Promise.all([tcp, tls, busy].map(untilClosed)),
-      );
-      await assertRefused(server.port);
-    } finally {
-      release();
-      for (const conn of [tcp, tls, busy]) closeQuietly(conn);
-    }
+  }, {
+    maxConnections: 1,
+    handshakeTimeoutMs: 120_000,
+    headerTimeoutMs: 120_000,
   });
 });

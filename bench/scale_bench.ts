@@ -1,0 +1,48 @@
+/**
+ * `deno task bench:scale`: figures at scale.
+ *
+ * 1. The webhook's rule index rebuild at 1 000, 5 000 and 10 000 rules on
+ *    one protected type, and its in-process admission decision with 1, 10
+ *    and 100 rules on the type (see `webhook_scale.ts`).
+ * 2. The controller's cold start with 2 000 rules over 200 provider
+ *    workspaces on a real kcp (see `controller_scale.ts`).
+ *
+ * `deno task bench:scale webhook` or `... controller` runs one of them.
+ *
+ * @module
+ */
+import { startKcp } from "../testing/mod.ts";
+import { controllerScaleBench } from "./controller_scale.ts";
+import {
+  formatDecisionTable,
+  formatRebuildTable,
+  measureDecision,
+  measureRebuild,
+} from "./webhook_scale.ts";
+
+const only = Deno.args[0];
+if (only !== undefined && only !== "controller" && only !== "webhook") {
+  console.error(
+    `scale_bench: unknown figure '${only}'\nusage: scale_bench.ts [webhook|controller]`,
+  );
+  Deno.exit(2);
+}
+
+if (only !== "controller") {
+  console.log(
+    "Webhook rule index rebuild (RuleRegistry.replace), ms, min / median / max:\n",
+  );
+  console.log(formatRebuildTable(measureRebuild()));
+  console.log(
+    "\nWebhook admission decision in-process (DeletionValidator.validate, one page of 1 dependent per list), us, min / median / max:\n",
+  );
+  console.log(formatDecisionTable(await measureDecision()));
+}
+if (only !== "webhook") {
+  const kcp = await startKcp();
+  try {
+    await controllerScaleBench(kcp);
+  } finally {
+    await kcp.stop();
+  }
+}

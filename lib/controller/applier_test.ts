@@ -1,0 +1,207 @@
+import assert from "node:assert/strict";
+import { createLogger } from "../runtime/mod.ts";
+import { type EndpointObject, KubeClient } from "../kcp/mod.ts";
+import {
+  connection,
+  delay,
+  FakeApi,
+  json,
+  type SeenRequest,
+  status,
+  waitUntil,
+} from "../../testing/mod.ts";
+import { Applier, type Observed } from "./applier.ts";
+import type { StatusAction } from "./reconcile_plan.ts";
+
+const NOTHING_OBSERVED: Observed = { configurations: [], rules: [] };
+
+function statusAction(name: string, resourceVersion = "1"): StatusAction {
+  return {
+    cluster: "consumer",
+    name,
+    endpoint: "",
+    resourceVersion,
+    status: {
+      conditions: [{
+        type: "Ready",
+        status: "True",
+        reason: "Enforced",
+        message: name,
+        lastTransitionTime: "2026-01-01T00:00:00Z",
+      }],
+    },
+  };
+}
+
+/** A rule as the watch shows it, at `resourceVersion`. */
+function observedRule(name: string, resourceVersion: string): EndpointObject {
+  return {
+    endpoint: "",
+    object: {
+      metadata: {
+        name,
+        resourceVersion,
+        annotations: { "kcp.io/cluster": "consumer" },
+      },
+    },
+  };
+}
+
+async function withApplier(
+  handler: (request: SeenRequest) => Response | Promise<Response>,
+  fn: (
+    applier: Applier,
+    api: FakeApi,
+    retries: () => number,
+  ) => Promise<void>,
+  options: { maxInFlight?: number; expectationTimeoutMs?: number } = {},
+): Promise<void> {
+  const api = new FakeApi(handler);
+  const client = new KubeClient({
+    ...connection(api.url),
+    allowInsecureHttp: true,
+  });
+  let retries = 0;
+  const applier = new Applier({
+    client,
+    log: createLogger({ write: () => {} }),
+    onRetry: () => retries++,
+    backoff: { initialMs: 60_000, maxMs: 60_000 },
+    ...options,
+  });
+  try {
+    await fn(applier, api, () => retries);
+  } finally {
+    await applier.stop();
+    client.close();
+    await api.close();
+  }
+}
+
+/** The plan's status writes against the fake server's URL. */
+function statuses(api: FakeApi, names: string[]): StatusAction[] {
+  return names.map((name) => ({ ...statusAction(name), endpoint: api.url }));
+}
+
+Deno.test("Applier runs at most maxInFlight writes at once and drains its queue without another plan", async () => {
+  let running = 0;
+  let most = 0;
+  const { promise: gate, resolve: open } = Promise.withResolvers<void>();
+  await withApplier(async () => {
+    running++;
+    most = Math.max(most, running);
+    await gate;
+    running--;
+    return json({});
+  }, async (applier, api) => {
+    applier.apply({
+      configurations: [],
+      statuses: statuses(api, ["a", "b", "c", "d", "e"]),
+    }, NOTHING_OBSERVED);
+    await waitUntil("two writes to arrive", () => api.requests.length === 2);
+    await delay(20); // room for a third, were there any
+    assert.equal(api.requests.length, 2);
+    assert.equal(applier.inFlight, 2);
+    open();
+    await waitUntil("every write", () => api.requests.length === 5);
+    await waitUntil("the last to end", () => applier.inFlight === 0);
+    assert.equal(most, 2);
+    assert.deepEqual(
+      api.requests.map((r) => r.url.pathname.split("/").at(-2)).sort(),
+      ["a", "b", "c", "d", "e"],
+    );
+  }, { maxInFlight: 2 });
+});
+
+Deno.test("Applier does not repeat a write until the watch shows it, then writes again what the plan still asks", async () => {
+  await withApplier(() => json({}), async (applier, api) => {
+    const plan = { configurations: [], statuses: statuses(api, ["a"]) };
+    applier.apply(plan, {
+      configurations: [],
+      rules: [observedRule("a", "1")],
+    });
+    await waitUntil("the write", () => api.requests.length === 1);
+    await waitUntil("it to end", () => applier.inFlight === 0);
+    // The cache still shows resourceVersion 1: the write is expected.
+    applier.apply(plan, {
+      configurations: [],
+      rules: [observedRule("a", "1")],
+    });
+    await delay(20);
+    assert.equal(api.requests.length, 1);
+    // The watch shows the write (a new resourceVersion); a plan that still
+    // asks for a different status writes it.
+    const next = {
+      configurations: [],
+      statuses: [{
+        ...statusAction("a", "2"),
+        endpoint: api.url,
+        status: { conditions: [] },
+      }],
+    };
+    applier.apply(next, {
+      configurations: [],
+      rules: [observedRule("a", "2")],
+    });
+    await waitUntil("the second write", () => api.requests.length === 2);
+    assert.equal(api.requests[1]!.method, "PATCH");
+    assert.equal(
+      api.requests[1]!.headers.get("content-type"),
+      "application/merge-patch+json",
+    );
+  });
+});
+
+Deno.test("Applier reports a failed configuration write by provider cluster and asks for a plan; a conflict is not reported", async () => {
+  let answer = json(status(500, "InternalError", "etcd is down"), 500);
+  await withApplier(() => answer.clone(), async (applier, api, retries) => {
+    const create = (cluster: string) => ({
+      cluster,
+      endpoint: api.url,
+      action: "create" as const,
+      object: { metadata: { name: "dependency-controller" } },
+    });
+    applier.apply(
+      { configurations: [create("provider-a")], statuses: [] },
+      NOTHING_OBSERVED,
+    );
+    await waitUntil("the failure", () => applier.failures().size === 1);
+    assert.match(applier.failures().get("provider-a")!, /etcd is down/);
+    await waitUntil("a plan to be asked for", () => retries() >= 1);
+    answer = json(status(409, "Conflict", "the object has been modified"), 409);
+    applier.apply(
+      { configurations: [create("provider-b")], statuses: [] },
+      NOTHING_OBSERVED,
+    );
+    await waitUntil("the conflict", () => api.requests.length === 2);
+    await waitUntil("it to end", () => applier.inFlight === 0);
+    // provider-a left the plan: forgotten; provider-b's conflict: quiet.
+    assert.deepEqual([...applier.failures().keys()], []);
+  });
+});
+
+Deno.test("Applier replaces queued writes with the next plan's", async () => {
+  const { promise: gate, resolve: open } = Promise.withResolvers<void>();
+  await withApplier(async () => {
+    await gate;
+    return json({});
+  }, async (applier, api) => {
+    applier.apply(
+      { configurations: [], statuses: statuses(api, ["a", "b", "c"]) },
+      NOTHING_OBSERVED,
+    );
+    await waitUntil("the first write", () => api.requests.length === 1);
+    applier.apply(
+      { configurations: [], statuses: statuses(api, ["a", "c"]) },
+      NOTHING_OBSERVED,
+    );
+    open();
+    await waitUntil("the queue to drain", () => api.requests.length === 2);
+    await waitUntil("every write to end", () => applier.inFlight === 0);
+    await delay(20);
+    assert.deepEqual(
+      api.requests.map((r) => r.url.pathname.split("/").at(-2)),
+      ["a", "c"],
+    );
+  }, { maxInFlight: 1 });
+});

@@ -9,8 +9,9 @@
  *    dependents in the namespace; alternating, min / median / max of each
  *    and the ratio of the medians. Beside it, the object's metadata GET and
  *    the LIST sent at once: what every review must ask of kcp.
- * 2. Fast path (a DELETE no rule protects) over TLS keep-alive: reviews per
- *    second, against a bare Deno TLS server answering a fixed review.
+ * 2. Fast path (a DELETE no rule protects): reviews per second against a
+ *    controller-runtime webhook with a trivial handler, each pinned to one
+ *    core and loaded by a Go generator on the other (`fast_path.ts`).
  * 3. Resident memory of a fresh webhook with 1 000 rules registered, against
  *    the same process with one rule.
  *
@@ -35,6 +36,7 @@ import {
   waitFor,
   type WebhookProcess,
 } from "../testing/mod.ts";
+import { fastPathComparison } from "./fast_path.ts";
 import { formatSpread, median, spread } from "./_stats.ts";
 import {
   createBenchNamespace,
@@ -57,9 +59,10 @@ const SIZES = [1, 1_000, 10_000];
 /** The webhook's GET of the object under review: its metadata only. */
 const METADATA_ONLY =
   "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
-const SAMPLES: Record<number, number> = { 1: 41, 1_000: 21, 10_000: 9 };
-const FAST_REQUESTS = 20_000;
-const CONCURRENCY = 16;
+/** Rounds per size; each round's ratio of medians is one figure. */
+const ROUNDS = 3;
+/** Samples per round and size. */
+const SAMPLES: Record<number, number> = { 1: 20, 1_000: 10, 10_000: 3 };
 
 async function timed(fn: () => Promise<void>): Promise<number> {
   const t0 = performance.now();
@@ -116,6 +119,9 @@ async function decisionBench(
     "   decision = the review's duration inside the webhook (its metric); the first sample of each size is dropped;",
   );
   console.log(
+    `   review/LIST = the ratio of the medians in each of ${ROUNDS} rounds, min / median / max;`,
+  );
+  console.log(
     "   bare GET+LIST = the object's metadata GET and the LIST at once, as a review must read them: the least a review can take;",
   );
   console.log(
@@ -126,7 +132,7 @@ async function decisionBench(
       "samples".padStart(7)
     } | ${"review".padEnd(23)} | ${"bare LIST".padEnd(23)} | ${
       "decision".padEnd(23)
-    } | review/LIST`,
+    } | review/LIST per round`,
   );
   for (const n of SIZES) {
     const ns = `bench-${n}`;
@@ -138,6 +144,12 @@ async function decisionBench(
     const reviews = webhooks.map((): number[] => []);
     const lists: number[] = [];
     const boths: number[] = [];
+    /** Per round: the LIST, GET+LIST and each webhook's review samples. */
+    const rounds = Array.from({ length: ROUNDS }, () => ({
+      lists: [] as number[],
+      boths: [] as number[],
+      reviews: webhooks.map((): number[] => []),
+    }));
     const review = async (index: number) => {
       const webhook = webhooks[index]!;
       const before = await decisionSeconds(webhook.metricsPort);
@@ -191,7 +203,7 @@ async function decisionBench(
       });
     // The last two slots are the LIST and GET+LIST; the others the webhooks.
     const slots = webhooks.length + 2;
-    for (let i = 0; i < SAMPLES[n]! + 1; i++) {
+    for (let i = 0; i < SAMPLES[n]! * ROUNDS + 1; i++) {
       const sample = {
         lists: [] as number[],
         boths: [] as number[],
@@ -209,16 +221,25 @@ async function decisionBench(
           sample.reviews.push([slot, r.ms, r.decision]);
         }
       }
-      if (i === 0) continue; // the first round warms connections and caches
+      if (i === 0) continue; // the first sample warms connections and caches
+      const round = rounds[Math.floor((i - 1) / SAMPLES[n]!)]!;
       lists.push(...sample.lists);
       boths.push(...sample.boths);
+      round.lists.push(...sample.lists);
+      round.boths.push(...sample.boths);
       for (const [slot, ms, decision] of sample.reviews) {
         reviews[slot!]!.push(ms!);
         decisions[slot!]!.push(decision!);
+        round.reviews[slot!]!.push(ms!);
       }
     }
+    const ratios = (pick: (r: (typeof rounds)[number]) => number[]) =>
+      formatSpread(
+        spread(rounds.map((r) => median(pick(r)) / median(r.lists))),
+        2,
+      );
     webhooks.forEach((webhook, index) => {
-      const ratio = median(reviews[index]!) / median(lists);
+      const ratio = ratios((r) => r.reviews[index]!);
       console.log(
         `   ${webhook.label.slice(0, 26).padEnd(26)} | ${
           String(n).padStart(10)
@@ -226,7 +247,7 @@ async function decisionBench(
           formatSpread(spread(reviews[index]!)).padEnd(23)
         } | ${formatSpread(spread(lists)).padEnd(23)} | ${
           formatSpread(spread(decisions[index]!)).padEnd(23)
-        } | ${ratio.toFixed(2)}`,
+        } | ${ratio}`,
       );
     });
     console.log(
@@ -234,32 +255,11 @@ async function decisionBench(
         String(boths.length).padStart(7)
       } | ${formatSpread(spread(boths)).padEnd(23)} | ${
         formatSpread(spread(lists)).padEnd(23)
-      } | ${"".padEnd(23)} | ${(median(boths) / median(lists)).toFixed(2)}`,
+      } | ${"".padEnd(23)} | ${ratios((r) => r.boths)}`,
     );
   }
   for (const client of clients) client.close();
   kcpClient.close();
-}
-
-async function throughput(
-  url: string,
-  caPem: string,
-  body: string,
-): Promise<number> {
-  // HTTP/1.1 to both: the webhook speaks nothing else.
-  const client = Deno.createHttpClient({ caCerts: [caPem], http2: false });
-  let sent = 0;
-  const t0 = performance.now();
-  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-    while (sent < FAST_REQUESTS) {
-      sent++;
-      const response = await fetch(url, { method: "POST", body, client });
-      await response.arrayBuffer();
-    }
-  }));
-  const seconds = (performance.now() - t0) / 1000;
-  client.close();
-  return FAST_REQUESTS / seconds;
 }
 
 async function fastPathBench(
@@ -274,42 +274,19 @@ async function fastPathBench(
   if (answer.kind !== "allowed") {
     throw new Error(`fast-path review ${answer.kind}: ${answer.detail ?? ""}`);
   }
-  const port = webhook.port + 1;
-  const echo = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--allow-net",
-      "--allow-read",
-      new URL("./_echo_server.ts", import.meta.url).pathname,
-      webhook.cert.dir,
-      String(port),
-    ],
-    stdout: "piped",
-    stderr: "inherit",
-  }).spawn();
-  const reader = echo.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  await reader.read();
-  reader.releaseLock();
-  const echoUrl = `https://127.0.0.1:${port}/validate`;
-  await throughput(webhook.url, webhook.cert.caPem, body); // warm up both
-  await throughput(echoUrl, webhook.cert.caPem, body);
-  const ours: number[] = [];
-  const bare: number[] = [];
-  for (let round = 0; round < 3; round++) {
-    ours.push(await throughput(webhook.url, webhook.cert.caPem, body));
-    bare.push(await throughput(echoUrl, webhook.cert.caPem, body));
-  }
-  echo.kill("SIGTERM");
-  await echo.status;
-  await echo.stdout.cancel().catch(() => {});
   console.log(
-    `\n2. Fast path (no matching rule) over TLS keep-alive, ${FAST_REQUESTS} reviews, ${CONCURRENCY} in flight, reviews/s, min / median / max of 3 rounds`,
+    "\n2. Fast path (a DELETE no rule protects) against a controller-runtime webhook (bench/crpeer),",
   );
   console.log(
-    `   webhook: ${formatSpread(spread(ours), 0)}; bare TLS server: ${
-      formatSpread(spread(bare), 0)
-    }; ratio of medians ${(median(ours) / median(bare)).toFixed(2)}`,
+    "   each server pinned to one core, loaded by a Go generator on the other",
   );
+  await fastPathComparison({
+    url: webhook.url,
+    certDir: webhook.cert.dir,
+    caPem: webhook.cert.caPem,
+    body,
+    pid: webhook.pid,
+  }, { label: "webhook" });
 }
 
 async function waitForRules(

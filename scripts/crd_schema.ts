@@ -39,6 +39,7 @@ import {
   SINGULAR,
   VERSION,
 } from "../lib/rules/mod.ts";
+import { isRecord } from "../lib/runtime/mod.ts";
 
 /** Where `deno task schema` writes the APIResourceSchema. */
 export const API_RESOURCE_SCHEMA_FILE: URL = new URL(
@@ -297,7 +298,7 @@ function _printerColumns(): PrinterColumn[] {
  * @param path Where the node is, for error messages.
  */
 function _structural(node: unknown, path: string): OpenApiSchema {
-  if (!_isRecord(node)) {
+  if (!isRecord(node)) {
     throw new TypeError(`Cannot convert schema at ${path}: not an object`);
   }
   const type = node["type"];
@@ -316,7 +317,7 @@ function _structural(node: unknown, path: string): OpenApiSchema {
       );
     }
     if (key === "properties") {
-      if (!_isRecord(value)) {
+      if (!isRecord(value)) {
         throw new TypeError(`Cannot convert schema at ${path}: bad properties`);
       }
       result[key] = Object.fromEntries(
@@ -357,7 +358,7 @@ function _canonicalJson(value: unknown): string {
   if (Array.isArray(value)) {
     return `[${value.map((item) => _canonicalJson(item)).join(",")}]`;
   }
-  if (_isRecord(value)) {
+  if (isRecord(value)) {
     const entries = Object.keys(value).sort().flatMap((key) =>
       value[key] === undefined
         ? []
@@ -366,8 +367,4 @@ function _canonicalJson(value: unknown): string {
     return `{${entries.join(",")}}`;
   }
   return JSON.stringify(value);
-}
-
-function _isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

@@ -10,6 +10,7 @@ import {
   READY_CONDITION,
   VERSION,
 } from "../lib/rules/mod.ts";
+import { isRecord } from "../lib/runtime/mod.ts";
 import {
   API_EXPORT_FILE,
   API_RESOURCE_SCHEMA_FILE,
@@ -149,10 +150,6 @@ function isDateTime(value: string): boolean {
   return /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/.test(
     value,
   ) && !Number.isNaN(Date.parse(value));
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /** Every node of a schema with where it is. */

@@ -16,7 +16,7 @@
  * @module
  */
 import { relative, resolve } from "node:path";
-import { stopSignal } from "../lib/runtime/mod.ts";
+import { errorText, stopSignal } from "../lib/runtime/mod.ts";
 import {
   buildTopology,
   type ComponentProcess,
@@ -478,8 +478,7 @@ async function main(args: string[]): Promise<number> {
     console.log(`\n${bold(`${name}: stopping`)} the components and kcp ...`);
     return 0;
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    console.error(`\n${red("dev failed:")} ${message}`);
+    console.error(`\n${red("dev failed:")} ${errorText(error)}`);
     if (running.kcp !== undefined) {
       console.error(
         dim(`last lines of the kcp log:\n${await running.kcp.logTail(20)}`),

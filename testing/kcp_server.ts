@@ -7,6 +7,7 @@
  */
 import { KubeConfig } from "@kubernetes/client-node";
 import { clusterUrl } from "../lib/kcp/mod.ts";
+import { errorText } from "../lib/runtime/mod.ts";
 import { type KcpBinaries, requireKcpBinaries } from "./kcp/binaries.ts";
 import {
   appendTo,
@@ -233,7 +234,7 @@ export class KcpServer {
       await this.stop({ keepRootDir: true });
       throw new Error(
         `Cannot start kcp (root ${this.rootDir}): ${
-          (error as Error).message
+          errorText(error)
         }\n--- kcp log tail ---\n${tail}`,
       );
     }

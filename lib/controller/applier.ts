@@ -16,7 +16,7 @@
  * @module
  */
 import { GROUP, PLURAL, VERSION } from "../rules/mod.ts";
-import type { BackoffOptions, Logger } from "../runtime/mod.ts";
+import { type BackoffOptions, errorText, type Logger } from "../runtime/mod.ts";
 import {
   clusterOf,
   clusterUrl,
@@ -188,10 +188,14 @@ export class Applier {
             throw error;
           } finally {
             this.#inFlight--;
+            this.#options.onInFlight?.(this.#inFlight);
           }
         },
       );
-      if (started) this.#inFlight++;
+      if (started) {
+        this.#inFlight++;
+        this.#options.onInFlight?.(this.#inFlight);
+      }
     }
     this.#scheduleRetry();
   }
@@ -399,8 +403,4 @@ async function foreignConfigurationError(
 
 function isConflict(error: unknown): boolean {
   return error instanceof KubeApiError && error.status === 409;
-}
-
-function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

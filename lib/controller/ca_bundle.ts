@@ -6,6 +6,7 @@
  * @module
  */
 import { Buffer } from "node:buffer";
+import { errorText } from "../runtime/mod.ts";
 
 const PEM_CERTIFICATE = "-----BEGIN CERTIFICATE-----";
 
@@ -21,9 +22,7 @@ export async function readCaBundle(path: string): Promise<string> {
     bytes = await Deno.readFile(path);
   } catch (error) {
     throw new Error(
-      `Cannot read --webhook-ca-bundle-path ${path}: ${
-        (error as Error).message
-      }`,
+      `Cannot read --webhook-ca-bundle-path ${path}: ${errorText(error)}`,
     );
   }
   if (!new TextDecoder().decode(bytes).includes(PEM_CERTIFICATE)) {

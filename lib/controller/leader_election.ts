@@ -34,7 +34,12 @@
  *
  * @module
  */
-import { type LogFields, type Logger, sleep } from "../runtime/mod.ts";
+import {
+  isRecord,
+  type LogFields,
+  type Logger,
+  sleep,
+} from "../runtime/mod.ts";
 import { KubeApiError, type KubeClient, type KubeObject } from "../kcp/mod.ts";
 
 /** The spec of a `coordination.k8s.io/v1` Lease. */
@@ -506,7 +511,7 @@ function sameRecord(a: Lease, b: Lease): boolean {
 
 /** @throws {KubeApiError} If the answer is not an object. */
 function asLease(value: unknown, method: string, url: string): Lease {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+  if (!isRecord(value)) {
     throw new KubeApiError(`${method} ${url}: the answer is not a Lease`, {
       status: 0,
       reason: "InvalidResponse",

@@ -26,6 +26,7 @@ import {
   WEBHOOKS_INSTALLED_CONDITION,
 } from "../rules/mod.ts";
 import { clusterOf, type EndpointObject, type KubeObject } from "../kcp/mod.ts";
+import { compareStrings } from "../runtime/mod.ts";
 import {
   desiredWebhookConfiguration,
   updatedWebhookConfiguration,
@@ -355,8 +356,8 @@ function planStatuses(
   }
   statuses.sort((a, b) =>
     a.cluster === b.cluster
-      ? compare(a.name, b.name)
-      : compare(a.cluster, b.cluster)
+      ? compareStrings(a.name, b.name)
+      : compareStrings(a.cluster, b.cluster)
   );
   return { statuses, ready };
 }
@@ -634,10 +635,6 @@ export function protectedTypesOf(object: KubeObject): GroupVersionResource[] {
     }
   }
   return types;
-}
-
-function compare(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 function unique(values: readonly string[]): string[] {

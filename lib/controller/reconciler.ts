@@ -14,7 +14,7 @@ import {
   parseDependencyRule,
   RULES_PATH,
 } from "../rules/mod.ts";
-import type { BackoffOptions, Logger } from "../runtime/mod.ts";
+import { type BackoffOptions, errorText, type Logger } from "../runtime/mod.ts";
 import type {
   Collection,
   ExportWatcher,
@@ -85,6 +85,8 @@ export interface ReconcilerOptions {
   expectationTimeoutMs?: number;
   /** Writes running at once. @default {8} */
   maxWritesInFlight?: number;
+  /** Least time between the starts of two passes, in milliseconds. @default {200} */
+  minPassIntervalMs?: number;
 }
 
 /** The webhook settings last read, or why they could not be. */
@@ -103,6 +105,8 @@ export class Reconciler {
   #again = false;
   #resync = false;
   #resyncTimer: ReturnType<typeof setInterval> | undefined;
+  #passTimer: ReturnType<typeof setTimeout> | undefined;
+  #lastPassAt = -Infinity;
   #started = false;
   #stopped = false;
 
@@ -145,17 +149,25 @@ export class Reconciler {
     this.trigger();
   }
 
-  /** Asks for a pass soon (coalesced; never two at once). */
+  /** Asks for a pass soon (coalesced; never two at once, at most one per `minPassIntervalMs`). */
   trigger(): void {
     if (!this.#started || this.#stopped || this.#scheduled) return;
     this.#scheduled = true;
-    setTimeout(() => {
+    // Passes start at least minPassIntervalMs apart: a burst of changes
+    // (thousands of writes showing up in the watches) shares passes.
+    const wait = Math.max(
+      0,
+      this.#lastPassAt + (this.#options.minPassIntervalMs ?? 200) -
+        performance.now(),
+    );
+    this.#passTimer = setTimeout(() => {
       this.#scheduled = false;
       if (this.#stopped) return;
       if (this.#running !== undefined) {
         this.#again = true;
         return;
       }
+      this.#lastPassAt = performance.now();
       this.#running = this.#pass().catch((error) => {
         this.#options.log.error("reconcile pass failed", { error });
       }).finally(() => {
@@ -165,13 +177,14 @@ export class Reconciler {
           this.trigger();
         }
       });
-    }, 0);
+    }, wait);
   }
 
   /** Stops: no new passes or writes; waits for running ones. */
   async stop(): Promise<void> {
     this.#stopped = true;
     clearInterval(this.#resyncTimer);
+    clearTimeout(this.#passTimer);
     await this.#running;
     await Promise.all([this.#paths.stop(), this.#applier.stop()]);
   }
@@ -222,9 +235,7 @@ export class Reconciler {
         this.#settings = await this.#options.readSettings();
       } catch (error) {
         this.#settings = {
-          error: `cannot read the webhook settings: ${
-            error instanceof Error ? error.message : String(error)
-          }`,
+          error: `cannot read the webhook settings: ${errorText(error)}`,
         };
       }
     }

@@ -454,6 +454,8 @@ interface Harness {
   passes: () => number;
   /** Every write the observer was told about. */
   wrote: { kind: string; error?: unknown }[];
+  /** Every count of writes in flight the observer was told about. */
+  inFlight: number[];
   logs: Record<string, unknown>[];
   /** `<status>/<reason>` of a condition of a rule in {@linkcode CONSUMER}. */
   condition: (name: string, type?: string) => string | undefined;
@@ -479,6 +481,7 @@ async function withController(
   const log = createLogger({ level: "debug", write: logs.write });
   let passes = 0;
   const wrote: { kind: string; error?: unknown }[] = [];
+  const inFlight: number[] = [];
   const watcher = new ExportWatcher<ControllerCollection>({
     client,
     workspaceUrl: `${kcp.url}${DEP_CTRL_PATH}`,
@@ -502,6 +505,7 @@ async function withController(
       passed: () => passes++,
       wrote: (kind, error) =>
         wrote.push({ kind, ...(error === undefined ? {} : { error }) }),
+      writing: (count) => inFlight.push(count),
     },
     resyncPeriodMs: 60_000,
     backoff: { initialMs: 20, maxMs: 200 },
@@ -520,6 +524,7 @@ async function withController(
       watcher,
       passes: () => passes,
       wrote,
+      inFlight,
       logs: logs.records,
       condition: (name, type = "Ready") => {
         const condition = conditionOf(name, type);
@@ -596,6 +601,7 @@ Deno.test("Reconciler installs the configuration in the provider cluster of a ru
 
       // Settled: more passes write nothing.
       await h.morePasses(3);
+      assert.deepEqual(h.inFlight, [1, 0, 1, 0], "one write at a time, told");
       assert.equal(h.kcp.writes("POST", NETWORK).length, 1);
       assert.equal(h.kcp.writes("PUT", NETWORK).length, 0);
       assert.equal(h.kcp.requests("PATCH", /\/status$/).length, 1);

@@ -25,6 +25,7 @@
 import { isDeepStrictEqual } from "node:util";
 import type { KubeObject } from "../kcp/mod.ts";
 import { type GroupVersionResource, gvrKey } from "../rules/mod.ts";
+import { compareStrings, isRecord } from "../runtime/mod.ts";
 
 /** `metadata.name` of the VWC in every provider workspace. */
 export const WEBHOOK_CONFIGURATION_NAME = "dependency-controller";
@@ -219,16 +220,9 @@ function _compareTypes(
   a: GroupVersionResource,
   b: GroupVersionResource,
 ): number {
-  return _compareStrings(a.group, b.group) ||
-    _compareStrings(a.version, b.version) ||
-    _compareStrings(a.resource, b.resource);
-}
-
-/** Code-unit order, independent of locale. */
-function _compareStrings(a: string, b: string): number {
-  if (a < b) return -1;
-  if (a > b) return 1;
-  return 0;
+  return compareStrings(a.group, b.group) ||
+    compareStrings(a.version, b.version) ||
+    compareStrings(a.resource, b.resource);
 }
 
 /** `webhooks` in canonical shape, or `undefined` when it is not an array. */
@@ -283,7 +277,7 @@ function _normalisedSelector(value: unknown): NormalisedSelector | undefined {
   if (value === undefined || value === null) {
     return { matchLabels: {}, matchExpressions: [] };
   }
-  if (!_isRecord(value)) return undefined;
+  if (!isRecord(value)) return undefined;
   return {
     matchLabels: value.matchLabels ?? {},
     matchExpressions: value.matchExpressions ?? [],
@@ -292,9 +286,5 @@ function _normalisedSelector(value: unknown): NormalisedSelector | undefined {
 
 /** `value` when it is a plain object, `{}` otherwise. */
 function _record(value: unknown): Record<string, unknown> {
-  return _isRecord(value) ? value : {};
-}
-
-function _isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
+  return isRecord(value) ? value : {};
 }

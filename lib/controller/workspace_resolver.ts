@@ -17,6 +17,7 @@ import {
   type KubeClient,
   splitWorkspacePath,
 } from "../kcp/mod.ts";
+import { errorText } from "../runtime/mod.ts";
 
 /** Why a workspace path could not be resolved. */
 export type ResolutionFailure =
@@ -375,9 +376,10 @@ function requestFailure(
       { path, reason: "Forbidden", cause: error },
     );
   }
-  const detail = error instanceof Error ? error.message : String(error);
   return new WorkspaceResolutionError(
-    `cannot resolve workspace ${path}: reading it in ${split.parent} failed: ${detail}`,
+    `cannot resolve workspace ${path}: reading it in ${split.parent} failed: ${
+      errorText(error)
+    }`,
     { path, reason: "Unavailable", cause: error },
   );
 }

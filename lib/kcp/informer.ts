@@ -10,6 +10,7 @@ import { CLUSTER_ANNOTATION } from "./urls.ts";
 import {
   Backoff,
   type BackoffOptions,
+  errorText,
   type Logger,
   sleep,
 } from "../runtime/mod.ts";
@@ -190,9 +191,7 @@ export class Informer {
           resourceVersion = undefined;
           continue;
         }
-        this.#lastError = error instanceof Error
-          ? error.message
-          : String(error);
+        this.#lastError = errorText(error);
         const delayMs = this.#backoff.next();
         log.warn("list or watch failed, retrying", { url, error, delayMs });
         await sleep(delayMs, signal);

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { errorText } from "../runtime/mod.ts";
 import type { KubeConnection } from "./kube_config.ts";
 
 /** A Kubernetes object as JSON. */
@@ -465,8 +466,7 @@ function transportError(
   url: string,
   error: unknown,
 ): KubeApiError {
-  const detail = error instanceof Error ? error.message : String(error);
-  return new KubeApiError(`${method} ${url}: ${detail}`, {
+  return new KubeApiError(`${method} ${url}: ${errorText(error)}`, {
     status: 0,
     cause: error,
   });

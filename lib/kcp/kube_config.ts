@@ -9,6 +9,7 @@
 import { dirname, isAbsolute, join } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
+import { errorText, validateWith } from "../runtime/mod.ts";
 import { baseUrl } from "./urls.ts";
 
 /** Where and how to reach kcp, as one kubeconfig context describes it. */
@@ -96,15 +97,10 @@ export function loadKubeConnection(
   try {
     parsed = parseYaml(Deno.readTextFileSync(path));
   } catch (error) {
-    return fail((error as Error).message, error);
+    return fail(errorText(error), error);
   }
-  const checked = KubeconfigSchema.safeParse(parsed ?? {});
-  if (!checked.success) {
-    return fail(
-      checked.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`)
-        .join("; "),
-    );
-  }
+  const checked = validateWith(KubeconfigSchema, parsed ?? {});
+  if (!checked.ok) return fail(checked.error);
   const config = checked.data;
   const contextName = options.context ?? config["current-context"] ?? "";
   const context = config.contexts?.find((c) => c.name === contextName)

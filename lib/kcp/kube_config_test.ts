@@ -179,7 +179,7 @@ Deno.test("loadKubeConnection() names what is wrong in a malformed kubeconfig", 
   await withKubeconfig({ clusters: [{ name: "c", cluster: {} }] }, (path) => {
     assert.throws(
       () => loadKubeConnection(path),
-      /Cannot load kubeconfig .*clusters\.0\.cluster\.server/,
+      /Cannot load kubeconfig .*: clusters\[0\]\.cluster\.server: is required$/,
     );
   });
   await withKubeconfig(

@@ -26,6 +26,7 @@
  */
 
 import { z } from "zod";
+import { errorText, type Validated, validateWith } from "../runtime/mod.ts";
 import { parseFieldPath } from "./field_path.ts";
 
 /** API group of DependencyRule. */
@@ -85,7 +86,6 @@ const RESOURCE_MAX = 63;
 const CONDITION_TYPE_MAX = 316;
 const CONDITION_REASON_MAX = 1024;
 const CONDITION_MESSAGE_MAX = 32768;
-const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 /** A DNS subdomain without the per-label length limit, to word messages. */
 const DNS_SUBDOMAIN_CHARACTERS =
   /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -273,19 +273,19 @@ export type DependencyRuleParseResult =
  * Problems with the value itself have the path `(root)`.
  */
 export function parseDependencyRule(value: unknown): DependencyRuleParseResult {
-  let result: ReturnType<typeof DependencyRuleSchema.safeParse>;
+  let result: Validated<DependencyRule>;
   try {
-    result = DependencyRuleSchema.safeParse(value, { error: _issueMessage });
+    result = validateWith(DependencyRuleSchema, value);
   } catch (error) {
     // Only a hostile value (a throwing getter or proxy) gets here.
-    const detail = error instanceof Error ? error.message : String(error);
-    return { ok: false, error: `(root): cannot read value: ${detail}` };
+    return {
+      ok: false,
+      error: `(root): cannot read value: ${errorText(error)}`,
+    };
   }
-  if (result.success) return { ok: true, rule: result.data };
-  const problems = result.error.issues.map((issue) =>
-    `${_formatIssuePath(issue.path)}: ${issue.message}`
-  );
-  return { ok: false, error: problems.join("; ") };
+  return result.ok
+    ? { ok: true, rule: result.data }
+    : { ok: false, error: result.error };
 }
 
 /**
@@ -387,57 +387,4 @@ function _fieldPathMessage(value: string): string {
 
 function _length(input: unknown): number {
   return typeof input === "string" ? input.length : 0;
-}
-
-/** Readable messages for the issues zod raises on its own. */
-function _issueMessage(issue: z.core.$ZodRawIssue): string | undefined {
-  if (issue.input === undefined) return "is required";
-  switch (issue.code) {
-    case "invalid_type":
-      return `must be ${_expected(issue.expected)}: current value is ${
-        _describe(issue.input)
-      }`;
-    case "invalid_value":
-      return `must be ${
-        issue.values.map((value) => _describe(value)).join(" or ")
-      }: current value is ${_describe(issue.input)}`;
-    default:
-      return undefined;
-  }
-}
-
-function _expected(expected: string): string {
-  switch (expected) {
-    case "object":
-    case "record":
-      return "an object";
-    case "array":
-      return "an array";
-    case "int":
-      return "an integer";
-    default:
-      return `a ${expected}`;
-  }
-}
-
-function _describe(value: unknown): string {
-  if (typeof value === "string") return `'${value}'`;
-  if (value === null) return "null";
-  if (Array.isArray(value)) return "an array";
-  if (typeof value === "object") return "an object";
-  if (typeof value === "function") return "a function";
-  return String(value);
-}
-
-/** `spec.dependencies[0].version`; keys that are not identifiers in brackets. */
-function _formatIssuePath(path: readonly PropertyKey[]): string {
-  if (path.length === 0) return "(root)";
-  let text = "";
-  for (const key of path) {
-    if (typeof key === "number") text += `[${key}]`;
-    else if (typeof key === "symbol") text += `[${String(key)}]`;
-    else if (IDENTIFIER.test(key)) text += text === "" ? key : `.${key}`;
-    else text += `[${JSON.stringify(key)}]`;
-  }
-  return text;
 }

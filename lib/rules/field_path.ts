@@ -19,6 +19,7 @@
  *
  * @module
  */
+import { isRecord } from "../runtime/mod.ts";
 
 /**
  * A parsed field path: the segments of a path such as `.spec.vpcRef.name`,
@@ -94,7 +95,7 @@ export function resolveFieldPath(
   if (path.length === 0) return undefined;
   let current: unknown = object;
   for (const segment of path) {
-    if (!_isPlainObject(current) || !Object.hasOwn(current, segment)) {
+    if (!isRecord(current) || !Object.hasOwn(current, segment)) {
       return undefined;
     }
     current = current[segment];
@@ -131,8 +132,4 @@ function _segmentProblem(
     return `segment ${position} '${segment}' has a wildcard, which is not supported`;
   }
   return `segment ${position} '${segment}' is not an identifier`;
-}
-
-function _isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

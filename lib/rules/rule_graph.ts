@@ -15,6 +15,7 @@
  *
  * @module
  */
+import { compareStrings } from "../runtime/mod.ts";
 import { ruleKey, SKIP_PROTECTION_ANNOTATION } from "./api.ts";
 import type { ClusterRule } from "./types.ts";
 
@@ -82,7 +83,7 @@ export function analyzeRules(
   for (const entry of rules) {
     byKey.set(ruleKey(entry.cluster, entry.rule.metadata.name), entry);
   }
-  const keys = [...byKey.keys()].sort(_compareStrings);
+  const keys = [...byKey.keys()].sort(compareStrings);
 
   const problems = new Map<string, RuleProblem[]>();
   const ruleEdges: RuleEdges[] = [];
@@ -148,13 +149,6 @@ function _typeName(group: string, resource: string): string {
   return group === "" ? resource : `${resource}.${group}`;
 }
 
-/** Code-unit order, independent of locale. */
-function _compareStrings(a: string, b: string): number {
-  if (a < b) return -1;
-  if (a > b) return 1;
-  return 0;
-}
-
 function _add(
   problems: Map<string, RuleProblem[]>,
   key: string,
@@ -172,7 +166,7 @@ function _buildGraph(ruleEdges: readonly RuleEdges[]): TypeGraph {
     names.add(from);
     for (const type of to) names.add(type);
   }
-  const types = [...names].sort(_compareStrings);
+  const types = [...names].sort(compareStrings);
   const index = new Map(types.map((type, i) => [type, i]));
   const targets = types.map(() => new Set<number>());
   for (const { from, to } of ruleEdges) {
@@ -312,7 +306,7 @@ function _cycleMessage(
       _limitedList(others.map((type) => graph.types[type]!))
     }`;
   }
-  const rules = [...cycle.rules].sort(_compareStrings);
+  const rules = [...cycle.rules].sort(compareStrings);
   return `${text} (rules ${_limitedList(rules)}); objects that refer to ` +
     `each other can only be deleted with the ${SKIP_PROTECTION_ANNOTATION} ` +
     `annotation`;

@@ -8,6 +8,7 @@
  * @module
  */
 import { type FlagSpec, usage } from "./flags.ts";
+import { errorText } from "./values.ts";
 import {
   createLogger,
   type Logger,
@@ -56,7 +57,7 @@ export async function runEntrypoint<O extends { logLevel: LogLevel }>(
   try {
     parsed = entrypoint.parse(args);
   } catch (error) {
-    err(`${entrypoint.name}: ${(error as Error).message}`);
+    err(`${entrypoint.name}: ${errorText(error)}`);
     return 2;
   }
   if (parsed.help) {

@@ -7,6 +7,7 @@
  * @module
  */
 import { parseArgs } from "node:util";
+import { errorText } from "./values.ts";
 
 /** One flag. */
 export interface FlagSpec {
@@ -61,7 +62,7 @@ export function parseFlags(
     });
   } catch (error) {
     throw new TypeError(
-      `Cannot parse flags: ${(error as Error).message} (see --help)`,
+      `Cannot parse flags: ${errorText(error)} (see --help)`,
     );
   }
   const raw = parsed.values as Record<string, string | boolean | undefined>;
@@ -175,7 +176,7 @@ export function parseFlag<T>(name: string, parse: () => T): T {
   try {
     return parse();
   } catch (error) {
-    throw new TypeError(`Cannot parse --${name}: ${(error as Error).message}`);
+    throw new TypeError(`Cannot parse --${name}: ${errorText(error)}`);
   }
 }
 

@@ -1,7 +1,9 @@
 /**
  * What every process here needs and nothing product-specific: command-line
  * flags, structured logs, Prometheus metrics, retry backoff, a counting
- * semaphore and the entrypoint that runs a component until a signal.
+ * semaphore, the entrypoint that runs a component until a signal, small
+ * helpers for untyped values, and validation against a zod schema with
+ * readable messages.
  *
  * @module
  */
@@ -12,3 +14,5 @@ export * from "./log.ts";
 export * from "./metrics.ts";
 export * from "./semaphore.ts";
 export * from "./service_endpoints.ts";
+export * from "./validation.ts";
+export * from "./values.ts";

@@ -21,7 +21,7 @@ import {
 } from "./deletion_validator.ts";
 import { FrontProxyDependentSource } from "./dependent_lister.ts";
 import { KubeClient } from "../kcp/mod.ts";
-import { createLogger } from "../runtime/mod.ts";
+import { createLogger, isRecord } from "../runtime/mod.ts";
 import { RuleRegistry } from "./rule_registry.ts";
 import { createAdmissionApp } from "./server.ts";
 import {
@@ -69,10 +69,6 @@ function isSubdomain(value: unknown): value is string {
 /** A DNS-1123 subdomain whose labels are 63 characters at most. */
 function isSubdomainOfLabels(value: unknown): value is string {
   return isSubdomain(value) && value.split(".").every((l) => l.length <= 63);
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 // ---------------------------------------------------------------------------

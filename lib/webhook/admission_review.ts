@@ -23,6 +23,7 @@
  */
 
 import { z } from "zod";
+import { errorText, isRecord, validateWith } from "../runtime/mod.ts";
 
 /**
  * The largest AdmissionReview body the webhook reads, in bytes (3 MiB); the
@@ -150,10 +151,9 @@ export function parseAdmissionReview(body: Uint8Array): ParseResult {
   try {
     root = JSON.parse(text);
   } catch (error) {
-    const detail = error instanceof Error ? error.message : String(error);
     return failure(
       400,
-      `Cannot parse AdmissionReview: body is not JSON: ${detail}`,
+      `Cannot parse AdmissionReview: body is not JSON: ${errorText(error)}`,
     );
   }
   if (!isRecord(root)) {
@@ -196,22 +196,14 @@ export function parseAdmissionReview(body: Uint8Array): ParseResult {
     return failure(400, `Cannot parse AdmissionReview: ${extra}`, uid);
   }
 
-  const parsed = AdmissionRequestSchema.safeParse(request, {
-    error: issueMessage,
+  const parsed = validateWith(AdmissionRequestSchema, request, {
+    root: "request",
+    limit: ISSUES_SHOWN,
   });
-  if (!parsed.success) {
-    const issues = parsed.error.issues;
-    const shown = issues.slice(0, ISSUES_SHOWN).map((issue) =>
-      `${formatPath(issue.path)}: ${issue.message}`
-    );
-    const more = issues.length > ISSUES_SHOWN
-      ? ` (and ${issues.length - ISSUES_SHOWN} more)`
-      : "";
+  if (!parsed.ok) {
     return failure(
       400,
-      `Cannot parse AdmissionReview: invalid request: ${
-        shown.join("; ")
-      }${more}`,
+      `Cannot parse AdmissionReview: invalid request: ${parsed.error}`,
       uid,
     );
   }
@@ -375,29 +367,6 @@ function checkEnvelope(root: Record<string, unknown>): string | undefined {
   return undefined;
 }
 
-/** Shorter zod messages that show the offending value. */
-function issueMessage(issue: z.core.$ZodRawIssue): string | undefined {
-  switch (issue.code) {
-    case "invalid_type":
-      return `expected ${issue.expected}, received ${typeName(issue.input)}`;
-    case "invalid_value":
-      return `expected one of ${
-        issue.values.map(String).join(", ")
-      }: current value is ${show(issue.input)}`;
-    default:
-      return undefined;
-  }
-}
-
-/** `["resource", "resource"]` becomes `request.resource.resource`, indexes as `[0]`. */
-function formatPath(path: readonly PropertyKey[]): string {
-  let out = "request";
-  for (const key of path) {
-    out += typeof key === "number" ? `[${key}]` : `.${String(key)}`;
-  }
-  return out;
-}
-
 /** Says that `what` must be a JSON object, naming the type it has instead. */
 function notAnObject(what: string, value: unknown): string {
   if (value === null) return `${what} must be a JSON object, not null`;
@@ -420,9 +389,4 @@ function show(value: unknown): string {
   return text.length > VALUE_SHOWN
     ? `${text.slice(0, VALUE_SHOWN)} (truncated)`
     : text;
-}
-
-/** Whether `value` is a JSON object (not null, not an array). */
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

@@ -32,7 +32,7 @@ import {
   deny,
   objectOf,
 } from "./admission_review.ts";
-import type { Semaphore } from "../runtime/mod.ts";
+import { errorText, isRecord, type Semaphore } from "../runtime/mod.ts";
 import type { Protection, RuleRegistry } from "./rule_registry.ts";
 
 /** The exact denial while rules are not loaded (scripts match on it). */
@@ -508,9 +508,10 @@ export class DeletionValidator {
       if (error instanceof KubeApiError && error.status === 403) {
         throw new Forbidden("list", dependent);
       }
-      const detail = error instanceof Error ? error.message : String(error);
       throw new Error(
-        `listing ${dependent.resource}.${dependent.group} failed: ${detail}`,
+        `listing ${dependent.resource}.${dependent.group} failed: ${
+          errorText(error)
+        }`,
       );
     }
   }
@@ -635,10 +636,6 @@ function quote(value: string): string {
   return text.length > 80 ? `${text.slice(0, 80)}... (truncated)` : text;
 }
 
-function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
 /** Fail closed: the delete waits until the check can be made. */
 function unavailable(
   uid: string,
@@ -679,8 +676,7 @@ function invalid(uid: string, message: string): Verdict {
   };
 }
 
+/** `value` when it is a JSON object, `undefined` otherwise: for `?.` chains. */
 function asRecord(value: unknown): Record<string, unknown> | undefined {
-  return typeof value === "object" && value !== null && !Array.isArray(value)
-    ? value as Record<string, unknown>
-    : undefined;
+  return isRecord(value) ? value : undefined;
 }

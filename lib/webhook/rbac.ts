@@ -14,6 +14,7 @@
  * @module
  */
 import type { DependencyRule } from "../rules/mod.ts";
+import { compareStrings } from "../runtime/mod.ts";
 
 /** The ClusterRole's name; `manifests/kcp/system-admin` binds it to the webhook. */
 export const DEPENDENTS_READER_ROLE = "dependency-webhook:dependents-reader";
@@ -63,9 +64,11 @@ export function dependentsReaderRole(
     for (const d of dependencies) grant(d.group, d.resource, "get");
   }
   const byGroupAndVerbs = new Map<string, PolicyRule>();
-  for (const [key, set] of [...verbs].sort(([a], [b]) => compare(a, b))) {
+  for (
+    const [key, set] of [...verbs].sort(([a], [b]) => compareStrings(a, b))
+  ) {
     const [group, resource] = JSON.parse(key) as [string, string];
-    const sorted = [...set].sort(compare);
+    const sorted = [...set].sort(compareStrings);
     const id = JSON.stringify([group, sorted]);
     const rule = byGroupAndVerbs.get(id) ??
       { apiGroups: [group], resources: [], verbs: sorted };
@@ -81,8 +84,4 @@ export function dependentsReaderRole(
     },
     rules: [...byGroupAndVerbs.values()],
   };
-}
-
-function compare(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -8,7 +8,6 @@
 import { type Context, Hono } from "hono";
 import {
   type AdmissionRequest,
-  isRecord,
   MAX_REVIEW_BYTES,
   objectOf,
   parseAdmissionReview,
@@ -22,6 +21,7 @@ import type { DeletionValidator, Verdict } from "./deletion_validator.ts";
 import {
   type BindAddress,
   createSampler,
+  isRecord,
   type Logger,
   type RunningServer,
   type Semaphore,

@@ -35,6 +35,11 @@ export interface ScaleOptions {
   rulesPerProvider?: number;
   /** Cold starts measured. @default {3} */
   rounds?: number;
+  /**
+   * `--max-writes-in-flight` values to compare, each cold-started in every
+   * round. @default {[8]}
+   */
+  writesInFlight?: number[];
 }
 
 /** One cold start. */
@@ -149,12 +154,16 @@ async function reset(
 async function coldStart(
   kcp: KcpServer,
   webhook: WebhookProcess,
-  total: number,
+  options: { total: number; writesInFlight: number },
 ): Promise<Round> {
+  const { total } = options;
   const started = performance.now();
   const controller = await startController(kcp, {
     webhook,
-    args: ["--log-level=info"],
+    args: [
+      "--log-level=info",
+      `--max-writes-in-flight=${options.writesInFlight}`,
+    ],
     waitReady: false,
   });
   let peakInFlight = 0;
@@ -206,6 +215,7 @@ export async function controllerScaleBench(
     providers: options.providers ?? 200,
     rulesPerProvider: options.rulesPerProvider ?? 10,
     rounds: options.rounds ?? 3,
+    writesInFlight: options.writesInFlight ?? [8],
   };
   const total = settings.providers * settings.rulesPerProvider;
   const t0 = performance.now();
@@ -216,35 +226,46 @@ export async function controllerScaleBench(
     } s)`,
   );
   const webhook = await startWebhook(kcp);
-  const rounds: Round[] = [];
+  const rounds = new Map<number, Round[]>(
+    settings.writesInFlight.map((n) => [n, []]),
+  );
+  let fresh = true;
   try {
     for (let round = 0; round < settings.rounds; round++) {
-      if (round > 0) await reset(kcp, setup, total);
-      const result = await coldStart(kcp, webhook, total);
-      rounds.push(result);
-      console.log(
-        `   round ${round + 1}: converged in ${
-          result.seconds.toFixed(1)
-        } s, ${result.passes} passes, CPU ${
-          result.cpuSeconds.toFixed(1)
-        } s, peak RSS ${
-          result.peakRssMb.toFixed(0)
-        } MB, peak writes in flight ${result.peakInFlight}`,
-      );
+      for (const writesInFlight of settings.writesInFlight) {
+        if (!fresh) await reset(kcp, setup, total);
+        fresh = false;
+        const result = await coldStart(kcp, webhook, { total, writesInFlight });
+        rounds.get(writesInFlight)!.push(result);
+        console.log(
+          `   round ${
+            round + 1
+          }, --max-writes-in-flight=${writesInFlight}: converged in ${
+            result.seconds.toFixed(1)
+          } s, ${result.passes} passes, CPU ${
+            result.cpuSeconds.toFixed(1)
+          } s, peak RSS ${
+            result.peakRssMb.toFixed(0)
+          } MB, peak writes in flight ${result.peakInFlight}`,
+        );
+      }
     }
   } finally {
     await webhook.stop();
   }
   const row = (name: string, values: number[], digits = 1) =>
     console.log(
-      `   ${name.padEnd(30)} ${formatSpread(spread(values), digits)}`,
+      `      ${name.padEnd(30)} ${formatSpread(spread(values), digits)}`,
     );
   console.log(
-    `   min / median / max over ${rounds.length} rounds (spawn to every rule Ready=True/Enforced, nothing pending)`,
+    `   min / median / max over ${settings.rounds} rounds (spawn to every rule Ready=True/Enforced, nothing pending)`,
   );
-  row("convergence, s", rounds.map((r) => r.seconds));
-  row("reconcile passes", rounds.map((r) => r.passes), 0);
-  row("controller CPU, s", rounds.map((r) => r.cpuSeconds));
-  row("controller peak RSS, MB", rounds.map((r) => r.peakRssMb), 0);
-  row("peak writes in flight", rounds.map((r) => r.peakInFlight), 0);
+  for (const [writesInFlight, results] of rounds) {
+    console.log(`   --max-writes-in-flight=${writesInFlight}`);
+    row("convergence, s", results.map((r) => r.seconds));
+    row("reconcile passes", results.map((r) => r.passes), 0);
+    row("controller CPU, s", results.map((r) => r.cpuSeconds));
+    row("controller peak RSS, MB", results.map((r) => r.peakRssMb), 0);
+    row("peak writes in flight", results.map((r) => r.peakInFlight), 0);
+  }
 }

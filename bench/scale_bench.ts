@@ -7,7 +7,9 @@
  * 2. The controller's cold start with 2 000 rules over 200 provider
  *    workspaces on a real kcp (see `controller_scale.ts`).
  *
- * `deno task bench:scale webhook` or `... controller` runs one of them.
+ * `deno task bench:scale webhook` or `... controller` runs one of them;
+ * `... controller --writes-in-flight=8,32 [--rounds=N]` compares controller
+ * settings.
  *
  * @module
  */
@@ -20,7 +22,14 @@ import {
   measureRebuild,
 } from "./webhook_scale.ts";
 
-const only = Deno.args[0];
+const [only, ...flags] = Deno.args;
+/** `--writes-in-flight=8,32`: the controller settings compared. */
+const writesInFlight = flags.find((f) => f.startsWith("--writes-in-flight="))
+  ?.slice("--writes-in-flight=".length).split(",").map(Number);
+/** `--rounds=N`: cold starts per setting. */
+const rounds = flags.find((f) => f.startsWith("--rounds="))?.slice(
+  "--rounds=".length,
+);
 if (only !== undefined && only !== "controller" && only !== "webhook") {
   console.error(
     `scale_bench: unknown figure '${only}'\nusage: scale_bench.ts [webhook|controller]`,
@@ -41,7 +50,10 @@ if (only !== "controller") {
 if (only !== "webhook") {
   const kcp = await startKcp();
   try {
-    await controllerScaleBench(kcp);
+    await controllerScaleBench(kcp, {
+      ...(writesInFlight === undefined ? {} : { writesInFlight }),
+      ...(rounds === undefined ? {} : { rounds: Number(rounds) }),
+    });
   } finally {
     await kcp.stop();
   }

@@ -64,6 +64,15 @@ export class RuleWatcher {
   readonly #watcher: ExportWatcher<"rules">;
   #reported = new Set<string>();
   readonly #parsed = new WeakMap<KubeObject, ParsedItem>();
+  /**
+   * Each valid rule's parse by store key, uid and generation: a status
+   * update (same generation) keeps the rule, and the snapshot with it.
+   */
+  #byGeneration = new Map<
+    string,
+    { uid: unknown; generation: number; entry: ParsedItem }
+  >();
+  #last: RuleSnapshot | undefined;
 
   /** Builds the watcher; {@linkcode RuleWatcher.start} runs it. */
   constructor(options: RuleWatcherOptions) {
@@ -74,7 +83,14 @@ export class RuleWatcher {
       apiExportName: options.apiExportName,
       collections: { rules: { path: RULES_PATH } },
       log: options.log,
-      onChange: () => options.onChange(this.snapshot()),
+      onChange: () => {
+        const snapshot = this.snapshot();
+        if (this.#last !== undefined && sameSnapshot(snapshot, this.#last)) {
+          return;
+        }
+        this.#last = snapshot;
+        options.onChange(snapshot);
+      },
       ...(options.backoff === undefined ? {} : { backoff: options.backoff }),
       ...(options.watchTimeoutSeconds === undefined
         ? {}
@@ -111,13 +127,19 @@ export class RuleWatcher {
     const rules: ClusterRule[] = [];
     const invalid: RuleSnapshot["invalid"] = [];
     const stillInvalid = new Set<string>();
+    const generations = new Map<
+      string,
+      { uid: unknown; generation: number; entry: ParsedItem }
+    >();
     for (const { object } of this.#watcher.items("rules")) {
       // An informer keeps an object until a newer version replaces it, so
       // each version is parsed once, however many snapshots follow.
       let entry = this.#parsed.get(object);
       if (entry === undefined) {
-        entry = this.#parse(object);
+        entry = this.#parseGeneration(object, generations);
         this.#parsed.set(object, entry);
+      } else {
+        this.#keepGeneration(object, entry, generations);
       }
       if ("rule" in entry) {
         rules.push(entry.rule);
@@ -126,6 +148,7 @@ export class RuleWatcher {
         stillInvalid.add(entry.id);
       }
     }
+    this.#byGeneration = generations;
     // Forget reports of invalid rules that are gone or changed, so the set stays small.
     this.#reported = new Set(
       [...this.#reported].filter((id) => stillInvalid.has(id)),
@@ -136,6 +159,42 @@ export class RuleWatcher {
       synced: this.synced,
       endpoints: this.#watcher.endpoints(),
     };
+  }
+
+  /** The parse of `item`, reusing a valid rule's when only its status changed. */
+  #parseGeneration(
+    item: KubeObject,
+    generations: Map<
+      string,
+      { uid: unknown; generation: number; entry: ParsedItem }
+    >,
+  ): ParsedItem {
+    const key = objectKey(item);
+    const generation = item.metadata?.generation;
+    const known = this.#byGeneration.get(key);
+    const entry = known !== undefined && generation !== undefined &&
+        known.generation === generation && known.uid === item.metadata?.uid
+      ? known.entry
+      : this.#parse(item);
+    this.#keepGeneration(item, entry, generations);
+    return entry;
+  }
+
+  #keepGeneration(
+    item: KubeObject,
+    entry: ParsedItem,
+    generations: Map<
+      string,
+      { uid: unknown; generation: number; entry: ParsedItem }
+    >,
+  ): void {
+    const generation = item.metadata?.generation;
+    if (!("rule" in entry) || generation === undefined) return;
+    generations.set(objectKey(item), {
+      uid: item.metadata?.uid,
+      generation,
+      entry,
+    });
   }
 
   #parse(item: KubeObject): ParsedItem {
@@ -157,4 +216,13 @@ export class RuleWatcher {
       error,
     });
   }
+}
+
+/** Whether two snapshots hold the same rule objects, reports and state. */
+function sameSnapshot(a: RuleSnapshot, b: RuleSnapshot): boolean {
+  return a.synced === b.synced &&
+    a.endpoints.join("\n") === b.endpoints.join("\n") &&
+    a.rules.length === b.rules.length &&
+    a.rules.every((rule, i) => rule === b.rules[i]) &&
+    JSON.stringify(a.invalid) === JSON.stringify(b.invalid);
 }

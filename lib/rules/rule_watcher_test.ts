@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import {
   connection,
+  delay,
   DEP_CTRL_PATH,
   endpointSlice,
   type EventStream,
@@ -327,6 +328,51 @@ Deno.test("RuleWatcher hands the final state to onChange after a burst of events
       ]);
       const calls = h.snapshots.length - before;
       assert.ok(calls >= 1 && calls <= 5, `onChange called ${calls} times`);
+    },
+  );
+});
+
+Deno.test("RuleWatcher does not report a status update (same generation), and reports a spec change", async () => {
+  const withGeneration = (resourceVersion: string, generation: number) => {
+    const object = rule("c1", "r1", resourceVersion);
+    object.metadata!.generation = generation;
+    object.metadata!.uid = "uid-1";
+    return object;
+  };
+  await withWatcher(
+    (base) => list([endpointSlice(base, [E1])]),
+    { [E1]: () => list([withGeneration("1", 1)]) },
+    async (h) => {
+      const first = await h.until("the rule", (s) => s.rules.length === 1);
+      const before = h.snapshots.length;
+      const stream = await h.stream(E1);
+      const status = withGeneration("2", 1);
+      status.status = { conditions: [] };
+      stream.event("MODIFIED", status);
+      await delay(50); // lets the status update reach the store on its own
+      // A spec change after it: the watcher reports that one.
+      const changed = withGeneration("3", 2);
+      (changed.spec as { dependencies: { fieldRef: { path: string } }[] })
+        .dependencies[0]!.fieldRef.path = ".spec.otherRef.name";
+      stream.event("MODIFIED", changed);
+      const last = await h.until(
+        "the spec change",
+        (s) =>
+          s.rules[0]?.rule.spec.dependencies[0]?.fieldRef.path ===
+            ".spec.otherRef.name",
+      );
+      // Every snapshot reported after the first names the changed spec:
+      // the status update alone reported nothing.
+      const reported = h.snapshots.slice(before);
+      assert.ok(reported.length >= 1);
+      for (const snapshot of reported) {
+        assert.notEqual(snapshot.rules[0], first.rules[0]);
+        assert.equal(
+          snapshot.rules[0]?.rule.spec.dependencies[0]?.fieldRef.path,
+          ".spec.otherRef.name",
+        );
+      }
+      assert.equal(last.rules.length, 1);
     },
   );
 });

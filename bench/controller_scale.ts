@@ -18,6 +18,7 @@ import {
   dependencyRule,
   type KcpServer,
   MANIFESTS,
+  sample,
   startController,
   startWebhook,
   VWC_CLAIM,
@@ -69,11 +70,9 @@ async function eachLimited<T>(
   }));
 }
 
+/** A series' value from metrics text, 0 while it is not there yet. */
 function metric(text: string, series: string): number {
-  for (const line of text.split("\n")) {
-    if (line.startsWith(`${series} `)) return Number(line.slice(series.length));
-  }
-  return 0;
+  return sample(text, series) ?? 0;
 }
 
 /** utime + stime of a process, seconds. */

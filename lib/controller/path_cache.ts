@@ -54,7 +54,6 @@ export class PathCache {
   readonly #answers = new Map<string, Resolution>();
   #wanted: WantedPaths = { paths: [], stale: [], bound: [] };
   #bound = "";
-  #refresh = false;
   #retryTimer: ReturnType<typeof setTimeout> | undefined;
   #stopped = false;
 
@@ -97,9 +96,7 @@ export class PathCache {
 
   /** Resolves every wanted path again, keeping the old answers meanwhile (the periodic resync). */
   refresh(): void {
-    this.#refresh = true;
-    this.#startAll();
-    this.#refresh = false;
+    this.#startAll({ refresh: true });
   }
 
   /** Stops resolving and waits for running resolutions. */
@@ -109,12 +106,12 @@ export class PathCache {
     await this.#tasks.stop();
   }
 
-  #startAll(): void {
+  #startAll(options: { refresh?: boolean } = {}): void {
     const stale = new Set(this.#wanted.stale);
     for (const path of this.#wanted.paths) {
       const mode = stale.has(path)
         ? "stale"
-        : this.#refresh
+        : options.refresh
         ? "refresh"
         : "missing";
       const known = this.#answers.get(path);

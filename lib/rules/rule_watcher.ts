@@ -31,6 +31,13 @@ export interface RuleSnapshot {
 }
 
 /** One rule object, parsed. */
+/** A valid rule's parse, kept while its uid and generation stay. */
+interface Generation {
+  uid: unknown;
+  generation: number;
+  entry: ParsedItem;
+}
+
 type ParsedItem = { rule: ClusterRule } | {
   invalid: RuleSnapshot["invalid"][number];
   /** `<store key>@<resourceVersion>`: what was reported. */
@@ -68,10 +75,7 @@ export class RuleWatcher {
    * Each valid rule's parse by store key, uid and generation: a status
    * update (same generation) keeps the rule, and the snapshot with it.
    */
-  #byGeneration = new Map<
-    string,
-    { uid: unknown; generation: number; entry: ParsedItem }
-  >();
+  #byGeneration = new Map<string, Generation>();
   #last: RuleSnapshot | undefined;
 
   /** Builds the watcher; {@linkcode RuleWatcher.start} runs it. */
@@ -127,10 +131,7 @@ export class RuleWatcher {
     const rules: ClusterRule[] = [];
     const invalid: RuleSnapshot["invalid"] = [];
     const stillInvalid = new Set<string>();
-    const generations = new Map<
-      string,
-      { uid: unknown; generation: number; entry: ParsedItem }
-    >();
+    const generations = new Map<string, Generation>();
     for (const { object } of this.#watcher.items("rules")) {
       // An informer keeps an object until a newer version replaces it, so
       // each version is parsed once, however many snapshots follow.
@@ -164,10 +165,7 @@ export class RuleWatcher {
   /** The parse of `item`, reusing a valid rule's when only its status changed. */
   #parseGeneration(
     item: KubeObject,
-    generations: Map<
-      string,
-      { uid: unknown; generation: number; entry: ParsedItem }
-    >,
+    generations: Map<string, Generation>,
   ): ParsedItem {
     const key = objectKey(item);
     const generation = item.metadata?.generation;
@@ -183,10 +181,7 @@ export class RuleWatcher {
   #keepGeneration(
     item: KubeObject,
     entry: ParsedItem,
-    generations: Map<
-      string,
-      { uid: unknown; generation: number; entry: ParsedItem }
-    >,
+    generations: Map<string, Generation>,
   ): void {
     const generation = item.metadata?.generation;
     if (!("rule" in entry) || generation === undefined) return;

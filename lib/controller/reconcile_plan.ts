@@ -26,7 +26,7 @@ import {
   WEBHOOKS_INSTALLED_CONDITION,
 } from "../rules/mod.ts";
 import { clusterOf, type EndpointObject, type KubeObject } from "../kcp/mod.ts";
-import { compareStrings } from "../runtime/mod.ts";
+import { compareStrings, isRecord } from "../runtime/mod.ts";
 import {
   desiredWebhookConfiguration,
   updatedWebhookConfiguration,
@@ -543,7 +543,7 @@ function currentConditions(object: KubeObject): Condition[] {
   const conditions = status?.conditions;
   if (!Array.isArray(conditions)) return [];
   return conditions.filter((c): c is Condition =>
-    typeof c === "object" && c !== null && typeof c.type === "string" &&
+    isRecord(c) && typeof c.type === "string" &&
     typeof c.status === "string" && typeof c.lastTransitionTime === "string"
   );
 }

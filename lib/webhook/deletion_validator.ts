@@ -32,7 +32,12 @@ import {
   deny,
   objectOf,
 } from "./admission_review.ts";
-import { errorText, isRecord, type Semaphore } from "../runtime/mod.ts";
+import {
+  compareStrings,
+  errorText,
+  isRecord,
+  type Semaphore,
+} from "../runtime/mod.ts";
 import type { Protection, RuleRegistry } from "./rule_registry.ts";
 
 /** The exact denial while rules are not loaded (scripts match on it). */
@@ -550,9 +555,10 @@ function keepFirst(named: Blocker[], blocker: Blocker, max: number): void {
   if (named.length > max) named.pop();
 }
 
+/** (kind, namespace, name) in code-point order: the same on every locale. */
 function compareBlockers(a: Blocker, b: Blocker): number {
-  return a.kind.localeCompare(b.kind) ||
-    a.namespace.localeCompare(b.namespace) || a.name.localeCompare(b.name);
+  return compareStrings(a.kind, b.kind) ||
+    compareStrings(a.namespace, b.namespace) || compareStrings(a.name, b.name);
 }
 
 /** `cannot delete vpcs/vpc-a: still referenced by VirtualMachine/vm-1 (.spec.vpcRef.name) and 2 more`. */

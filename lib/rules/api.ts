@@ -27,7 +27,11 @@
 
 import { z } from "zod";
 import { errorText, type Validated, validateWith } from "../runtime/mod.ts";
-import { parseFieldPath } from "./field_path.ts";
+import {
+  pairingProblem,
+  parseFieldPath,
+  tryParseFieldPath,
+} from "./field_path.ts";
 
 /** API group of DependencyRule. */
 export const GROUP = "dependencies.opendefense.cloud";
@@ -111,12 +115,15 @@ export const RESOURCE_PATTERN = /^[a-z][a-z0-9]*$/;
 export const WORKSPACE_PATH_PATTERN =
   /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(:[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
 /**
- * Pattern of a `fieldRef.path`: dot notation with an optional leading dot and
- * at least two identifier segments, such as `.spec.vpcRef.name`. It accepts
- * exactly what `parseFieldPath` accepts.
+ * Pattern of a `fieldRef.path` or `fieldRef.namespacePath`: dot notation with
+ * an optional leading dot and at least two identifier segments, each
+ * optionally followed by `[*]` (every element of a list), such as
+ * `.spec.vpcRef.name` or `.spec.nics[*].subnetRef.name`. It accepts exactly
+ * what `parseFieldPath` accepts.
  */
 export const FIELD_PATH_PATTERN =
-  /^\.?[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$/;
+  /^\.?[A-Za-z_][A-Za-z0-9_]*(\[\*\])*(\.[A-Za-z_][A-Za-z0-9_]*(\[\*\])*)+$/;
+
 /** Pattern of a condition type, as in Kubernetes' `metav1.Condition`. */
 const CONDITION_TYPE_PATTERN =
   /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$/;
@@ -160,12 +167,30 @@ export const DependencySchema = z.object({
   resource: _resource("Resource (plural) of the protected type, such as vpcs."),
   fieldRef: z.object({
     path: _fieldPath(
-      "Dot notation, leading dot optional, at least two segments, such as .spec.vpcRef.name.",
+      "Where the dependent holds the name of the protected object: dot notation, leading dot optional, at least two segments, [*] after a segment for every element of a list, such as .spec.vpcRef.name or .spec.nics[*].subnetRef.name.",
     ),
+    namespacePath: _fieldPath(
+      "Where the dependent holds the namespace of the protected object, such as .spec.vpcRef.namespace; inside a list, its [*] are those of path and it is read from the same element. Absent, or empty in an object: the dependent's own namespace.",
+    ).exactOptional(),
+  }).superRefine((ref, context) => {
+    if (ref.namespacePath === undefined) return;
+    // Either path may be invalid here: its own check reports that.
+    const path = tryParseFieldPath(ref.path);
+    const namespacePath = tryParseFieldPath(ref.namespacePath);
+    if (path === undefined || namespacePath === undefined) return;
+    const problem = pairingProblem(path, namespacePath);
+    if (problem !== undefined) {
+      context.addIssue({
+        code: "custom",
+        path: ["namespacePath"],
+        input: ref.namespacePath,
+        message: `${problem}: current value is '${ref.namespacePath}'`,
+      });
+    }
   }).describe(
-    "The field of the dependent that holds the name of the protected object.",
+    "The fields of the dependent that name the protected object.",
   ),
-}).describe("A protected type and the field of the dependent that names it.");
+}).describe("A protected type and the fields of the dependent that name it.");
 
 /** One entry of `spec.dependencies`: a protected type. */
 export type Dependency = z.infer<typeof DependencySchema>;

@@ -99,6 +99,25 @@ interface FieldRule {
 
 const l63 = "a".repeat(63);
 
+/** Values a field path or namespace path must be rejected with, and a part of the message. */
+const FIELD_PATH_REJECTS: [string, string][] = [
+  ["", "Cannot parse field path: path is empty: current value is ''"],
+  [".", "current value is '.'"],
+  [".spec", "at least 2 segments, found 1: current value is '.spec'"],
+  ["spec", "current value is 'spec'"],
+  [".spec..name", "current value is '.spec..name'"],
+  [".spec.name.", "current value is '.spec.name.'"],
+  [".spec.items[0].name", "array index: write [*]"],
+  [".spec.*.name", "wildcard other than [*]"],
+  [".spec.items[*.name", "brackets other than [*]"],
+  [".spec.9a", "current value is '.spec.9a'"],
+  [
+    ".spec.a-b",
+    "Cannot parse field path: segment 2 'a-b' is not an identifier: current value is '.spec.a-b'",
+  ],
+  [" .spec.a", "whitespace: current value is ' .spec.a'"],
+];
+
 const FIELD_RULES: Record<string, FieldRule> = {
   "DNS-subdomain names": {
     paths: [
@@ -199,23 +218,23 @@ const FIELD_RULES: Record<string, FieldRule> = {
   },
   "field paths": {
     paths: [["spec", "dependencies", 0, "fieldRef", "path"]],
-    accept: [".spec.vpcRef.name", "spec.vpcRef.name", ".a_b.C9"],
-    reject: [
-      ["", "Cannot parse field path: path is empty: current value is ''"],
-      [".", "current value is '.'"],
-      [".spec", "at least 2 segments, found 1: current value is '.spec'"],
-      ["spec", "current value is 'spec'"],
-      [".spec..name", "current value is '.spec..name'"],
-      [".spec.name.", "current value is '.spec.name.'"],
-      [".spec.items[0].name", "array index"],
-      [".spec.*.name", "wildcard"],
-      [".spec.9a", "current value is '.spec.9a'"],
-      [
-        ".spec.a-b",
-        "Cannot parse field path: segment 2 'a-b' is not an identifier: current value is '.spec.a-b'",
-      ],
-      [" .spec.a", "whitespace: current value is ' .spec.a'"],
+    accept: [
+      ".spec.vpcRef.name",
+      "spec.vpcRef.name",
+      ".a_b.C9",
+      ".spec.vpcRefs[*].name",
+      ".spec.refs[*]",
     ],
+    reject: FIELD_PATH_REJECTS,
+  },
+  "namespace paths": {
+    paths: [["spec", "dependencies", 0, "fieldRef", "namespacePath"]],
+    accept: [
+      ".spec.vpcRef.name",
+      "spec.vpcRef.name",
+      ".a_b.C9",
+    ],
+    reject: FIELD_PATH_REJECTS,
   },
 };
 
@@ -542,6 +561,11 @@ Deno.test("FIELD_PATH_PATTERN accepts exactly what parseFieldPath() does", () =>
     ...(FIELD_RULES["field paths"]?.reject ?? []).map(([value]) => value),
     "spec.a",
     "spec[0].x",
+    "spec[*].x",
+    "spec[*][*].x[*]",
+    "spec.[*]",
+    "spec.x[*]*",
+    "spec.x[**]",
     "spec.*.x",
     "_._",
     "$a.b",
@@ -602,4 +626,42 @@ Deno.test("parseDependencyRule() accepts a rule whose status is garbage", () => 
     assert.ok(result.ok, result.ok ? "" : result.error);
     assert.deepEqual(result.rule.status, status);
   }
+});
+
+/** The valid rule with its first dependency's `fieldRef` replaced. */
+function withFieldRef(fieldRef: Record<string, string>): unknown {
+  const rule = validRule() as {
+    spec: { dependencies: Record<string, unknown>[] };
+  };
+  rule.spec.dependencies[0]!.fieldRef = fieldRef;
+  return rule;
+}
+
+Deno.test("parseDependencyRule() keeps a namespace path that pairs with the path", () => {
+  const fieldRef = {
+    path: ".spec.nics[*].subnetRef.name",
+    namespacePath: ".spec.nics[*].subnetRef.namespace",
+  };
+  const result = parseDependencyRule(withFieldRef(fieldRef));
+  assert.ok(result.ok, result.ok ? "" : result.error);
+  assert.deepEqual(result.rule.spec.dependencies[0]?.fieldRef, fieldRef);
+  // A rule without one keeps having none.
+  const plain = parseDependencyRule(validRule());
+  assert.ok(plain.ok);
+  assert.equal(
+    "namespacePath" in plain.rule.spec.dependencies[0]!.fieldRef,
+    false,
+  );
+});
+
+Deno.test("parseDependencyRule() names a namespace path whose [*] are not the path's", () => {
+  const result = parseDependencyRule(withFieldRef({
+    path: ".spec.nics[*].subnetRef.name",
+    namespacePath: ".spec.zones[*].namespace",
+  }));
+  assert.deepEqual(result, {
+    ok: false,
+    error:
+      "spec.dependencies[0].fieldRef.namespacePath: its [*] must be those of the path at the same place, so that both read the same list element: '.spec.zones[*].namespace' does not pair with '.spec.nics[*].subnetRef.name': current value is '.spec.zones[*].namespace'",
+  });
 });

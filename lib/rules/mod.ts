@@ -1,5 +1,6 @@
 /**
- * DependencyRules: the API types and their validation, field paths, the
+ * DependencyRules: the API types and their validation, field paths and the
+ * references they find in a dependent, the
  * shared rule types (a rule in its logical cluster, group/version/resource),
  * the rule graph that decides which rules are enforced, and the watcher that
  * follows rules through the dep-ctrl virtual workspaces.
@@ -8,6 +9,7 @@
  */
 export * from "./api.ts";
 export * from "./field_path.ts";
+export * from "./references.ts";
 export * from "./rule_graph.ts";
 export * from "./rule_watcher.ts";
 export * from "./types.ts";

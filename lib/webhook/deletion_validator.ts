@@ -19,10 +19,11 @@ import {
   KubeApiError,
 } from "../kcp/mod.ts";
 import {
+  formatFieldPath,
   GROUP,
   type GroupVersionResource,
   gvrKey,
-  resolveFieldPath,
+  referencesOf,
   SKIP_PROTECTION_ANNOTATION,
 } from "../rules/mod.ts";
 import {
@@ -361,12 +362,7 @@ export class DeletionValidator {
       response: deny(uid, {
         code: 409,
         reason: "Conflict",
-        message: blockedMessage(
-          shown,
-          named,
-          total,
-          target.namespace === undefined,
-        ),
+        message: blockedMessage(shown, named, total, target.namespace),
       }),
       outcome: "denied_referenced",
       blockers: total,
@@ -478,21 +474,20 @@ export class DeletionValidator {
     found: { named: Blocker[]; total: number },
   ): Promise<void> {
     const dependent = group[0]!.dependent;
+    // A rule with a namespace path lets a dependent in any namespace refer
+    // to the object; without one, only its own namespace is read.
+    const everyNamespace = query.namespace === undefined ||
+      group.some((p) => p.namespacePath !== undefined);
     try {
       const pages = this.#source.pages({
         cluster: query.cluster,
         dependent,
-        ...(query.namespace === undefined
-          ? {}
-          : { namespace: query.namespace }),
+        ...(everyNamespace ? {} : { namespace: query.namespace }),
       }, signal);
       for await (const items of pages) {
         if (signal.aborted) return;
         for (const item of items) {
-          const paths = group.filter((p) =>
-            resolveFieldPath(item, p.fieldPath) === query.name
-          )
-            .map((p) => p.fieldPathText);
+          const paths = referringFields(item, group, query);
           if (paths.length === 0) continue;
           const metadata = asRecord(asRecord(item)?.metadata);
           const blocker: Blocker = {
@@ -520,6 +515,37 @@ export class DeletionValidator {
       );
     }
   }
+}
+
+/** Most fields named per dependent in a denial; the rest are counted. */
+const MAX_FIELDS_NAMED = 3;
+
+/**
+ * The fields of `item` (concrete, `.spec.nics[1].subnetRef.name`) that refer
+ * to `query`: same name, and same namespace unless the object is
+ * cluster-scoped. Past {@linkcode MAX_FIELDS_NAMED}, a last entry counts the
+ * rest, so one dependent with a huge list cannot make a huge message.
+ */
+function referringFields(
+  item: unknown,
+  group: readonly Protection[],
+  query: Target,
+): string[] {
+  const fields: string[] = [];
+  let more = 0;
+  for (const p of group) {
+    for (const reference of referencesOf(item, p)) {
+      if (reference.name !== query.name) continue;
+      if (
+        query.namespace !== undefined && reference.namespace !== query.namespace
+      ) continue;
+      if (fields.length < MAX_FIELDS_NAMED) {
+        fields.push(formatFieldPath(p.fieldPath, reference.indexes));
+      } else more++;
+    }
+  }
+  if (more > 0) fields.push(`and ${more} more`);
+  return fields;
 }
 
 /** Our identity may not read what a review needs: a setup problem to name. */
@@ -566,10 +592,11 @@ function blockedMessage(
   target: string,
   named: readonly Blocker[],
   total: number,
-  qualify: boolean,
+  namespace: string | undefined,
 ): string {
   const names = named.map((b) => {
-    const id = qualify && b.namespace !== ""
+    // A dependent in the object's own namespace goes by its name alone.
+    const id = b.namespace !== "" && b.namespace !== namespace
       ? `${b.kind}/${b.namespace}/${b.name}`
       : `${b.kind}/${b.name}`;
     return `${id} (${b.paths.join(", ")})`;

@@ -1661,3 +1661,229 @@ Deno.test("DeletionValidator.validate() with a bypass authorizer asks nothing fo
   assert.equal(verdict.outcome, "allowed");
   assert.deepEqual(bypass.queries, []);
 });
+
+// ---------------------------------------------------------------------------
+// List paths and namespace paths
+
+/** A rule whose dependency has a namespace path beside its path. */
+function crossNamespaceRule(
+  name: string,
+  type: DependentType,
+  path: string,
+  namespacePath: string,
+  target: GroupVersionResource = VPCS,
+): ClusterRule {
+  return {
+    cluster: "provider1",
+    rule: validRule(name, type, [{
+      ...dependency(target, path),
+      fieldRef: { path, namespacePath },
+    }]),
+  };
+}
+
+/** A VM in `namespace` whose NICs refer to `refs` (`name` or `namespace/name`). */
+function vmWithNics(
+  name: string,
+  refs: readonly string[],
+  namespace: string | null = "default",
+): Record<string, unknown> {
+  return {
+    apiVersion: "compute.example.com/v1alpha1",
+    kind: "VirtualMachine",
+    metadata: { name, ...(namespace === null ? {} : { namespace }) },
+    spec: {
+      nics: refs.map((ref) => {
+        const [first, second] = ref.split("/");
+        return {
+          subnetRef: second === undefined
+            ? { name: first }
+            : { namespace: first, name: second },
+        };
+      }),
+    },
+  };
+}
+
+Deno.test("DeletionValidator.validate() names the list element that refers to the object", async () => {
+  const registry = registryOf(
+    rule("nics", VIRTUAL_MACHINES, [".spec.nics[*].subnetRef.name"]),
+  );
+  const source = new FakeSource({
+    virtualmachines: {
+      pages: [[
+        vmWithNics("vm-1", ["other", "vpc-a", "other"]),
+        vmWithNics("vm-2", ["other"]),
+        vmWithNics("vm-3", ["vpc-a", "x", "vpc-a"]),
+      ]],
+    },
+  });
+  const verdict = await validate(registry, source, deleteRequest());
+  assert.deepEqual(
+    verdict,
+    referenced(
+      "cannot delete vpcs/vpc-a: still referenced by VirtualMachine/vm-1 (.spec.nics[1].subnetRef.name), VirtualMachine/vm-3 (.spec.nics[0].subnetRef.name, .spec.nics[2].subnetRef.name)",
+      2,
+    ),
+  );
+  // Without a namespace path only the object's namespace is listed.
+  assert.deepEqual(source.plainQueries.map((q) => q.namespace), ["default"]);
+});
+
+Deno.test("DeletionValidator.validate() names at most three fields of one dependent and counts the rest", async () => {
+  const registry = registryOf(
+    rule("nics", VIRTUAL_MACHINES, [".spec.nics[*].subnetRef.name"]),
+  );
+  const source = new FakeSource({
+    virtualmachines: {
+      pages: [[vmWithNics("vm-1", Array(1000).fill("vpc-a"))]],
+    },
+  });
+  const verdict = await validate(registry, source, deleteRequest());
+  assert.equal(
+    verdict.response.status?.message,
+    "cannot delete vpcs/vpc-a: still referenced by VirtualMachine/vm-1 (.spec.nics[0].subnetRef.name, .spec.nics[1].subnetRef.name, .spec.nics[2].subnetRef.name, and 997 more)",
+  );
+});
+
+Deno.test("DeletionValidator.validate() lists every namespace for a namespace path and blocks only references to the object's namespace", async () => {
+  const registry = registryOf(
+    crossNamespaceRule(
+      "cross",
+      VIRTUAL_MACHINES,
+      ".spec.nics[*].subnetRef.name",
+      ".spec.nics[*].subnetRef.namespace",
+    ),
+  );
+  const source = new FakeSource({
+    virtualmachines: {
+      pages: [[
+        // Refers to default/vpc-a from team-a: blocks.
+        vmWithNics("from-a", ["team-a/vpc-a", "default/vpc-a"], "team-a"),
+        // Refers to team-a/vpc-a (its own namespace): does not block.
+        vmWithNics("own-a", ["vpc-a"], "team-a"),
+        // Refers to vpc-a in its own namespace, default: blocks.
+        vmWithNics("own-default", ["x", "vpc-a"], "default"),
+        // An empty namespace means the dependent's own.
+        vmWithNics("empty-ns", ["/vpc-a"], "team-b"),
+      ]],
+    },
+  });
+  const verdict = await validate(registry, source, deleteRequest());
+  assert.deepEqual(
+    verdict,
+    referenced(
+      "cannot delete vpcs/vpc-a: still referenced by VirtualMachine/own-default (.spec.nics[1].subnetRef.name), VirtualMachine/team-a/from-a (.spec.nics[1].subnetRef.name)",
+      2,
+    ),
+  );
+  assert.deepEqual(source.plainQueries.map((q) => q.namespace), [undefined]);
+});
+
+Deno.test("DeletionValidator.validate() lets a cluster-scoped dependent protect a namespaced object only with a namespace path", async () => {
+  const attachment = (name: string, ref: Record<string, unknown>) => ({
+    apiVersion: "compute.example.com/v1alpha1",
+    kind: "VirtualMachine",
+    metadata: { name },
+    spec: { vpcRef: ref },
+  });
+  const items = [
+    attachment("named-in-default", { name: "vpc-a", namespace: "default" }),
+    attachment("no-namespace", { name: "vpc-a" }),
+    attachment("other-namespace", { name: "vpc-a", namespace: "team-a" }),
+  ];
+  const withPath = await validate(
+    registryOf(
+      crossNamespaceRule(
+        "cross",
+        VIRTUAL_MACHINES,
+        ".spec.vpcRef.name",
+        ".spec.vpcRef.namespace",
+      ),
+    ),
+    new FakeSource({ virtualmachines: { pages: [items] } }),
+    deleteRequest(),
+  );
+  assert.deepEqual(
+    withPath,
+    referenced(
+      "cannot delete vpcs/vpc-a: still referenced by VirtualMachine/named-in-default (.spec.vpcRef.name)",
+      1,
+    ),
+  );
+  // Without a namespace path the listing stays in the object's namespace,
+  // and a cluster-scoped item found there still refers to no namespace.
+  const source = new FakeSource({ virtualmachines: { pages: [items] } });
+  const without = await validate(
+    registryOf(VM_RULE),
+    source,
+    deleteRequest(),
+  );
+  assert.deepEqual(without, ALLOWED);
+  assert.deepEqual(source.plainQueries.map((q) => q.namespace), ["default"]);
+});
+
+Deno.test("DeletionValidator.validate() ignores namespaces for a cluster-scoped object", async () => {
+  const registry = registryOf(
+    crossNamespaceRule(
+      "cross",
+      VIRTUAL_MACHINES,
+      ".spec.vpcRef.name",
+      ".spec.vpcRef.namespace",
+    ),
+  );
+  const source = new FakeSource({
+    virtualmachines: {
+      pages: [[{
+        ...vm("vm-1", "vpc-a", "team-a"),
+        spec: { vpcRef: { name: "vpc-a", namespace: "elsewhere" } },
+      }]],
+    },
+  });
+  const verdict = await validate(
+    registry,
+    source,
+    clusterScopedDeleteRequest(),
+  );
+  assert.deepEqual(
+    verdict,
+    referenced(
+      "cannot delete vpcs/vpc-a: still referenced by VirtualMachine/team-a/vm-1 (.spec.vpcRef.name)",
+      1,
+    ),
+  );
+});
+
+Deno.test("DeletionValidator.validate() lists a type once when only one of its rules has a namespace path, and keeps the other to its namespace", async () => {
+  const registry = registryOf(
+    VM_RULE,
+    crossNamespaceRule(
+      "cross",
+      VIRTUAL_MACHINES,
+      ".spec.altVpcRef.name",
+      ".spec.altVpcRef.namespace",
+    ),
+  );
+  const source = new FakeSource({
+    virtualmachines: {
+      pages: [[
+        // .spec.vpcRef.name has no namespace path: team-a/vpc-a, no block.
+        vm("own-path", "vpc-a", "team-a"),
+        {
+          ...vm("alt-path", "x", "team-a"),
+          spec: { altVpcRef: { name: "vpc-a", namespace: "default" } },
+        },
+      ]],
+    },
+  });
+  const verdict = await validate(registry, source, deleteRequest());
+  assert.deepEqual(
+    verdict,
+    referenced(
+      "cannot delete vpcs/vpc-a: still referenced by VirtualMachine/team-a/alt-path (.spec.altVpcRef.name)",
+      1,
+    ),
+  );
+  assert.deepEqual(source.listed, ["virtualmachines"]);
+  assert.deepEqual(source.plainQueries.map((q) => q.namespace), [undefined]);
+});

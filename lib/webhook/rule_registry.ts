@@ -1,7 +1,7 @@
 /**
  * The webhook's in-memory index of DependencyRules: for a protected
  * group/version/resource, which dependent types to list and at which field
- * path they refer. It holds rule metadata only, never dependents.
+ * paths they refer (name, and namespace when the rule says where). It holds rule metadata only, never dependents.
  *
  * @module
  */
@@ -25,6 +25,11 @@ export interface Protection {
   fieldPath: FieldPath;
   /** {@linkcode Protection.fieldPath} in canonical text form, e.g. `.spec.vpcRef.name`. */
   fieldPathText: string;
+  /**
+   * Where the dependent holds the referenced object's namespace
+   * (`fieldRef.namespacePath`); absent, the dependent's own namespace.
+   */
+  namespacePath?: FieldPath;
 }
 
 /** A protection with what deduplication compares precomputed. */
@@ -121,6 +126,10 @@ export class RuleRegistry {
     const protections = entry.rule.spec.dependencies.map((dependency) => {
       const fieldPath = parseFieldPath(dependency.fieldRef.path);
       const fieldPathText = formatFieldPath(fieldPath);
+      const { namespacePath } = dependency.fieldRef;
+      const namespaced = namespacePath === undefined
+        ? undefined
+        : parseFieldPath(namespacePath);
       return {
         target: gvrKey(dependency),
         protection: {
@@ -128,7 +137,12 @@ export class RuleRegistry {
           dependent: dependentGvr,
           fieldPath,
           fieldPathText,
-          identity: JSON.stringify([dependentKey, fieldPathText]),
+          ...(namespaced === undefined ? {} : { namespacePath: namespaced }),
+          identity: JSON.stringify([
+            dependentKey,
+            fieldPathText,
+            namespaced === undefined ? "" : formatFieldPath(namespaced),
+          ]),
         },
       };
     });

@@ -3,8 +3,10 @@ import {
   type ClusterRule,
   type Dependency,
   type DependencyRule,
+  formatFieldPath,
   type GroupVersionResource,
   gvrKey,
+  parseFieldPath,
   ruleKey,
 } from "../rules/mod.ts";
 import { type Protection, RuleRegistry } from "./rule_registry.ts";
@@ -54,7 +56,7 @@ function protection(
   return {
     rule: key,
     dependent: { ...dependent },
-    fieldPath: fieldPathText.slice(1).split("."),
+    fieldPath: parseFieldPath(fieldPathText),
     fieldPathText,
   };
 }
@@ -375,7 +377,37 @@ Deno.test("RuleRegistry.find() gives the field path in canonical text form with 
   const [only, ...rest] = registry.find(VPCS);
   assert.deepEqual(rest, []);
   assert.equal(only?.fieldPathText, ".spec.vpcRef.name");
-  assert.deepEqual(only?.fieldPath, ["spec", "vpcRef", "name"]);
+  assert.deepEqual(only?.fieldPath, parseFieldPath(".spec.vpcRef.name"));
+  assert.equal(only && "namespacePath" in only, false);
+});
+
+Deno.test("RuleRegistry.find() keeps a namespace path, and tells protections apart by it", () => {
+  const registry = new RuleRegistry();
+  const crossNamespace = {
+    ...dependency(VPCS, ".spec.vpcRef.name"),
+    fieldRef: {
+      path: ".spec.vpcRef.name",
+      namespacePath: "spec.vpcRef.namespace",
+    },
+  };
+  registry.replace([
+    entry("provider1", {
+      name: "own",
+      dependencies: [dependency(VPCS, ".spec.vpcRef.name")],
+    }),
+    entry("provider1", { name: "cross", dependencies: [crossNamespace] }),
+    entry("provider2", { name: "cross", dependencies: [crossNamespace] }),
+  ]);
+  const found = registry.find(VPCS);
+  assert.equal(found.length, 2);
+  // The same path with and without a namespace path are two protections;
+  // the same protection from two rules is one.
+  assert.deepEqual(
+    found.map((p) =>
+      p.namespacePath === undefined ? "(own)" : formatFieldPath(p.namespacePath)
+    ).sort(),
+    ["(own)", ".spec.vpcRef.namespace"].sort(),
+  );
 });
 
 Deno.test("RuleRegistry.protectedTypes counts distinct protected types", () => {
@@ -499,7 +531,7 @@ function modelFind(
       out.push({
         rule: key,
         dependent: { group, version, resource, kind },
-        fieldPath: text.slice(1).split("."),
+        fieldPath: parseFieldPath(text),
         fieldPathText: text,
       });
     }

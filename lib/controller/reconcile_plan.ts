@@ -26,7 +26,7 @@ import {
   WEBHOOKS_INSTALLED_CONDITION,
 } from "../rules/mod.ts";
 import { clusterOf, type EndpointObject, type KubeObject } from "../kcp/mod.ts";
-import { compareStrings, isRecord } from "../runtime/mod.ts";
+import { compareStrings, isRecord, withArticle } from "../runtime/mod.ts";
 import {
   desiredWebhookConfiguration,
   updatedWebhookConfiguration,
@@ -495,8 +495,9 @@ function readyConditionFor(
     rule.spec.dependencies.map((d) => `${d.resource}.${d.group}`),
   ).join(", ");
   return condition(READY_CONDITION, "True", "Enforced", {
-    message:
-      `deleting ${types} is denied while a ${rule.spec.dependent.kind} in the same workspace refers to it`,
+    message: `deleting ${types} is denied while ${
+      withArticle(rule.spec.dependent.kind)
+    } in the same workspace refers to it`,
   });
 }
 

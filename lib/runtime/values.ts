@@ -51,3 +51,11 @@ export function compareStrings(a: string, b: string): number {
   if (a > b) return 1;
   return 0;
 }
+
+/**
+ * A kind with its indefinite article, chosen by the first letter: `an
+ * Instance`, `a VirtualMachine`. A leading `U` takes `a` (`a User`).
+ */
+export function withArticle(kind: string): string {
+  return `${/^[AEIO]/.test(kind) ? "an" : "a"} ${kind}`;
+}

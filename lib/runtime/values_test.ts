@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { compareStrings, errorText, isRecord } from "./values.ts";
+import { compareStrings, errorText, isRecord, withArticle } from "./values.ts";
 
 Deno.test("isRecord() accepts objects and rejects null, arrays and primitives", () => {
   assert.equal(isRecord({}), true);
@@ -27,4 +27,12 @@ Deno.test("compareStrings() orders by code unit, not by locale", () => {
   assert.ok(compareStrings("", "a") < 0);
   const words = ["b", "a-b", "B", "a", "ab", "a.b"];
   assert.deepEqual([...words].sort(compareStrings), [...words].sort());
+});
+
+Deno.test("withArticle() writes an before a vowel and a otherwise", () => {
+  assert.equal(withArticle("Instance"), "an Instance");
+  assert.equal(withArticle("Endpoint"), "an Endpoint");
+  assert.equal(withArticle("ObjectBucket"), "an ObjectBucket");
+  assert.equal(withArticle("VirtualMachine"), "a VirtualMachine");
+  assert.equal(withArticle("User"), "a User");
 });

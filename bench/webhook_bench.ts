@@ -9,6 +9,9 @@
  *    dependents in the namespace; alternating, min / median / max of each
  *    and the ratio of the medians. Beside it, the object's metadata GET and
  *    the LIST sent at once: what every review must ask of kcp.
+ * 1b. The same for a `[*]` path (1 000 dependents with 5 list elements
+ *    each) and a namespace path (1 000 dependents in 10 namespaces, listed
+ *    across namespaces): see `webhook_references.ts`.
  * 2. Fast path (a DELETE no rule protects): reviews per second against a
  *    controller-runtime webhook with a trivial handler, each pinned to one
  *    core and loaded by a Go generator on the other (`fast_path.ts`).
@@ -37,6 +40,7 @@ import {
   type WebhookProcess,
 } from "../testing/mod.ts";
 import { fastPathComparison } from "./fast_path.ts";
+import { referencesBench } from "./webhook_references.ts";
 import { formatSpread, median, spread } from "./_stats.ts";
 import {
   createBenchNamespace,
@@ -383,7 +387,11 @@ const sizes = cli.memory ? [1, 10_000] : SIZES;
 const kcp = await startKcp();
 try {
   const topo = await buildTopology(kcp, {
-    consumerPaths: ["root:consumers:bench"],
+    consumerPaths: cli.memory ? ["root:consumers:bench"] : [
+      "root:consumers:bench",
+      "root:consumers:bench-lists",
+      "root:consumers:bench-namespaces",
+    ],
   });
   const consumer = topo.consumers[0]!;
   await kcp.kubectlOk([
@@ -442,6 +450,12 @@ try {
         targets,
       });
       await fastPathBench(webhook, targets.get(1)!);
+      // Last: its rules protect subnets, which the fast path relies on not being.
+      await referencesBench(kcp, webhook, {
+        computePath: topo.compute.path,
+        lists: topo.consumers[1]!,
+        namespaces: topo.consumers[2]!,
+      });
     } finally {
       for (const spawned of others) await spawned.stop();
       await webhook.stop();

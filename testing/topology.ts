@@ -1,9 +1,10 @@
 /**
  * The system's test topology, built the way operators and users build it:
  * a dep-ctrl workspace with `manifests/kcp/dep-ctrl` applied, a network
- * provider exporting VPCs and a compute provider exporting VirtualMachines
- * (both bound to the dep-ctrl export, accepting its claim), consumers bound
- * to both, the per-shard `manifests/kcp/system-admin` RBAC, and
+ * provider exporting VPCs and Subnets and a compute provider exporting
+ * VirtualMachines and cluster-scoped VPCAttachments (both bound to the
+ * dep-ctrl export, accepting its claim), consumers bound to both, the
+ * per-shard `manifests/kcp/system-admin` RBAC, and
  * `manifests/kcp/workspace-reader` in root and every parent of a provider.
  *
  * @module
@@ -83,6 +84,7 @@ export async function buildTopology(
     networkProvider(kcp, networkPath),
     provider(kcp, computePath, "compute.example.com", [
       `${FIXTURES}compute/apiresourceschema-virtualmachines.yaml`,
+      `${FIXTURES}compute/apiresourceschema-vpcattachments.yaml`,
       `${FIXTURES}compute/apiexport.yaml`,
     ]),
   ]);

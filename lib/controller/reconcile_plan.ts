@@ -29,6 +29,7 @@ import { clusterOf, type EndpointObject, type KubeObject } from "../kcp/mod.ts";
 import { compareStrings, isRecord, withArticle } from "../runtime/mod.ts";
 import {
   desiredWebhookConfiguration,
+  providerUrl,
   updatedWebhookConfiguration,
   type WebhookClientSettings,
   webhookConfigurationUpToDate,
@@ -131,9 +132,8 @@ export function planReconcile(input: PlanInput): Plan {
   const coverage = planCoverage(valid, { input, problems, bindings });
   const { actions: configurations, wanted } = planConfigurations(
     input,
-    coverage.desired,
+    coverage,
     bindings,
-    coverage.unsure,
   );
   const { statuses, ready } = planStatuses({ valid, invalid }, {
     input,
@@ -190,6 +190,8 @@ function parseRules(
 interface Coverage {
   /** Desired protected types per provider cluster. */
   desired: Map<string, Map<string, GroupVersionResource>>;
+  /** The workspace path each provider cluster of `desired` was named by. */
+  providerPaths: Map<string, string>;
   /** Every path a valid rule names. */
   paths: Set<string>;
   /** Paths whose cluster has no dep-ctrl binding. */
@@ -216,6 +218,7 @@ function planCoverage(
   const { input, problems, bindings } = context;
   const coverage: Coverage = {
     desired: new Map(),
+    providerPaths: new Map(),
     paths: new Set(),
     stalePaths: new Set(),
     unsure: false,
@@ -272,6 +275,7 @@ function planCoverage(
       }
       if (rejected) continue;
       states.push({ state: "ok", path, gvr });
+      coverage.providerPaths.set(resolution.cluster, path);
       let types = coverage.desired.get(resolution.cluster);
       if (types === undefined) {
         types = new Map();
@@ -362,13 +366,18 @@ function planStatuses(
   return { statuses, ready };
 }
 
-/** Step 3: the configuration writes that give each provider the desired types. */
+/**
+ * Step 3: the configuration writes that give each provider the desired
+ * types, each calling the webhook at `<url>/<provider path>` so that only the
+ * rules about that provider's exports apply. A configuration kept only
+ * because a path is unknown is left as it is.
+ */
 function planConfigurations(
   input: PlanInput,
-  desired: Map<string, Map<string, GroupVersionResource>>,
+  coverage: Coverage,
   bindings: Map<string, { endpoint: string; claimAccepted: boolean }>,
-  unsure: boolean,
 ): { actions: ConfigurationAction[]; wanted: number } {
+  const { desired, providerPaths, unsure } = coverage;
   const current = new Map<string, EndpointObject>();
   for (const source of input.configurations) {
     current.set(clusterOf(source.object), source);
@@ -399,8 +408,12 @@ function planConfigurations(
       continue;
     }
     wanted++;
-    if ("error" in input.settings) continue;
-    const want = desiredWebhookConfiguration(types, input.settings);
+    const path = providerPaths.get(cluster);
+    if ("error" in input.settings || path === undefined) continue;
+    const want = desiredWebhookConfiguration(types, {
+      ...input.settings,
+      url: providerUrl(input.settings.url, path),
+    });
     if (existing === undefined) {
       const endpoint = bindings.get(cluster)?.endpoint;
       if (endpoint === undefined) continue;

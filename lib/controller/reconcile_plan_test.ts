@@ -20,6 +20,7 @@ import {
 } from "./reconcile_plan.ts";
 import {
   desiredWebhookConfiguration,
+  providerUrl,
   updatedWebhookConfiguration,
   type WebhookClientSettings,
 } from "./webhook_config.ts";
@@ -163,6 +164,19 @@ function binding(
   };
 }
 
+/** The configuration the plan wants in `cluster`: it calls the webhook for its path. */
+function providerConfiguration(
+  cluster: string,
+  types: readonly GroupVersionResource[],
+  settings: WebhookClientSettings = SETTINGS,
+): KubeObject {
+  const path = cluster === STORAGE ? STORAGE_PATH : NETWORK_PATH;
+  return desiredWebhookConfiguration(types, {
+    ...settings,
+    url: providerUrl(settings.url, path),
+  });
+}
+
 /** Our configuration in `cluster` as the API server returns it. */
 function configuration(
   cluster: string,
@@ -170,7 +184,7 @@ function configuration(
   options: { settings?: WebhookClientSettings; endpoint?: string } = {},
 ): EndpointObject {
   const object: KubeObject = JSON.parse(JSON.stringify(
-    desiredWebhookConfiguration(types, options.settings ?? SETTINGS),
+    providerConfiguration(cluster, types, options.settings ?? SETTINGS),
   ));
   object.metadata = {
     ...object.metadata,
@@ -256,7 +270,7 @@ Deno.test("planReconcile() creates the configuration through the binding's endpo
     cluster: NETWORK,
     endpoint: OTHER_ENDPOINT,
     action: "create",
-    object: desiredWebhookConfiguration([VPCS], SETTINGS),
+    object: providerConfiguration(NETWORK, [VPCS], SETTINGS),
   }]);
   assert.deepEqual(plan.statuses, []);
   assert.deepEqual(plan.paths, [NETWORK_PATH]);
@@ -443,7 +457,7 @@ Deno.test("planReconcile() merges the types of rules that share a provider into 
   assert.deepEqual(plan.configurations[0]!.action, "create");
   assert.deepEqual(
     plan.configurations[0]!.object,
-    desiredWebhookConfiguration([SUBNETS, VPCS], SETTINGS),
+    providerConfiguration(NETWORK, [SUBNETS, VPCS], SETTINGS),
   );
   assert.equal(plan.desiredClusters, 1);
 });
@@ -554,7 +568,7 @@ Deno.test("planReconcile() keeps the types a configuration protects while a path
     action: "update",
     object: updatedWebhookConfiguration(
       current.object,
-      desiredWebhookConfiguration([SUBNETS, VPCS], SETTINGS),
+      providerConfiguration(NETWORK, [SUBNETS, VPCS], SETTINGS),
     ),
   }]);
   // Neither rule is settled: the update is pending and a path is unknown.
@@ -605,7 +619,7 @@ Deno.test("planReconcile() updates a configuration when the client settings chan
         action: "update",
         object: updatedWebhookConfiguration(
           current.object,
-          desiredWebhookConfiguration([VPCS], settings),
+          providerConfiguration(NETWORK, [VPCS], settings),
         ),
       }]);
     });
@@ -818,7 +832,7 @@ Deno.test("planReconcile() reports a dependency cycle but still installs its typ
   assert.deepEqual(creating.configurations.map((c) => c.action), ["create"]);
   assert.deepEqual(
     creating.configurations[0]!.object,
-    desiredWebhookConfiguration(types, SETTINGS),
+    providerConfiguration(NETWORK, types, SETTINGS),
   );
 
   const plan = planReconcile(networkInput(rules, types));
@@ -863,7 +877,7 @@ Deno.test("planReconcile() lists every provider a rule's webhook is installed in
     cluster: STORAGE,
     endpoint: OTHER_ENDPOINT,
     action: "create",
-    object: desiredWebhookConfiguration([VOLUMES], SETTINGS),
+    object: providerConfiguration(STORAGE, [VOLUMES], SETTINGS),
   }]);
   assert.deepEqual(pending.statuses, []);
   assert.equal(pending.desiredClusters, 2);

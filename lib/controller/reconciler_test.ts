@@ -26,6 +26,7 @@ import {
   desiredWebhookConfiguration,
   MANAGED_BY_LABEL,
   MANAGED_BY_VALUE,
+  providerUrl,
   WEBHOOK_CONFIGURATION_NAME,
   type WebhookClientSettings,
 } from "./webhook_config.ts";
@@ -47,6 +48,11 @@ const SETTINGS: WebhookClientSettings = {
   url: "https://webhook.example.com/validate",
   caBundle: "Y2EtYnVuZGxl",
   timeoutSeconds: 10,
+};
+/** The settings of the configuration in `root:network`: the URL names it. */
+const NETWORK_SETTINGS: WebhookClientSettings = {
+  ...SETTINGS,
+  url: providerUrl(SETTINGS.url, "root:network"),
 };
 const VPCS = {
   group: "network.example.com",
@@ -423,7 +429,7 @@ function configuration(
   cluster: string,
   options: { managed: boolean; name?: string },
 ): KubeObject {
-  const object = desiredWebhookConfiguration([VPCS], SETTINGS);
+  const object = desiredWebhookConfiguration([VPCS], NETWORK_SETTINGS);
   object.metadata = {
     name: options.name ?? WEBHOOK_CONFIGURATION_NAME,
     annotations: { "kcp.io/cluster": cluster },
@@ -587,7 +593,7 @@ Deno.test("Reconciler installs the configuration in the provider cluster of a ru
         NETWORK,
         WEBHOOK_CONFIGURATION_NAME,
       )!;
-      const want = desiredWebhookConfiguration([VPCS], SETTINGS);
+      const want = desiredWebhookConfiguration([VPCS], NETWORK_SETTINGS);
       assert.deepEqual(written.webhooks, want.webhooks);
       assert.deepEqual(written.metadata?.labels, want.metadata?.labels);
       const status = h.kcp.get("rules", CONSUMER, "r1")?.status as {
@@ -776,7 +782,7 @@ Deno.test("Reconciler retries a failing provider cluster with backoff without de
       assert.deepEqual(
         h.kcp.get("configurations", NETWORK, WEBHOOK_CONFIGURATION_NAME)
           ?.webhooks,
-        desiredWebhookConfiguration([VPCS], SETTINGS).webhooks,
+        desiredWebhookConfiguration([VPCS], NETWORK_SETTINGS).webhooks,
       );
       assert.equal(h.kcp.writes("POST", STORAGE).length, 1);
       assert.equal(h.condition("store"), "True/Enforced");
@@ -837,7 +843,7 @@ Deno.test("Reconciler reports InstallFailed for a configuration of its name that
       assert.deepEqual(
         h.kcp.get("configurations", NETWORK, WEBHOOK_CONFIGURATION_NAME)
           ?.webhooks,
-        desiredWebhookConfiguration([VPCS], SETTINGS).webhooks,
+        desiredWebhookConfiguration([VPCS], NETWORK_SETTINGS).webhooks,
       );
     },
   );
@@ -852,7 +858,7 @@ Deno.test("Reconciler updates an outdated configuration with PUT, retrying while
       object.metadata!.labels = { ...object.metadata!.labels, team: "net" };
       object.webhooks = desiredWebhookConfiguration([
         { ...VPCS, resource: "subnets" },
-      ], SETTINGS).webhooks;
+      ], NETWORK_SETTINGS).webhooks;
       outdated = kcp.put("configurations", object);
       kcp.put("rules", rule("r1", "root:network", VPCS));
       kcp.failing.add(NETWORK);
@@ -881,7 +887,7 @@ Deno.test("Reconciler updates an outdated configuration with PUT, retrying while
       )!;
       assert.deepEqual(
         updated.webhooks,
-        desiredWebhookConfiguration([VPCS], SETTINGS).webhooks,
+        desiredWebhookConfiguration([VPCS], NETWORK_SETTINGS).webhooks,
       );
       assert.deepEqual(updated.metadata?.labels, {
         [MANAGED_BY_LABEL]: MANAGED_BY_VALUE,

@@ -100,6 +100,18 @@ interface NormalisedWebhook {
 }
 
 /**
+ * The URL a provider's VWC calls: the webhook URL with the provider's
+ * workspace path as one more segment (`https://host/validate` and
+ * `root:org:network` give `https://host/validate/root:org:network`), so the
+ * webhook applies only the rules about that provider's exports.
+ */
+export function providerUrl(webhookUrl: string, providerPath: string): string {
+  const url = new URL(webhookUrl);
+  url.pathname = `${url.pathname.replace(/\/+$/, "")}/${providerPath}`;
+  return url.toString();
+}
+
+/**
  * Builds the desired VWC for one provider workspace. A workspace where
  * nothing is protected any more should have no VWC at all: callers delete
  * it rather than install one with no rules.

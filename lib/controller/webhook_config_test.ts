@@ -6,6 +6,7 @@ import {
   isManagedWebhookConfiguration,
   MANAGED_BY_LABEL,
   MANAGED_BY_VALUE,
+  providerUrl,
   updatedWebhookConfiguration,
   WEBHOOK_CONFIGURATION_NAME,
   WEBHOOK_NAME,
@@ -357,4 +358,28 @@ Deno.test("isManagedWebhookConfiguration() is true only with our label and value
     false,
   );
   assert.equal(isManagedWebhookConfiguration({}), false);
+});
+
+Deno.test("providerUrl() adds the provider's workspace path as the last segment", () => {
+  const cases: [string, string, string][] = [
+    [
+      "https://webhook.example.com:9443/validate",
+      "root:org:network",
+      "https://webhook.example.com:9443/validate/root:org:network",
+    ],
+    [
+      "https://webhook.example.com/validate/",
+      "root",
+      "https://webhook.example.com/validate/root",
+    ],
+    [
+      "https://10.0.0.1/hooks/deps/validate?x=1",
+      "root:a",
+      "https://10.0.0.1/hooks/deps/validate/root:a?x=1",
+    ],
+    ["https://host", "root:a", "https://host/root:a"],
+  ];
+  for (const [url, path, want] of cases) {
+    assert.equal(providerUrl(url, path), want, `${url} + ${path}`);
+  }
 });

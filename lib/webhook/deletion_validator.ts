@@ -192,8 +192,17 @@ export class DeletionValidator {
     this.#bypass = options.bypass;
   }
 
-  /** Decides one admission request. Never throws. */
-  async validate(request: AdmissionRequest): Promise<Verdict> {
+  /**
+   * Decides one admission request. Never throws.
+   *
+   * With `options.provider` (the workspace path of the provider whose
+   * webhook configuration kcp called), only the rules about that provider's
+   * export of the type apply; without it, every rule about the type does.
+   */
+  async validate(
+    request: AdmissionRequest,
+    options: ValidateOptions = {},
+  ): Promise<Verdict> {
     const { uid } = request;
     if (request.operation !== "DELETE") {
       return { response: allow(uid), outcome: "allowed" };
@@ -222,7 +231,11 @@ export class DeletionValidator {
     }
     const target = targetOf(request, object);
     if (typeof target === "string") return invalid(uid, target);
-    const protections = this.#registry.find(request.resource);
+    const { provider } = options;
+    const found = this.#registry.find(request.resource);
+    const protections = provider === undefined
+      ? found
+      : found.filter((p) => p.provider === provider);
     if (protections.length === 0) {
       return { response: allow(uid), outcome: "allowed" };
     }
@@ -546,6 +559,15 @@ function referringFields(
   }
   if (more > 0) fields.push(`and ${more} more`);
   return fields;
+}
+
+/** Options for {@linkcode DeletionValidator.validate}. */
+export interface ValidateOptions {
+  /**
+   * The workspace path of the provider whose webhook configuration kcp
+   * called: only rules about its export of the type apply.
+   */
+  provider?: string;
 }
 
 /** Our identity may not read what a review needs: a setup problem to name. */

@@ -1887,3 +1887,54 @@ Deno.test("DeletionValidator.validate() lists a type once when only one of its r
   assert.deepEqual(source.listed, ["virtualmachines"]);
   assert.deepEqual(source.plainQueries.map((q) => q.namespace), [undefined]);
 });
+
+Deno.test("DeletionValidator.validate() with a provider applies only the rules about that provider's export", async () => {
+  const other: ClusterRule = {
+    cluster: "provider1",
+    rule: validRule("other-provider", VIRTUAL_MACHINES, [{
+      ...dependency(VPCS, ".spec.altVpcRef.name"),
+      apiExportRef: { path: "root:providers:network2", name: VPCS.group },
+    }]),
+  };
+  const registry = registryOf(VM_RULE, other);
+  const items = [{
+    ...vm("vm-1", "x"),
+    spec: { vpcRef: { name: "x" }, altVpcRef: { name: "vpc-a" } },
+  }];
+  // Every rule applies without a provider: the other provider's rule blocks.
+  const all = await validate(
+    registry,
+    new FakeSource({ virtualmachines: { pages: [items] } }),
+    deleteRequest(),
+  );
+  assert.equal(all.outcome, "denied_referenced");
+  // The first provider's configuration: only VM_RULE, which finds nothing.
+  const source = new FakeSource({ virtualmachines: { pages: [items] } });
+  const own = await new DeletionValidator(registry, source).validate(
+    deleteRequest(),
+    { provider: "root:providers:network" },
+  );
+  assert.deepEqual(own, ALLOWED);
+  // The second provider's: its rule blocks.
+  const second = await new DeletionValidator(
+    registry,
+    new FakeSource({ virtualmachines: { pages: [items] } }),
+  ).validate(deleteRequest(), { provider: "root:providers:network2" });
+  assert.deepEqual(
+    second,
+    referenced(
+      "cannot delete vpcs/vpc-a: still referenced by VirtualMachine/vm-1 (.spec.altVpcRef.name)",
+      1,
+    ),
+  );
+  // A provider no rule is about: allowed without reading kcp.
+  const none = new FakeSource({});
+  assert.deepEqual(
+    await new DeletionValidator(registry, none).validate(deleteRequest(), {
+      provider: "root:elsewhere",
+    }),
+    ALLOWED,
+  );
+  assert.deepEqual(none.queries, []);
+  assert.deepEqual(none.objectQueries, []);
+});

@@ -19,6 +19,12 @@ import {
 export interface Protection {
   /** Key of the rule this comes from (`<cluster>/<name>`). */
   rule: string;
+  /**
+   * Workspace path of the provider whose export of the protected type the
+   * rule is about (`apiExportRef.path`): another provider may export a type
+   * of the same group and resource to other consumers.
+   */
+  provider: string;
   /** The type that holds references, listed on DELETE. */
   dependent: GroupVersionResource & { kind: string };
   /** Where the reference lives in the dependent. */
@@ -134,11 +140,13 @@ export class RuleRegistry {
         target: gvrKey(dependency),
         protection: {
           rule: key,
+          provider: dependency.apiExportRef.path,
           dependent: dependentGvr,
           fieldPath,
           fieldPathText,
           ...(namespaced === undefined ? {} : { namespacePath: namespaced }),
           identity: JSON.stringify([
+            dependency.apiExportRef.path,
             dependentKey,
             fieldPathText,
             namespaced === undefined ? "" : formatFieldPath(namespaced),

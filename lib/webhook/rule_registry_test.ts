@@ -55,6 +55,7 @@ function protection(
 ): Protection {
   return {
     rule: key,
+    provider: "root:providers:network",
     dependent: { ...dependent },
     fieldPath: parseFieldPath(fieldPathText),
     fieldPathText,
@@ -68,6 +69,7 @@ function found(
 ): Protection[] {
   return registry.find(gvr).map((p) => ({
     rule: p.rule,
+    provider: p.provider,
     dependent: { ...p.dependent },
     fieldPath: [...p.fieldPath],
     fieldPathText: p.fieldPathText,
@@ -523,13 +525,16 @@ function modelFind(
         ? d.fieldRef.path
         : `.${d.fieldRef.path}`;
       const { group, version, resource, kind } = rule.spec.dependent;
+      const provider = d.apiExportRef.path;
       const duplicate = out.some((p) =>
+        p.provider === provider &&
         p.dependent.group === group && p.dependent.version === version &&
         p.dependent.resource === resource && p.fieldPathText === text
       );
       if (duplicate) continue;
       out.push({
         rule: key,
+        provider,
         dependent: { group, version, resource, kind },
         fieldPath: parseFieldPath(text),
         fieldPathText: text,
@@ -606,4 +611,20 @@ Deno.test("RuleRegistry.find() answers as a sequential model after random sequen
   }
   assert.equal(registry.loaded, true);
   assert.ok(deduplicated > 0, "the random sequence exercised deduplication");
+});
+
+Deno.test("RuleRegistry.find() keeps the same protection from two providers apart, each with its provider", () => {
+  const registry = new RuleRegistry();
+  const second = {
+    ...dependency(VPCS, ".spec.vpcRef.name"),
+    apiExportRef: { path: "root:providers:network2", name: VPCS.group },
+  };
+  registry.replace([
+    entry("provider1", { name: "first" }),
+    entry("provider1", { name: "second", dependencies: [second] }),
+  ]);
+  assert.deepEqual(
+    registry.find(VPCS).map((p) => p.provider).sort(),
+    ["root:providers:network", "root:providers:network2"],
+  );
 });

@@ -14,7 +14,7 @@ import {
   slimRequest,
   toReview,
 } from "./admission_review.ts";
-import { CLUSTER_ANNOTATION } from "../kcp/mod.ts";
+import { CLUSTER_ANNOTATION, isWorkspacePath } from "../kcp/mod.ts";
 import { SKIP_PROTECTION_ANNOTATION } from "../rules/mod.ts";
 import { type ConnectionLimits, serveBoundedTls } from "./bounded_server.ts";
 import type { DeletionValidator, Verdict } from "./deletion_validator.ts";
@@ -62,7 +62,10 @@ const READ_ANNOTATIONS = [CLUSTER_ANNOTATION, SKIP_PROTECTION_ANNOTATION];
 
 /**
  * The admission app: `POST /validate` takes an AdmissionReview v1 and
- * answers one. A malformed body gets a 4xx with a JSON `{"error": ...}`
+ * answers one, applying every rule about the reviewed type; `POST
+ * /validate/<provider workspace path>` (the URL the controller writes into
+ * each provider's webhook configuration) applies only the rules about that
+ * provider's export of it. A malformed body gets a 4xx with a JSON `{"error": ...}`
  * naming the problem: 413 for a body over {@linkcode MAX_REVIEW_BYTES}
  * (declared or received; no more is read), 400 for anything else. A
  * decision, allow or deny, is always HTTP 200. While `bodyBytes` has no room
@@ -99,61 +102,73 @@ export function createAdmissionApp(deps: AdmissionAppDeps): Hono {
   };
   const tooLarge =
     `Cannot parse AdmissionReview: body is larger than ${MAX_REVIEW_BYTES} bytes`;
+  /** Reads, decides and answers one review; `provider` scopes the rules. */
+  const review = async (c: Context, provider?: string): Promise<Response> => {
+    const started = now();
+    const length = Number(c.req.header("content-length"));
+    const declared = Number.isInteger(length) && length >= 0
+      ? length
+      : undefined;
+    if (declared !== undefined && declared > MAX_REVIEW_BYTES) {
+      return reject(c, 413, tooLarge);
+    }
+    const release = bodyBytes === undefined
+      ? () => {}
+      : await bodyBytes.acquire(declared ?? MAX_REVIEW_BYTES, {
+        timeoutMs: queueTimeoutMs,
+      });
+    if (release === undefined) {
+      observer.rejected(503);
+      return c.json(
+        {
+          error:
+            "The dependency webhook is busy reading other reviews: retry the request",
+        },
+        503,
+        { "retry-after": "1" },
+      );
+    }
+    let parsed;
+    try {
+      const body = await readAtMost(c.req.raw.body, MAX_REVIEW_BYTES);
+      if (body === undefined) return reject(c, 413, tooLarge);
+      parsed = parseAdmissionReview(body);
+      if (parsed.ok) {
+        parsed = {
+          ...parsed,
+          request: slimRequest(parsed.request, {
+            annotations: READ_ANNOTATIONS,
+          }),
+        };
+      }
+    } finally {
+      release();
+    }
+    if (!parsed.ok) return reject(c, parsed.status, parsed.message);
+    const { request } = parsed;
+    const verdict = await validator.validate(
+      request,
+      provider === undefined ? {} : { provider },
+    );
+    const seconds = (now() - started) / 1000;
+    observer.reviewed(verdict, seconds);
+    if (request.operation === "DELETE") {
+      logReview(log, request, verdict, seconds);
+    }
+    return c.json(toReview(verdict.response));
+  };
   const app = new Hono();
-  app.post(
-    "/validate",
-    async (c) => {
-      const started = now();
-      const length = Number(c.req.header("content-length"));
-      const declared = Number.isInteger(length) && length >= 0
-        ? length
-        : undefined;
-      if (declared !== undefined && declared > MAX_REVIEW_BYTES) {
-        return reject(c, 413, tooLarge);
-      }
-      const release = bodyBytes === undefined
-        ? () => {}
-        : await bodyBytes.acquire(declared ?? MAX_REVIEW_BYTES, {
-          timeoutMs: queueTimeoutMs,
-        });
-      if (release === undefined) {
-        observer.rejected(503);
-        return c.json(
-          {
-            error:
-              "The dependency webhook is busy reading other reviews: retry the request",
-          },
-          503,
-          { "retry-after": "1" },
-        );
-      }
-      let parsed;
-      try {
-        const body = await readAtMost(c.req.raw.body, MAX_REVIEW_BYTES);
-        if (body === undefined) return reject(c, 413, tooLarge);
-        parsed = parseAdmissionReview(body);
-        if (parsed.ok) {
-          parsed = {
-            ...parsed,
-            request: slimRequest(parsed.request, {
-              annotations: READ_ANNOTATIONS,
-            }),
-          };
-        }
-      } finally {
-        release();
-      }
-      if (!parsed.ok) return reject(c, parsed.status, parsed.message);
-      const { request } = parsed;
-      const verdict = await validator.validate(request);
-      const seconds = (now() - started) / 1000;
-      observer.reviewed(verdict, seconds);
-      if (request.operation === "DELETE") {
-        logReview(log, request, verdict, seconds);
-      }
-      return c.json(toReview(verdict.response));
-    },
-  );
+  app.post("/validate", (c) => review(c));
+  app.post("/validate/:provider", (c) => {
+    const provider = c.req.param("provider");
+    if (!isWorkspacePath(provider)) {
+      return c.json({
+        error:
+          `No such endpoint: POST ${c.req.path}: the last segment must be a workspace path`,
+      }, 404);
+    }
+    return review(c, provider);
+  });
   app.notFound((c) =>
     c.json({ error: `No such endpoint: ${c.req.method} ${c.req.path}` }, 404)
   );

@@ -691,3 +691,54 @@ Deno.test("serveTls() passes its connection limits to the bounded server: a conn
     headerTimeoutMs: 120_000,
   });
 });
+
+Deno.test("createAdmissionApp() POST /validate/<provider path> applies only the rules about that provider", async () => {
+  const referencing = [{
+    metadata: { name: "vm-1", namespace: "default" },
+    spec: { vpcRef: { name: "vpc-a" } },
+  }];
+  // The rule is about root:network's export of vpcs.
+  const own = admission({ items: referencing });
+  const denied = await (await own.request(
+    { body: JSON.stringify(deleteVpc) },
+    "/validate/root:network",
+  )).json();
+  assert.equal(denied.response.allowed, false);
+  assert.match(denied.response.status.message, /VirtualMachine\/vm-1/);
+
+  const other = admission({ items: referencing });
+  const allowed = await (await other.request(
+    { body: JSON.stringify(deleteVpc) },
+    "/validate/root:other-network",
+  )).json();
+  assert.deepEqual(allowed.response, { uid: UID, allowed: true });
+  // Nothing to check for another provider's type: nothing read.
+  assert.deepEqual(other.source.queries, []);
+  assert.deepEqual(other.source.objectQueries, []);
+
+  // Percent-encoded colons name the same workspace.
+  const encoded = admission({ items: referencing });
+  const again = await (await encoded.request(
+    { body: JSON.stringify(deleteVpc) },
+    "/validate/root%3Anetwork",
+  )).json();
+  assert.equal(again.response.allowed, false);
+});
+
+Deno.test("createAdmissionApp() answers 404 for a provider segment that is no workspace path", async () => {
+  for (const path of ["/validate/Root", "/validate/root:", "/validate/a%2Fb"]) {
+    const h = admission();
+    await assertError(
+      await h.request({ body: JSON.stringify(deleteVpc) }, path),
+      404,
+      /No such endpoint: POST .*: the last segment must be a workspace path/,
+    );
+    assert.deepEqual(h.reviewed, [], path);
+  }
+  const h = admission();
+  await assertError(
+    await h.request({ body: JSON.stringify(deleteVpc) }, "/validate/a/b"),
+    404,
+    /No such endpoint/,
+  );
+});

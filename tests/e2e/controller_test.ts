@@ -286,8 +286,9 @@ kcpTest(
           assert.equal(hook.sideEffects, "None");
           assert.deepEqual(hook.admissionReviewVersions, ["v1"]);
           assert.equal(hook.timeoutSeconds, 10);
+          // The URL names the provider: only rules about its exports apply.
           assert.deepEqual(hook.clientConfig, {
-            url: webhook.url,
+            url: `${webhook.url}/${NETWORK}`,
             caBundle: btoa(webhook.cert.caPem),
           });
           assert.deepEqual(hook.rules, [{
@@ -616,7 +617,8 @@ kcpTest(
             const hooks = (config?.webhooks ?? []) as {
               clientConfig?: { url?: string };
             }[];
-            return hooks[0]?.clientConfig?.url === url || undefined;
+            return hooks[0]?.clientConfig?.url === `${url}/${NETWORK}` ||
+              undefined;
           });
           const r = await deleteObject(kcp, c1, "vpcs", "vpc-e");
           assert.notEqual(r.code, 0);

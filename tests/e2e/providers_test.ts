@@ -1,0 +1,209 @@
+/**
+ * Two providers export the same group/resource (`vpcs.network.example.com`)
+ * to different consumers; a rule about one provider's VPCs must neither
+ * protect nor block the other's. kcp calls, for a bound type, only the
+ * webhook configurations of the workspace that exports it to the consumer,
+ * so both configurations reach the same webhook: it must tell them apart.
+ * Components run as their own processes and identities; users act with
+ * kubectl.
+ */
+import assert from "node:assert/strict";
+import {
+  applyObjects,
+  applySystemAdminOverlay,
+  bindExport,
+  buildTopology,
+  type ComponentProcess,
+  createWorkspace,
+  dependencyRule,
+  type KcpServer,
+  kcpTest,
+  networkProvider,
+  startController,
+  startWebhook,
+  type Topology,
+  waitFor,
+  type WebhookProcess,
+} from "../../testing/mod.ts";
+
+const NETWORK = "root:providers:network";
+const NETWORK2 = "root:providers:network2";
+const COMPUTE = "root:providers:compute";
+/** Bound to NETWORK's VPCs. */
+const C1 = "root:consumers:c1";
+/** Bound to NETWORK2's VPCs. */
+const C3 = "root:consumers:c3";
+
+function vpc(name: string): unknown {
+  return {
+    apiVersion: "network.example.com/v1alpha1",
+    kind: "VPC",
+    metadata: { name, namespace: "default" },
+    spec: {},
+  };
+}
+
+function vm(name: string, spec: Record<string, unknown>): unknown {
+  return {
+    apiVersion: "compute.example.com/v1alpha1",
+    kind: "VirtualMachine",
+    metadata: { name, namespace: "default" },
+    spec,
+  };
+}
+
+/** A server-side dry-run delete of a VPC: the denial's message, or `""` when allowed. */
+async function dryRunDelete(
+  kcp: KcpServer,
+  workspace: string,
+  name: string,
+): Promise<string> {
+  const r = await kcp.kubectl([
+    "delete",
+    "vpc",
+    name,
+    "-n",
+    "default",
+    "--dry-run=server",
+  ], { workspace });
+  return r.code === 0 ? "" : r.stderr;
+}
+
+kcpTest(
+  "providers: a rule about one provider's type neither protects nor blocks another provider's type of the same name",
+  async (kcp, step) => {
+    let topo!: Topology;
+    let webhook: WebhookProcess | undefined;
+    let controller: ComponentProcess | undefined;
+    try {
+      await step(
+        "two network providers export vpcs.network.example.com; c1 binds the first, c3 the second",
+        async () => {
+          topo = await buildTopology(kcp, {
+            networkPath: NETWORK,
+            computePath: COMPUTE,
+            consumerPaths: [C1],
+          });
+          await networkProvider(kcp, NETWORK2);
+          await createWorkspace(kcp, C3);
+          await bindExport(kcp, C3, {
+            exportPath: NETWORK2,
+            exportName: "network.example.com",
+          });
+          await bindExport(kcp, C3, {
+            exportPath: COMPUTE,
+            exportName: "compute.example.com",
+          });
+          await applySystemAdminOverlay(kcp, [
+            {
+              group: "compute.example.com",
+              resources: ["virtualmachines"],
+              verbs: ["get", "list"],
+            },
+            {
+              group: "network.example.com",
+              resources: ["vpcs"],
+              verbs: ["get", "list"],
+            },
+          ]);
+          webhook = await startWebhook(kcp);
+          controller = await startController(kcp, { webhook });
+          assert.equal(topo.consumers[0]!.path, C1);
+        },
+      );
+
+      await step(
+        "one rule per provider: .spec.vpcRef.name names the first's VPCs, .spec.altVpcRef.name the second's",
+        async () => {
+          await applyObjects(kcp, COMPUTE, [
+            dependencyRule("vm-network", {
+              dependencies: [{
+                path: NETWORK,
+                resource: "vpcs",
+                field: ".spec.vpcRef.name",
+              }],
+            }),
+            dependencyRule("vm-network2", {
+              dependencies: [{
+                path: NETWORK2,
+                resource: "vpcs",
+                field: ".spec.altVpcRef.name",
+              }],
+            }),
+          ]);
+          for (const ws of [C1, C3]) {
+            await applyObjects(kcp, ws, [
+              vpc("by-own-rule"),
+              vpc("by-other-rule"),
+              vm("vm-1", {
+                vpcRef: { name: ws === C1 ? "by-own-rule" : "by-other-rule" },
+                altVpcRef: {
+                  name: ws === C1 ? "by-other-rule" : "by-own-rule",
+                },
+              }),
+            ]);
+          }
+          // Each provider's own rule protects its consumers' VPCs.
+          for (const ws of [C1, C3]) {
+            const field = ws === C1
+              ? ".spec.vpcRef.name"
+              : ".spec.altVpcRef.name";
+            await waitFor(
+              `protection in ${ws}`,
+              async () =>
+                (await dryRunDelete(kcp, ws, "by-own-rule")).includes(
+                  `still referenced by VirtualMachine/vm-1 (${field})`,
+                ) || undefined,
+              { timeoutMs: 60_000, intervalMs: 300 },
+            );
+          }
+        },
+      );
+
+      await step(
+        "the other provider's rule does not block: a VPC named only through it can be deleted",
+        async () => {
+          for (const ws of [C1, C3]) {
+            assert.equal(
+              await dryRunDelete(kcp, ws, "by-other-rule"),
+              "",
+              `${ws}: a rule about the other provider's VPCs blocked this one`,
+            );
+          }
+          const r = await kcp.kubectl(
+            ["delete", "vpc", "by-other-rule", "-n", "default"],
+            { workspace: C3 },
+          );
+          assert.equal(r.code, 0, r.stderr);
+          const gone = await kcp.kubectl(
+            ["get", "vpc", "by-other-rule", "-n", "default"],
+            { workspace: C3 },
+          );
+          assert.notEqual(gone.code, 0);
+          assert.match(gone.stderr, /NotFound|not found/);
+        },
+      );
+
+      await step(
+        "each provider's configuration calls the webhook for its own workspace",
+        async () => {
+          for (const path of [NETWORK, NETWORK2]) {
+            const config = await kcp.request<{
+              webhooks: { clientConfig: { url: string } }[];
+            }>(
+              "GET",
+              `/clusters/${path}/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/dependency-controller`,
+            );
+            assert.equal(
+              config.webhooks[0]!.clientConfig.url,
+              `${webhook!.url}/${path}`,
+            );
+          }
+        },
+      );
+    } finally {
+      await controller?.stop();
+      await webhook?.stop();
+    }
+  },
+);

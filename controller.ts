@@ -17,6 +17,7 @@ import {
   LeaderElector,
   parseControllerOptions,
   readCaBundle,
+  readExport,
   Reconciler,
   WorkspaceResolver,
 } from "./lib/controller/mod.ts";
@@ -69,6 +70,7 @@ async function run(options: ControllerOptions, log: Logger): Promise<number> {
       client,
       watcher,
       resolver,
+      readExport: (ref, signal) => readExport(client, base, ref, { signal }),
       async readSettings() {
         return {
           url: options.webhookUrl,

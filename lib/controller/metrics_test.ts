@@ -32,6 +32,7 @@ function plan(
   return {
     paths: [],
     stalePaths: [],
+    exports: [],
     configurations,
     statuses,
     ready: new Map(Object.entries(ready)),

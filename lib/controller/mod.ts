@@ -1,11 +1,14 @@
 /**
  * The controller: the pure reconcile plan, the reconciler that feeds it from
  * caches and writes its result, ValidatingWebhookConfigurations, workspace
- * path resolution, keyed tasks, leader election and its metrics and options.
+ * path resolution, the checks of rules against the APIExports they name,
+ * keyed tasks, leader election and its metrics and options.
  *
  * @module
  */
 export * from "./ca_bundle.ts";
+export * from "./export_checks.ts";
+export * from "./export_reader.ts";
 export * from "./keyed_tasks.ts";
 export * from "./leader_election.ts";
 export * from "./metrics.ts";

@@ -28,6 +28,13 @@ import {
 import { clusterOf, type EndpointObject, type KubeObject } from "../kcp/mod.ts";
 import { compareStrings, isRecord, withArticle } from "../runtime/mod.ts";
 import {
+  checkExported,
+  type ExportCheck,
+  exportKey,
+  type ExportReading,
+  type ExportRef,
+} from "./export_checks.ts";
+import {
   desiredWebhookConfiguration,
   providerUrl,
   updatedWebhookConfiguration,
@@ -50,6 +57,12 @@ export interface PlanInput {
   configurations: readonly EndpointObject[];
   /** Resolved paths; a path without an entry is still being resolved. */
   resolutions: ReadonlyMap<string, Resolution>;
+  /**
+   * What the APIExports the rules name serve, by `exportKey`; an export
+   * without an entry is not checked (yet).
+   * @default {nothing checked}
+   */
+  exports?: ReadonlyMap<string, ExportReading>;
   /** Webhook client settings, or why they cannot be read. */
   settings: WebhookClientSettings | { error: string };
   /** The last failed write per provider cluster, if it failed. */
@@ -96,6 +109,8 @@ export interface StatusAction {
 export interface Plan {
   /** Every workspace path named by a schema-valid rule. */
   paths: string[];
+  /** Every APIExport a schema-valid rule names, to be read and checked. */
+  exports: ExportRef[];
   /** Paths whose cluster has no dep-ctrl binding: resolve them again, the workspace may have been recreated. */
   stalePaths: string[];
   /** Writes that make the configurations equal the desired state. */
@@ -139,10 +154,12 @@ export function planReconcile(input: PlanInput): Plan {
     input,
     problems,
     states: coverage.states,
+    unverified: coverage.unverified,
     pendingClusters: new Set(configurations.map((c) => c.cluster)),
   });
   return {
     paths: [...coverage.paths].sort(),
+    exports: [...coverage.exports.values()],
     stalePaths: [...coverage.stalePaths].sort(),
     configurations,
     statuses,
@@ -200,6 +217,10 @@ interface Coverage {
   unsure: boolean;
   /** Each rule's dependencies' states, by rule key. */
   states: Map<string, DependencyState[]>;
+  /** Every APIExport a valid rule names, by `exportKey`. */
+  exports: Map<string, ExportRef>;
+  /** Per rule key: why some of its types could not be checked. */
+  unverified: Map<string, string[]>;
 }
 
 /**
@@ -223,6 +244,34 @@ function planCoverage(
     stalePaths: new Set(),
     unsure: false,
     states: new Map(),
+    exports: new Map(),
+    unverified: new Map(),
+  };
+  /** Checks one type against one export and remembers the export as wanted. */
+  /**
+   * Checks one type against one export and remembers the export as wanted;
+   * `pending` while the export has not been read (nothing is written for the
+   * type yet, and nothing already installed is removed).
+   */
+  const check = (
+    ruleKeyText: string,
+    ref: ExportRef & { shown: string },
+    type: GroupVersionResource,
+  ): ExportCheck | "pending" => {
+    const key = exportKey(ref);
+    coverage.exports.set(key, { workspace: ref.workspace, name: ref.name });
+    const reading = input.exports?.get(key);
+    if (input.exports !== undefined && reading === undefined) {
+      coverage.unsure = true;
+      return "pending";
+    }
+    const result = checkExported(reading, ref, type);
+    if (result.ok && result.unverified !== undefined) {
+      const notes = coverage.unverified.get(ruleKeyText) ?? [];
+      notes.push(result.unverified);
+      coverage.unverified.set(ruleKeyText, notes);
+    }
+    return result;
   };
   for (const { rule, cluster } of valid) {
     const key = ruleKey(cluster, rule.metadata.name);
@@ -230,9 +279,28 @@ function planCoverage(
       p.reason === "SelfDependency"
     );
     const states: DependencyState[] = [];
+    const { dependent } = rule.spec;
+    const served = check(key, {
+      workspace: cluster,
+      name: dependent.apiExportName,
+      shown: "the rule's workspace",
+    }, dependent);
     for (const dependency of rule.spec.dependencies) {
       const path = dependency.apiExportRef.path;
       coverage.paths.add(path);
+      if (served === "pending") {
+        states.push({ state: "pending" });
+        continue;
+      }
+      if (!served.ok) {
+        // The dependent type does not exist: nothing can refer to anything.
+        states.push({
+          state: "failed",
+          reason: served.reason,
+          message: `spec.dependent: ${served.message}`,
+        });
+        continue;
+      }
       const gvr = {
         group: dependency.group,
         version: dependency.version,
@@ -273,6 +341,23 @@ function planCoverage(
         });
         continue;
       }
+      const exported = check(key, {
+        workspace: path,
+        name: dependency.apiExportRef.name,
+        shown: path,
+      }, gvr);
+      if (exported === "pending") {
+        states.push({ state: "pending" });
+        continue;
+      }
+      if (!exported.ok) {
+        states.push({
+          state: "failed",
+          reason: exported.reason,
+          message: exported.message,
+        });
+        continue;
+      }
       if (rejected) continue;
       states.push({ state: "ok", path, gvr });
       coverage.providerPaths.set(resolution.cluster, path);
@@ -299,6 +384,7 @@ function planStatuses(
     input: PlanInput;
     problems: ReadonlyMap<string, readonly RuleProblem[]>;
     states: ReadonlyMap<string, readonly DependencyState[]>;
+    unverified: ReadonlyMap<string, readonly string[]>;
     pendingClusters: ReadonlySet<string>;
   },
 ): { statuses: StatusAction[]; ready: Map<string, number> } {
@@ -350,7 +436,9 @@ function planStatuses(
       }
       installed = verdict;
     }
-    const readyCondition = readyConditionFor(rule, installed, ruleProblems);
+    const readyCondition = readyConditionFor(rule, installed, ruleProblems, {
+      unverified: context.unverified.get(key) ?? [],
+    });
     count(readyCondition);
     const status = statusFor(source.object, input.now, [
       installed,
@@ -491,6 +579,7 @@ function readyConditionFor(
   rule: DependencyRule,
   installed: PlannedCondition,
   problems: readonly RuleProblem[],
+  options: { unverified: readonly string[] },
 ): PlannedCondition {
   const first = problems[0];
   if (installed.status !== "True") {
@@ -507,10 +596,16 @@ function readyConditionFor(
   const types = unique(
     rule.spec.dependencies.map((d) => `${d.resource}.${d.group}`),
   ).join(", ");
+  // Types that could not be checked are protected all the same: say so.
+  const unchecked = options.unverified.length === 0
+    ? ""
+    : `; not checked against the APIExports: ${
+      unique(options.unverified).join("; ")
+    }`;
   return condition(READY_CONDITION, "True", "Enforced", {
     message: `deleting ${types} is denied while ${
       withArticle(rule.spec.dependent.kind)
-    } in the same workspace refers to it`,
+    } in the same workspace refers to it${unchecked}`,
   });
 }
 

@@ -10,6 +10,11 @@ import {
 } from "../rules/mod.ts";
 import type { EndpointObject, KubeObject } from "../kcp/mod.ts";
 import {
+  type ExportAnswer,
+  exportKey,
+  type ExportReading,
+} from "./export_checks.ts";
+import {
   type Plan,
   type PlanInput,
   planReconcile,
@@ -1056,4 +1061,172 @@ Deno.test("planReconcile() validates rules with the given parse function", () =>
   });
   assert.deepEqual(seen, input.rules.map((r) => r.object));
   assert.deepEqual(plan, planReconcile(input));
+});
+
+// ---------------------------------------------------------------------------
+// Rules checked against the APIExports they name
+
+/** The network export serving VPCs; the compute export serving VMs (the dependent). */
+const NETWORK_EXPORT: ExportAnswer = {
+  found: true,
+  types: [{
+    group: VPCS.group,
+    resource: VPCS.resource,
+    versions: [VPCS.version],
+    kind: "VPC",
+  }],
+};
+const COMPUTE_EXPORT: ExportAnswer = {
+  found: true,
+  types: [{
+    group: VIRTUAL_MACHINES.group,
+    resource: VIRTUAL_MACHINES.resource,
+    versions: [VIRTUAL_MACHINES.version],
+    kind: "VirtualMachine",
+  }],
+};
+
+/** Readings for the network export (by path) and the rule's own (by cluster). */
+function exportsRead(
+  network: ExportReading,
+  compute: ExportReading = { answer: COMPUTE_EXPORT },
+): Map<string, ExportReading> {
+  return new Map([
+    [exportKey({ workspace: NETWORK_PATH, name: VPCS.group }), network],
+    [
+      exportKey({ workspace: CONSUMER, name: VIRTUAL_MACHINES.group }),
+      compute,
+    ],
+  ]);
+}
+
+Deno.test("planReconcile() names every export its rules name, for reading", () => {
+  const plan = planReconcile(networkInput([vmRule()], []));
+  assert.deepEqual(plan.exports, [
+    { workspace: CONSUMER, name: VIRTUAL_MACHINES.group },
+    { workspace: NETWORK_PATH, name: VPCS.group },
+  ]);
+});
+
+Deno.test("planReconcile() installs and enforces a rule whose types its exports serve", () => {
+  const plan = planReconcile({
+    ...networkInput([vmRule()], [VPCS]),
+    exports: exportsRead({ answer: NETWORK_EXPORT }),
+  });
+  assert.deepEqual(plan.configurations, []);
+  const ready = conditionOf(statusOf(plan, VM_RULE), READY_CONDITION);
+  assert.equal(ready.reason, "Enforced");
+  assert.equal(ready.message, ENFORCED_VPCS);
+});
+
+Deno.test("planReconcile() reports a protected type its export does not serve and installs nothing for it", () => {
+  const typo = rule(VM_RULE, VIRTUAL_MACHINES, [
+    dependency({ ...VPCS, resource: "vpcz" }, ".spec.vpcRef.name"),
+  ]);
+  const plan = planReconcile({
+    ...networkInput([typo], []),
+    exports: exportsRead({ answer: NETWORK_EXPORT }),
+  });
+  assert.deepEqual(plan.configurations, []);
+  const status = statusOf(plan, VM_RULE);
+  const ready = conditionOf(status, READY_CONDITION);
+  assert.equal(ready.status, "False");
+  assert.equal(ready.reason, "TypeNotExported");
+  assert.equal(
+    ready.message,
+    "the APIExport network.example.com in root:providers:network does not export vpcz.network.example.com: it exports vpcs.network.example.com (v1alpha1)",
+  );
+  assert.equal(
+    conditionOf(status, WEBHOOKS_INSTALLED_CONDITION).reason,
+    "TypeNotExported",
+  );
+});
+
+Deno.test("planReconcile() removes the configuration of a type found not exported", () => {
+  const typo = rule(VM_RULE, VIRTUAL_MACHINES, [
+    dependency({ ...VPCS, version: "v9" }, ".spec.vpcRef.name"),
+  ]);
+  const plan = planReconcile({
+    ...networkInput([typo], [{ ...VPCS, version: "v9" }]),
+    exports: exportsRead({ answer: NETWORK_EXPORT }),
+  });
+  assert.deepEqual(plan.configurations.map((c) => c.action), ["delete"]);
+  assert.match(
+    conditionOf(statusOf(plan, VM_RULE), READY_CONDITION).message,
+    /serves vpcs\.network\.example\.com only in v1alpha1, not v9/,
+  );
+});
+
+Deno.test("planReconcile() reports an APIExport that does not exist", () => {
+  const plan = planReconcile({
+    ...networkInput([vmRule()], []),
+    exports: exportsRead({ answer: { found: false } }),
+  });
+  assert.deepEqual(plan.configurations, []);
+  const ready = conditionOf(statusOf(plan, VM_RULE), READY_CONDITION);
+  assert.equal(ready.reason, "APIExportNotFound");
+  assert.match(
+    ready.message,
+    /there is no APIExport network\.example\.com in root:providers:network/,
+  );
+});
+
+Deno.test("planReconcile() reports a dependent type the rule's own export does not serve, and protects nothing for it", () => {
+  const typo = rule(VM_RULE, {
+    ...VIRTUAL_MACHINES,
+    resource: "virtualmachinez",
+  }, [
+    dependency(VPCS, ".spec.vpcRef.name"),
+  ]);
+  const plan = planReconcile({
+    ...networkInput([typo], []),
+    exports: exportsRead({ answer: NETWORK_EXPORT }),
+  });
+  assert.deepEqual(plan.configurations, []);
+  const ready = conditionOf(statusOf(plan, VM_RULE), READY_CONDITION);
+  assert.equal(ready.reason, "TypeNotExported");
+  assert.equal(
+    ready.message,
+    "spec.dependent: the APIExport compute.example.com in the rule's workspace does not export virtualmachinez.compute.example.com: it exports virtualmachines.compute.example.com (v1alpha1)",
+  );
+});
+
+Deno.test("planReconcile() protects what it cannot check, and says so in the status", () => {
+  const plan = planReconcile({
+    ...networkInput([vmRule()], []),
+    exports: exportsRead({ error: "403 Forbidden" }),
+  });
+  // The configuration is written all the same: a failed read never weakens.
+  assert.deepEqual(plan.configurations.map((c) => c.action), ["create"]);
+  const installed = planReconcile({
+    ...networkInput([vmRule()], [VPCS]),
+    exports: exportsRead({ error: "403 Forbidden" }),
+  });
+  const ready = conditionOf(statusOf(installed, VM_RULE), READY_CONDITION);
+  assert.equal(ready.reason, "Enforced");
+  assert.equal(
+    ready.message,
+    `${ENFORCED_VPCS}; not checked against the APIExports: cannot read the APIExport network.example.com in root:providers:network to check vpcs.network.example.com: 403 Forbidden`,
+  );
+});
+
+Deno.test("planReconcile() writes nothing for a type whose export is not read yet, and removes nothing installed", () => {
+  const unread = new Map<string, ExportReading>();
+  const fresh = planReconcile({
+    ...networkInput([vmRule()], []),
+    exports: unread,
+  });
+  assert.deepEqual(fresh.configurations, []);
+  assert.deepEqual(fresh.statuses, []);
+  // After a restart: the installed configuration stays until the export is read.
+  const restarted = planReconcile({
+    ...networkInput([], [VPCS]),
+    rules: [
+      rule("other", VIRTUAL_MACHINES, [
+        dependency(SUBNETS, ".spec.subnetRef.name"),
+      ]),
+    ],
+    exports: unread,
+  });
+  assert.deepEqual(restarted.configurations, []);
 });

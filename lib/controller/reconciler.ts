@@ -23,6 +23,8 @@ import type {
 } from "../kcp/mod.ts";
 import { Applier } from "./applier.ts";
 import { PathCache } from "./path_cache.ts";
+import { ExportCache } from "./export_cache.ts";
+import type { ExportAnswer, ExportRef } from "./export_checks.ts";
 import { type Plan, planReconcile } from "./reconcile_plan.ts";
 import {
   MANAGED_BY_LABEL,
@@ -69,6 +71,12 @@ export interface ReconcilerOptions {
   watcher: ExportWatcher<ControllerCollection>;
   /** Resolves workspace paths. */
   resolver: WorkspaceResolver;
+  /**
+   * Reads what an APIExport serves (see `export_reader.ts`), to check each
+   * rule's types against the exports it names.
+   * @default {no checks}
+   */
+  readExport?: (ref: ExportRef, signal: AbortSignal) => Promise<ExportAnswer>;
   /** Reads the webhook's URL, CA bundle and timeout (at the first pass, every resync, and after a failed read). */
   readSettings: () => Promise<WebhookClientSettings>;
   /** `<workspace path>:<export name>` of the dep-ctrl export, for messages. */
@@ -96,6 +104,7 @@ type Settings = WebhookClientSettings | { error: string };
 export class Reconciler {
   readonly #options: ReconcilerOptions;
   readonly #paths: PathCache;
+  readonly #exports: ExportCache | undefined;
   readonly #applier: Applier;
   /** Each rule object's validation, kept as long as the watch cache keeps the object. */
   readonly #parsed = new WeakMap<KubeObject, DependencyRuleParseResult>();
@@ -122,6 +131,14 @@ export class Reconciler {
       onChange: () => this.trigger(),
       onResolved: (failure) => observer?.wrote("resolve", failure),
     });
+    this.#exports = options.readExport === undefined
+      ? undefined
+      : new ExportCache({
+        read: options.readExport,
+        log: options.log,
+        backoff,
+        onChange: () => this.trigger(),
+      });
     this.#applier = new Applier({
       client: options.client,
       log: options.log,
@@ -186,7 +203,11 @@ export class Reconciler {
     clearInterval(this.#resyncTimer);
     clearTimeout(this.#passTimer);
     await this.#running;
-    await Promise.all([this.#paths.stop(), this.#applier.stop()]);
+    await Promise.all([
+      this.#paths.stop(),
+      this.#exports?.stop(),
+      this.#applier.stop(),
+    ]);
   }
 
   async #pass(): Promise<void> {
@@ -205,6 +226,9 @@ export class Reconciler {
       bindings,
       configurations,
       resolutions: this.#paths.resolutions(),
+      ...(this.#exports === undefined
+        ? {}
+        : { exports: this.#exports.readings() }),
       settings,
       installErrors: this.#applier.failures(),
       exportRef: this.#options.exportRef,
@@ -216,7 +240,11 @@ export class Reconciler {
       stale: plan.stalePaths,
       bound: plan.boundClusters,
     });
-    if (resync) this.#paths.refresh();
+    this.#exports?.want(plan.exports);
+    if (resync) {
+      this.#paths.refresh();
+      this.#exports?.refresh();
+    }
     this.#applier.apply(plan, { configurations, rules });
     this.#options.log.debug("reconciled", {
       rules: rules.length,

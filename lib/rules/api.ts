@@ -79,6 +79,8 @@ export const CONDITION_REASONS = [
   "InstallFailed",
   "SelfDependency",
   "DependencyCycle",
+  "TypeNotExported",
+  "APIExportNotFound",
 ] as const;
 /** One of {@linkcode CONDITION_REASONS}. */
 export type ConditionReason = typeof CONDITION_REASONS[number];

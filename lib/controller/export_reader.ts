@@ -1,0 +1,93 @@
+/**
+ * Reads what an APIExport serves, through the front-proxy: the APIExport
+ * (`apis.kcp.io/v1alpha2`) and the APIResourceSchema of each of its
+ * resources (served versions, kind). The controller's identity needs `get`
+ * on both in the export's workspace; `manifests/kcp/system-admin` grants it
+ * per shard (kcp cannot make `apis.kcp.io` types a permission claim).
+ *
+ * @module
+ */
+import {
+  clusterUrl,
+  KubeApiError,
+  type KubeClient,
+  pathSegment,
+} from "../kcp/mod.ts";
+import { isRecord } from "../runtime/mod.ts";
+import type { ExportAnswer, ExportedType, ExportRef } from "./export_checks.ts";
+
+const EXPORTS = "/apis/apis.kcp.io/v1alpha2/apiexports";
+const SCHEMAS = "/apis/apis.kcp.io/v1alpha1/apiresourceschemas";
+
+/**
+ * Reads the export `ref` and its schemas.
+ *
+ * @returns `{found: false}` when the export does not exist; its types
+ * otherwise. A resource whose schema does not exist is not served, so it is
+ * left out.
+ * @throws {KubeApiError} For any other failure (403, outage, deadline).
+ */
+export async function readExport(
+  client: KubeClient,
+  base: string,
+  ref: ExportRef,
+  options: { signal?: AbortSignal } = {},
+): Promise<ExportAnswer> {
+  const workspace = clusterUrl(base, ref.workspace);
+  let object: unknown;
+  try {
+    object = await client.get(
+      `${workspace}${EXPORTS}/${pathSegment(ref.name)}`,
+      options,
+    );
+  } catch (error) {
+    if (error instanceof KubeApiError && error.notFound) {
+      return { found: false };
+    }
+    throw error;
+  }
+  const spec = isRecord(object) && isRecord(object.spec) ? object.spec : {};
+  const resources = Array.isArray(spec.resources) ? spec.resources : [];
+  const types: ExportedType[] = [];
+  for (const resource of resources) {
+    if (!isRecord(resource)) continue;
+    const { group, name, schema } = resource;
+    if (
+      typeof group !== "string" || typeof name !== "string" ||
+      typeof schema !== "string" || schema === ""
+    ) continue;
+    const read = await readSchema(
+      client,
+      `${workspace}${SCHEMAS}/${pathSegment(schema)}`,
+      options,
+    );
+    if (read !== undefined) types.push({ group, resource: name, ...read });
+  }
+  return { found: true, types };
+}
+
+/** A schema's served versions and kind; `undefined` when it does not exist. */
+async function readSchema(
+  client: KubeClient,
+  url: string,
+  options: { signal?: AbortSignal },
+): Promise<{ versions: string[]; kind: string } | undefined> {
+  let object: unknown;
+  try {
+    object = await client.get(url, options);
+  } catch (error) {
+    if (error instanceof KubeApiError && error.notFound) return undefined;
+    throw error;
+  }
+  const spec = isRecord(object) && isRecord(object.spec) ? object.spec : {};
+  const versions = (Array.isArray(spec.versions) ? spec.versions : [])
+    .filter((v): v is Record<string, unknown> =>
+      isRecord(v) && typeof v.name === "string" && v.served !== false
+    )
+    .map((v) => v.name as string);
+  const names = isRecord(spec.names) ? spec.names : {};
+  return {
+    versions,
+    kind: typeof names.kind === "string" ? names.kind : "",
+  };
+}

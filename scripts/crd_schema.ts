@@ -29,6 +29,7 @@ import { createHash } from "node:crypto";
 import { dumpYaml } from "@kubernetes/client-node";
 import { z } from "zod";
 import {
+  CONDITION_REASONS,
   DependencyRuleSchema,
   DependencyRuleStatusSchema,
   GROUP,
@@ -285,7 +286,9 @@ function _printerColumns(): PrinterColumn[] {
       name: "Reason",
       type: "string",
       jsonPath: `${ready}.reason`,
-      description: `Reason of the ${READY_CONDITION} condition.`,
+      description: `Reason of the ${READY_CONDITION} condition: one of ${
+        CONDITION_REASONS.join(", ")
+      }.`,
     },
     { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
   ];

@@ -232,6 +232,13 @@ Deno.test("apiResourceSchema() describes a cluster-scoped DependencyRule", () =>
       ["Age", "date", ".metadata.creationTimestamp"],
     ],
   );
+  // The Reason column lists every reason the controller writes.
+  const reason = version.additionalPrinterColumns.find((c) =>
+    c.name === "Reason"
+  );
+  for (const name of ["Enforced", "TypeNotExported", "APIExportNotFound"]) {
+    assert.match(reason?.description ?? "", new RegExp(`\\b${name}\\b`));
+  }
   assert.equal(READY_CONDITION, "Ready");
   const root = version.schema;
   assert.deepEqual(root.required, ["spec"]);

@@ -1,0 +1,239 @@
+/**
+ * Rules checked against what their APIExports serve, on a real kcp: a
+ * mistyped protected group, a mistyped dependent resource and a wrong export
+ * name each give `Ready=False` with the reason that says so and no webhook
+ * rule for the type that does not exist; fixing the typo in place makes the
+ * rule `Enforced` and the protection real. The controller reads the exports
+ * with the RBAC `manifests/kcp/system-admin` grants it, nothing more.
+ */
+import assert from "node:assert/strict";
+import {
+  applyObjects,
+  applySystemAdminOverlay,
+  buildTopology,
+  type ComponentProcess,
+  type KcpServer,
+  kcpTest,
+  startController,
+  startWebhook,
+  type Topology,
+  waitFor,
+  type WebhookProcess,
+} from "../../testing/mod.ts";
+
+const NETWORK = "root:providers:network";
+const COMPUTE = "root:providers:compute";
+
+interface Condition {
+  type: string;
+  status: string;
+  reason: string;
+  message: string;
+}
+
+/** A rule in which VirtualMachines refer to VPCs at `.spec.vpcRef.name`, with overrides. */
+function vmRule(
+  name: string,
+  overrides: {
+    group?: string;
+    exportName?: string;
+    dependentResource?: string;
+  } = {},
+): unknown {
+  return {
+    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
+    kind: "DependencyRule",
+    metadata: { name },
+    spec: {
+      dependent: {
+        apiExportName: "compute.example.com",
+        group: "compute.example.com",
+        version: "v1alpha1",
+        kind: "VirtualMachine",
+        resource: overrides.dependentResource ?? "virtualmachines",
+      },
+      dependencies: [{
+        apiExportRef: {
+          path: NETWORK,
+          name: overrides.exportName ?? "network.example.com",
+        },
+        group: overrides.group ?? "network.example.com",
+        version: "v1alpha1",
+        resource: "vpcs",
+        fieldRef: { path: ".spec.vpcRef.name" },
+      }],
+    },
+  };
+}
+
+async function waitForReady(
+  kcp: KcpServer,
+  name: string,
+  want: { status: string; reason: string },
+): Promise<Condition> {
+  return await waitFor(
+    `rule ${name} Ready=${want.status} (${want.reason})`,
+    async () => {
+      const rule = await kcp.request<{
+        metadata: { generation: number };
+        status?: { observedGeneration?: number; conditions?: Condition[] };
+      }>(
+        "GET",
+        `/clusters/${COMPUTE}/apis/dependencies.opendefense.cloud/v1alpha1/dependencyrules/${name}`,
+      );
+      const ready = rule.status?.conditions?.find((c) => c.type === "Ready");
+      return ready?.status === want.status && ready.reason === want.reason &&
+          rule.status?.observedGeneration === rule.metadata.generation
+        ? ready
+        : undefined;
+    },
+    { timeoutMs: 60_000, intervalMs: 250 },
+  ) as Condition;
+}
+
+/** The `group/resource` pairs our configuration in the network provider protects. */
+async function protectedTypes(kcp: KcpServer): Promise<string[]> {
+  const r = await kcp.kubectl([
+    "get",
+    "validatingwebhookconfigurations",
+    "dependency-controller",
+    "-o",
+    "json",
+  ], { workspace: NETWORK });
+  if (r.code !== 0) return [];
+  const config = JSON.parse(r.stdout) as {
+    webhooks: { rules: { apiGroups: string[]; resources: string[] }[] }[];
+  };
+  return config.webhooks.flatMap((w) =>
+    w.rules.map((rule) => `${rule.apiGroups[0]}/${rule.resources[0]}`)
+  );
+}
+
+kcpTest(
+  "rule checks: a type its APIExport does not serve is reported and never protected; fixing it in place enforces the rule",
+  async (kcp, step) => {
+    let topo!: Topology;
+    let webhook: WebhookProcess | undefined;
+    let controller: ComponentProcess | undefined;
+    try {
+      await step("topology, webhook and controller start", async () => {
+        topo = await buildTopology(kcp, {
+          networkPath: NETWORK,
+          computePath: COMPUTE,
+          consumerPaths: ["root:consumers:c1"],
+        });
+        await applySystemAdminOverlay(kcp, [
+          {
+            group: "compute.example.com",
+            resources: ["virtualmachines"],
+            verbs: ["get", "list"],
+          },
+          {
+            group: "network.example.com",
+            resources: ["vpcs"],
+            verbs: ["get", "list"],
+          },
+        ]);
+        webhook = await startWebhook(kcp);
+        controller = await startController(kcp, { webhook });
+      });
+
+      await step(
+        "a mistyped protected group: TypeNotExported, naming the export and what it serves; no webhook rule",
+        async () => {
+          await applyObjects(kcp, COMPUTE, [
+            vmRule("typo-group", { group: "network.exampel.com" }),
+          ]);
+          const ready = await waitForReady(kcp, "typo-group", {
+            status: "False",
+            reason: "TypeNotExported",
+          });
+          assert.equal(
+            ready.message,
+            "the APIExport network.example.com in root:providers:network does not export vpcs.network.exampel.com: it exports subnets.network.example.com (v1alpha1), vpcs.network.example.com (v1alpha1)",
+          );
+          // kubectl shows the reason in the printer column.
+          const shown = await kcp.kubectlOk(["get", "dependencyrules"], {
+            workspace: COMPUTE,
+          });
+          assert.match(shown, /typo-group\s+False\s+TypeNotExported/);
+          assert.deepEqual(await protectedTypes(kcp), []);
+        },
+      );
+
+      await step(
+        "a mistyped dependent resource and a wrong export name: TypeNotExported and APIExportNotFound; still no webhook rule",
+        async () => {
+          await applyObjects(kcp, COMPUTE, [
+            vmRule("typo-dependent", { dependentResource: "virtualmachinez" }),
+            vmRule("typo-export", { exportName: "network.example.org" }),
+          ]);
+          const dependent = await waitForReady(kcp, "typo-dependent", {
+            status: "False",
+            reason: "TypeNotExported",
+          });
+          assert.equal(
+            dependent.message,
+            "spec.dependent: the APIExport compute.example.com in the rule's workspace does not export virtualmachinez.compute.example.com: it exports virtualmachines.compute.example.com (v1alpha1), vpcattachments.compute.example.com (v1alpha1)",
+          );
+          const missing = await waitForReady(kcp, "typo-export", {
+            status: "False",
+            reason: "APIExportNotFound",
+          });
+          assert.equal(
+            missing.message,
+            "there is no APIExport network.example.org in root:providers:network, which should serve vpcs.network.example.com",
+          );
+          assert.deepEqual(await protectedTypes(kcp), []);
+        },
+      );
+
+      await step(
+        "fixing each rule in place makes it Enforced, and the protection real",
+        async () => {
+          await applyObjects(kcp, COMPUTE, [
+            vmRule("typo-group"),
+            vmRule("typo-dependent"),
+            vmRule("typo-export"),
+          ]);
+          for (const name of ["typo-group", "typo-dependent", "typo-export"]) {
+            const ready = await waitForReady(kcp, name, {
+              status: "True",
+              reason: "Enforced",
+            });
+            assert.doesNotMatch(ready.message, /not checked/);
+          }
+          assert.deepEqual(await protectedTypes(kcp), [
+            "network.example.com/vpcs",
+          ]);
+          const c1 = topo.consumers[0]!.path;
+          await applyObjects(kcp, c1, [
+            {
+              apiVersion: "network.example.com/v1alpha1",
+              kind: "VPC",
+              metadata: { name: "vpc-a", namespace: "default" },
+              spec: {},
+            },
+            {
+              apiVersion: "compute.example.com/v1alpha1",
+              kind: "VirtualMachine",
+              metadata: { name: "vm-1", namespace: "default" },
+              spec: { vpcRef: { name: "vpc-a" } },
+            },
+          ]);
+          await waitFor("the delete to be denied", async () => {
+            const r = await kcp.kubectl(
+              ["delete", "vpc", "vpc-a", "-n", "default", "--dry-run=server"],
+              { workspace: c1 },
+            );
+            return /still referenced by VirtualMachine\/vm-1/.test(r.stderr) ||
+              undefined;
+          }, { timeoutMs: 30_000, intervalMs: 250 });
+        },
+      );
+    } finally {
+      await controller?.stop();
+      await webhook?.stop();
+    }
+  },
+);

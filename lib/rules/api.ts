@@ -137,13 +137,13 @@ const CONDITION_REASON_PATTERN = /^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/;
  * when a protected object is deleted.
  */
 export const DependentSchema = z.object({
-  apiExportName: _dnsSubdomain(
+  apiExportName: dnsSubdomainField(
     "Name of the APIExport that provides the dependent type.",
   ),
-  group: _dnsSubdomain("API group of the dependent type."),
-  version: _version("API version of the dependent type, such as v1."),
-  kind: _kind("Kind of the dependent type, such as VirtualMachine."),
-  resource: _resource(
+  group: dnsSubdomainField("API group of the dependent type."),
+  version: versionField("API version of the dependent type, such as v1."),
+  kind: kindField("Kind of the dependent type, such as VirtualMachine."),
+  resource: resourceField(
     "Resource (plural) of the dependent type, such as virtualmachines.",
   ),
 }).describe(
@@ -159,14 +159,16 @@ export type Dependent = z.infer<typeof DependentSchema>;
  */
 export const DependencySchema = z.object({
   apiExportRef: z.object({
-    path: _workspacePath(
+    path: workspacePathField(
       "Workspace path of the APIExport, such as root:network-provider.",
     ),
-    name: _dnsSubdomain("Name of the APIExport."),
+    name: dnsSubdomainField("Name of the APIExport."),
   }).describe("The APIExport that provides the protected type."),
-  group: _dnsSubdomain("API group of the protected type."),
-  version: _version("API version of the protected type, such as v1."),
-  resource: _resource("Resource (plural) of the protected type, such as vpcs."),
+  group: dnsSubdomainField("API group of the protected type."),
+  version: versionField("API version of the protected type, such as v1."),
+  resource: resourceField(
+    "Resource (plural) of the protected type, such as vpcs.",
+  ),
   fieldRef: z.object({
     path: _fieldPath(
       "Where the dependent holds the name of the protected object: dot notation, leading dot optional, at least two segments, [*] after a segment for every element of a list, such as .spec.vpcRef.name or .spec.nics[*].subnetRef.name.",
@@ -327,7 +329,8 @@ export function ruleKey(cluster: string, name: string): string {
   return `${cluster}/${name}`;
 }
 
-function _dnsSubdomain(description: string): z.ZodString {
+/** A string field that must be a DNS subdomain, with `description` for the schema. */
+export function dnsSubdomainField(description: string): z.ZodString {
   return z.string().max(DNS_SUBDOMAIN_MAX, {
     abort: true,
     error: (issue) =>
@@ -346,7 +349,8 @@ function _dnsSubdomainMessage(value: string): string {
   return `must be a DNS subdomain whose dot-separated parts have at most ${DNS_LABEL_MAX} characters: current value is '${value}'`;
 }
 
-function _version(description: string): z.ZodString {
+/** A string field that must be an API version such as `v1alpha1`. */
+export function versionField(description: string): z.ZodString {
   return z.string().regex(VERSION_PATTERN, {
     error: (issue) =>
       `must look like v1, v1alpha1 or v2beta3: current value is '${
@@ -355,7 +359,8 @@ function _version(description: string): z.ZodString {
   }).describe(description);
 }
 
-function _kind(description: string): z.ZodString {
+/** A string field that must be a kind such as `VirtualMachine`. */
+export function kindField(description: string): z.ZodString {
   return z.string().max(KIND_MAX, {
     abort: true,
     error: (issue) =>
@@ -370,7 +375,8 @@ function _kind(description: string): z.ZodString {
   }).describe(description);
 }
 
-function _resource(description: string): z.ZodString {
+/** A string field that must be a plural resource such as `vpcs`. */
+export function resourceField(description: string): z.ZodString {
   return z.string().max(RESOURCE_MAX, {
     abort: true,
     error: (issue) =>
@@ -385,7 +391,8 @@ function _resource(description: string): z.ZodString {
   }).describe(description);
 }
 
-function _workspacePath(description: string): z.ZodString {
+/** A string field that must be a workspace path such as `root:org`. */
+export function workspacePathField(description: string): z.ZodString {
   return z.string().regex(WORKSPACE_PATH_PATTERN, {
     error: (issue) =>
       `must be a workspace path of lowercase segments joined by ':', such as 'root' or 'root:org-1:team-2': current value is '${

@@ -1,0 +1,145 @@
+/**
+ * The webhook's index of Locks: for an object (logical cluster, group,
+ * resource, namespace, name) and an operation, the Locks that deny it. It
+ * holds Lock metadata and reasons only. Versions do not matter: a Lock on
+ * `vpcs.network.example.com` holds whatever version a request uses.
+ *
+ * @example Usage
+ * ```ts
+ * import { LockIndex } from "./lock_index.ts";
+ *
+ * const index = new LockIndex();
+ * index.replace([]);
+ * index.find({ cluster: "c", group: "g.io", resource: "things", namespace: "ns", name: "a", operation: "Delete" }); // []
+ * ```
+ *
+ * @module
+ */
+import { compareStrings } from "../runtime/mod.ts";
+import type { Lock, LockOperation } from "./api.ts";
+
+/** A valid Lock in its logical cluster. */
+export interface ClusterLock {
+  /** The logical cluster the Lock is in (and its target). */
+  cluster: string;
+  /** The Lock. */
+  lock: Lock;
+}
+
+/** A Lock that denies a request, as a denial names it. */
+export interface LockHold {
+  /** The Lock's namespace. */
+  namespace: string;
+  /** The Lock's name. */
+  name: string;
+  /** Its `spec.reason`. */
+  reason: string;
+}
+
+/** The object and operation a request is about. */
+export interface LockQuery {
+  /** The object's logical cluster. */
+  cluster: string;
+  /** API group (`""` for core). */
+  group: string;
+  /** Plural resource. */
+  resource: string;
+  /** The object's namespace; absent for a cluster-scoped object. */
+  namespace?: string;
+  /** The object's name. */
+  name: string;
+  /** The operation. */
+  operation: LockOperation;
+}
+
+/** Locks indexed by the object they lock. */
+export class LockIndex {
+  #index = new Map<string, { hold: LockHold; operations: LockOperation[] }[]>();
+  #loaded = false;
+
+  /** Whether the Locks have been loaded once (until then the webhook must not decide). */
+  get loaded(): boolean {
+    return this.#loaded;
+  }
+
+  /** Replaces every Lock; marks the index loaded. */
+  replace(locks: readonly ClusterLock[]): void {
+    const index = new Map<
+      string,
+      { hold: LockHold; operations: LockOperation[] }[]
+    >();
+    for (const { cluster, lock } of locks) {
+      const { target } = lock.spec;
+      const namespaces = target.group === "" &&
+        target.resource === "namespaces";
+      const key = objectKey({
+        cluster,
+        group: target.group,
+        resource: target.resource,
+        ...(namespaces ? {} : { namespace: lock.metadata.namespace }),
+        name: target.name,
+      });
+      const entries = index.get(key) ?? [];
+      entries.push({
+        hold: {
+          namespace: lock.metadata.namespace,
+          name: lock.metadata.name,
+          reason: lock.spec.reason,
+        },
+        operations: [...lock.spec.operations],
+      });
+      index.set(key, entries);
+    }
+    for (const entries of index.values()) {
+      entries.sort((a, b) =>
+        compareStrings(a.hold.namespace, b.hold.namespace) ||
+        compareStrings(a.hold.name, b.hold.name)
+      );
+    }
+    this.#index = index;
+    this.#loaded = true;
+  }
+
+  /** The Locks that deny `query.operation` on the object, sorted by namespace and name. */
+  find(query: LockQuery): LockHold[] {
+    const namespaces = query.group === "" && query.resource === "namespaces";
+    const key = objectKey({
+      ...query,
+      ...(namespaces ? { namespace: undefined } : {}),
+    });
+    return (this.#index.get(key) ?? [])
+      .filter((entry) => entry.operations.includes(query.operation))
+      .map((entry) => entry.hold);
+  }
+}
+
+/**
+ * `cannot delete vpcs/core: locked by Lock team-a/prod ("production VPC")`,
+ * the part of a denial that names the Locks (at most three, then a count),
+ * with how to unlock.
+ */
+export function lockedMessage(holds: readonly LockHold[]): string {
+  const shown = holds.slice(0, 3).map((h) =>
+    `Lock ${h.namespace}/${h.name} (${JSON.stringify(h.reason)})`
+  );
+  const more = holds.length > shown.length
+    ? ` and ${holds.length - shown.length} more`
+    : "";
+  return `locked by ${
+    shown.join(", ")
+  }${more}: deleting the Lock unlocks it; the skip-protection annotation does not`;
+}
+
+function objectKey(
+  query: Omit<LockQuery, "operation" | "namespace"> & {
+    namespace?: string | undefined;
+  },
+): string {
+  return JSON.stringify([
+    query.cluster,
+    query.group,
+    query.resource,
+    query.namespace ?? "",
+    query.name,
+  ]);
+}

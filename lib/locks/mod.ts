@@ -1,0 +1,9 @@
+/**
+ * Locks: the Lock API (a namespaced object that denies the deletion, and
+ * optionally the update, of one object in its namespace while it exists,
+ * with a reason) and the index the webhook decides with.
+ *
+ * @module
+ */
+export * from "./api.ts";
+export * from "./lock_index.ts";

@@ -40,6 +40,7 @@ import {
   type Semaphore,
 } from "../runtime/mod.ts";
 import type { Protection, RuleRegistry } from "./rule_registry.ts";
+import { lockedMessage, type LockHold, type LockIndex } from "../locks/mod.ts";
 
 /** The exact denial while rules are not loaded (scripts match on it). */
 export const NOT_INITIALIZED_MESSAGE =
@@ -105,7 +106,8 @@ export type Outcome =
   | "denied_invalid"
   | "denied_unconfirmed"
   | "denied_busy"
-  | "denied_skip_unauthorized";
+  | "denied_skip_unauthorized"
+  | "denied_locked";
 
 /** A decision: the response and why. */
 export interface Verdict {
@@ -149,6 +151,13 @@ export interface DeletionValidatorOptions {
    * alone lets a delete through, as in the reference implementation.
    */
   bypass?: BypassAuthorizer;
+  /**
+   * The Locks to apply: a DELETE (or, where a Lock says so, an UPDATE) of a
+   * locked object is denied with 409, naming the Locks and their reasons;
+   * the skip-protection annotation does not override a Lock. Unset, no
+   * Locks apply and UPDATEs are allowed.
+   */
+  locks?: LockIndex;
 }
 
 interface Blocker {
@@ -176,6 +185,7 @@ export class DeletionValidator {
   readonly #reviews: Semaphore | undefined;
   readonly #queueTimeoutMs: number;
   readonly #bypass: BypassAuthorizer | undefined;
+  readonly #locks: LockIndex | undefined;
 
   /** Builds a validator over a registry and a source of dependents. */
   constructor(
@@ -190,6 +200,7 @@ export class DeletionValidator {
     this.#reviews = options.reviews;
     this.#queueTimeoutMs = options.queueTimeoutMs ?? 2_000;
     this.#bypass = options.bypass;
+    this.#locks = options.locks;
   }
 
   /**
@@ -204,10 +215,16 @@ export class DeletionValidator {
     options: ValidateOptions = {},
   ): Promise<Verdict> {
     const { uid } = request;
-    if (request.operation !== "DELETE") {
+    const locks = this.#locks;
+    const lockOperation = request.operation === "DELETE"
+      ? "Delete"
+      : request.operation === "UPDATE" && locks !== undefined
+      ? "Update"
+      : undefined;
+    if (lockOperation === undefined) {
       return { response: allow(uid), outcome: "allowed" };
     }
-    if (!this.#registry.loaded) {
+    if (!this.#registry.loaded || (locks !== undefined && !locks.loaded)) {
       return {
         response: deny(uid, {
           code: 503,
@@ -221,27 +238,53 @@ export class DeletionValidator {
     if (object === undefined) {
       return invalid(
         uid,
-        "cannot read the object being deleted: the review carries no oldObject",
+        `cannot read the object being ${
+          lockOperation === "Delete" ? "deleted" : "updated"
+        }: the review carries no oldObject`,
       );
     }
     const annotations = asRecord(asRecord(object.metadata)?.annotations);
     const skip = annotations?.[SKIP_PROTECTION_ANNOTATION] === "true";
-    if (skip && this.#bypass === undefined) {
+    // Without Locks the annotation alone decides, before anything is checked.
+    if (skip && this.#bypass === undefined && locks === undefined) {
       return { response: allow(uid), outcome: "allowed_skip" };
     }
     const target = targetOf(request, object);
     if (typeof target === "string") return invalid(uid, target);
+    const holds = locks?.find({
+      cluster: target.cluster,
+      group: target.resource.group,
+      resource: target.resource.resource,
+      ...(target.namespace === undefined
+        ? {}
+        : { namespace: target.namespace }),
+      name: target.name,
+      operation: lockOperation,
+    }) ?? [];
     const { provider } = options;
-    const found = this.#registry.find(request.resource);
+    const found = lockOperation === "Delete"
+      ? this.#registry.find(request.resource)
+      : [];
     const protections = provider === undefined
       ? found
       : found.filter((p) => p.provider === provider);
-    if (protections.length === 0) {
+    let decide: (uid: string, target: Target) => Promise<Verdict>;
+    if (holds.length > 0) {
+      // A Lock holds whatever the annotation says; with the annotation the
+      // references are not named (it would let them through).
+      decide = this.#decideLocked.bind(this, holds, {
+        protections: skip ? [] : protections,
+        verb: lockOperation === "Delete" ? "delete" : "update",
+      });
+    } else if (skip && this.#bypass === undefined) {
+      return { response: allow(uid), outcome: "allowed_skip" };
+    } else if (protections.length === 0) {
       return { response: allow(uid), outcome: "allowed" };
+    } else {
+      decide = skip && this.#bypass !== undefined
+        ? this.#authorizeSkip.bind(this, this.#bypass, request.userInfo)
+        : this.#decide.bind(this, protections);
     }
-    const decide = skip && this.#bypass !== undefined
-      ? this.#authorizeSkip.bind(this, this.#bypass, request.userInfo)
-      : this.#decide.bind(this, protections);
     if (this.#reviews === undefined) return await decide(uid, target);
     const release = await this.#reviews.acquire(1, {
       timeoutMs: this.#queueTimeoutMs,
@@ -318,6 +361,61 @@ export class DeletionValidator {
           } is not: ask for that permission, or delete what still refers to the object first`,
       }),
       outcome: "denied_skip_unauthorized",
+    };
+  }
+
+  /**
+   * Denies a locked object, naming its Locks (and, for a delete, what still
+   * refers to it) once the live object confirms the review: a forged review
+   * learns nothing, not even a Lock's reason. A failed list of dependents
+   * does not matter: the Lock denies anyway.
+   */
+  async #decideLocked(
+    holds: readonly LockHold[],
+    options: { protections: readonly Protection[]; verb: "delete" | "update" },
+    uid: string,
+    target: Target,
+  ): Promise<Verdict> {
+    const shown = `${target.resource.resource}/${target.name}`;
+    const cancel = new AbortController();
+    const [confirmed, listed] = await Promise.allSettled([
+      this.#confirm(target).then((confirmed) => {
+        if (!confirmed) cancel.abort(new Error("review not confirmed"));
+        return confirmed;
+      }, (error) => {
+        cancel.abort(error);
+        throw error;
+      }),
+      options.protections.length === 0
+        ? Promise.resolve({ named: [], total: 0 })
+        : this.#findBlockers(options.protections, target, cancel.signal),
+    ]);
+    if (confirmed.status === "rejected") {
+      return unavailable(uid, shown, {
+        what: confirmed.reason instanceof Forbidden
+          ? confirmed.reason.message
+          : `cannot read the object itself (${errorText(confirmed.reason)})`,
+        until: confirmed.reason instanceof Forbidden
+          ? "it may"
+          : "it can be read",
+        error: confirmed.reason,
+      });
+    }
+    if (!confirmed.value) return unconfirmed(uid);
+    const referenced = listed.status === "fulfilled" && listed.value.total > 0
+      ? `; also ${
+        referencedBy(listed.value.named, listed.value.total, target.namespace)
+      }`
+      : "";
+    return {
+      response: deny(uid, {
+        code: 409,
+        reason: "Conflict",
+        message: `cannot ${options.verb} ${shown}: ${
+          lockedMessage(holds)
+        }${referenced}`,
+      }),
+      outcome: "denied_locked",
     };
   }
 
@@ -616,6 +714,15 @@ function blockedMessage(
   total: number,
   namespace: string | undefined,
 ): string {
+  return `cannot delete ${target}: ${referencedBy(named, total, namespace)}`;
+}
+
+/** `still referenced by VirtualMachine/vm-1 (.spec.vpcRef.name) and 2 more`. */
+function referencedBy(
+  named: readonly Blocker[],
+  total: number,
+  namespace: string | undefined,
+): string {
   const names = named.map((b) => {
     // A dependent in the object's own namespace goes by its name alone.
     const id = b.namespace !== "" && b.namespace !== namespace
@@ -624,9 +731,7 @@ function blockedMessage(
     return `${id} (${b.paths.join(", ")})`;
   });
   const more = total > named.length ? ` and ${total - named.length} more` : "";
-  return `cannot delete ${target}: still referenced by ${
-    names.join(", ")
-  }${more}`;
+  return `still referenced by ${names.join(", ")}${more}`;
 }
 
 /**

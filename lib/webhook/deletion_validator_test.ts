@@ -19,6 +19,7 @@ import {
   type GroupVersionResource,
 } from "../rules/mod.ts";
 import { RuleRegistry } from "./rule_registry.ts";
+import { LockIndex, parseLock } from "../locks/mod.ts";
 import {
   dependency,
   type DependentType,
@@ -1937,4 +1938,157 @@ Deno.test("DeletionValidator.validate() with a provider applies only the rules a
   );
   assert.deepEqual(none.queries, []);
   assert.deepEqual(none.objectQueries, []);
+});
+
+// ---------------------------------------------------------------------------
+// Locks
+
+/** An index holding one Lock `prod` in `default` on vpcs/vpc-a of `consumer1`. */
+function lockIndex(
+  operations: ("Delete" | "Update")[] = ["Delete"],
+  reason = "production VPC",
+): LockIndex {
+  const parsed = parseLock({
+    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
+    kind: "Lock",
+    metadata: { name: "prod", namespace: "default" },
+    spec: {
+      target: { ...VPCS, name: "vpc-a" },
+      reason,
+      operations,
+    },
+  });
+  assert.ok(parsed.ok, parsed.ok ? "" : parsed.error);
+  const index = new LockIndex();
+  index.replace([{ cluster: "consumer1", lock: parsed.lock }]);
+  return index;
+}
+
+const LOCKED =
+  'cannot delete vpcs/vpc-a: locked by Lock default/prod ("production VPC"): deleting the Lock unlocks it; the skip-protection annotation does not';
+
+Deno.test("DeletionValidator.validate() denies the delete of a locked object with the Lock's reason, after confirming it", async () => {
+  const source = new FakeSource({});
+  const verdict = await validate(registryOf(), source, deleteRequest(), {
+    locks: lockIndex(),
+  });
+  assert.deepEqual(verdict, {
+    response: {
+      uid: UID,
+      allowed: false,
+      status: { code: 409, reason: "Conflict", message: LOCKED },
+    },
+    outcome: "denied_locked",
+  });
+  assert.equal(source.objectQueries.length, 1);
+  assert.deepEqual(source.queries, []);
+});
+
+Deno.test("DeletionValidator.validate() names both the Lock and the references", async () => {
+  const verdict = await validate(
+    registryOf(VM_RULE),
+    new FakeSource({ virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] } }),
+    deleteRequest(),
+    { locks: lockIndex() },
+  );
+  assert.equal(verdict.outcome, "denied_locked");
+  assert.equal(
+    verdict.response.status?.message,
+    `${LOCKED}; also still referenced by VirtualMachine/vm-1 (.spec.vpcRef.name)`,
+  );
+});
+
+Deno.test("DeletionValidator.validate() does not let the skip-protection annotation override a Lock", async () => {
+  const skipping = deleteRequest({
+    oldObject: vpc("vpc-a", {
+      namespace: "default",
+      annotations: { "kcp.io/cluster": "consumer1", [SKIP]: "true" },
+    }),
+  });
+  const source = new FakeSource({
+    virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
+  });
+  const verdict = await validate(registryOf(VM_RULE), source, skipping, {
+    locks: lockIndex(),
+  });
+  // The references are let through by the annotation, the Lock is not.
+  assert.equal(verdict.outcome, "denied_locked");
+  assert.equal(verdict.response.status?.message, LOCKED);
+  assert.deepEqual(source.queries, []);
+  // Without the Lock the annotation lets the delete through.
+  const unlocked = new LockIndex();
+  unlocked.replace([]);
+  assert.equal(
+    (await validate(registryOf(VM_RULE), new FakeSource({}), skipping, {
+      locks: unlocked,
+    })).outcome,
+    "allowed_skip",
+  );
+});
+
+Deno.test("DeletionValidator.validate() learns nothing of a Lock from a review the live object does not confirm", async () => {
+  const verdict = await validate(
+    registryOf(),
+    new FakeSource({}, { uid: "someone-else" }),
+    deleteRequest(),
+    { locks: lockIndex() },
+  );
+  assert.equal(verdict.outcome, "denied_unconfirmed");
+  assert.doesNotMatch(verdict.response.status?.message ?? "", /production/);
+});
+
+Deno.test("DeletionValidator.validate() denies an UPDATE only of an object locked for Update", async () => {
+  const update = deleteRequest({ operation: "UPDATE" });
+  const forDelete = await validate(registryOf(), new FakeSource({}), update, {
+    locks: lockIndex(["Delete"]),
+  });
+  assert.deepEqual(forDelete, ALLOWED);
+  const forUpdate = await validate(registryOf(), new FakeSource({}), update, {
+    locks: lockIndex(["Delete", "Update"]),
+  });
+  assert.equal(forUpdate.outcome, "denied_locked");
+  assert.match(
+    forUpdate.response.status?.message ?? "",
+    /^cannot update vpcs\/vpc-a: locked by Lock default\/prod/,
+  );
+  // Without Locks an UPDATE is never looked at.
+  assert.deepEqual(
+    await validate(registryOf(), new FakeSource({}), update),
+    ALLOWED,
+  );
+});
+
+Deno.test("DeletionValidator.validate() denies as not ready until the Locks are loaded", async () => {
+  const verdict = await validate(
+    registryOf(),
+    new FakeSource({}),
+    deleteRequest(),
+    {
+      locks: new LockIndex(),
+    },
+  );
+  assert.equal(verdict.outcome, "denied_not_ready");
+});
+
+Deno.test("DeletionValidator.validate() applies no Lock of another workspace or object", async () => {
+  const locks = lockIndex();
+  for (
+    const request of [
+      deleteRequest({
+        name: "vpc-b",
+        oldObject: vpc("vpc-b", { namespace: "default" }),
+      }),
+      deleteRequest({
+        oldObject: vpc("vpc-a", {
+          namespace: "default",
+          annotations: { "kcp.io/cluster": "consumer2" },
+        }),
+      }),
+    ]
+  ) {
+    assert.deepEqual(
+      await validate(registryOf(), new FakeSource({}), request, { locks }),
+      ALLOWED,
+    );
+  }
 });

@@ -32,6 +32,7 @@ function verdict(outcome: Outcome): Verdict {
       return { response: allow(uid), outcome };
     case "denied_referenced":
     case "denied_unconfirmed":
+    case "denied_locked":
       return {
         response: deny(uid, {
           code: 409,

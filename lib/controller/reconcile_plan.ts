@@ -36,8 +36,10 @@ import {
 } from "./export_checks.ts";
 import {
   desiredWebhookConfiguration,
+  type ProtectedType,
   providerUrl,
   updatedWebhookConfiguration,
+  WEBHOOK_OPERATIONS,
   type WebhookClientSettings,
   webhookConfigurationUpToDate,
 } from "./webhook_config.ts";
@@ -477,12 +479,9 @@ function planConfigurations(
     const existing = current.get(cluster);
     let types = [...(desired.get(cluster)?.values() ?? [])];
     if (unsure && existing !== undefined) {
-      // Keep what is protected while any path is unknown.
-      const merged = new Map(types.map((t) => [gvrKey(t), t]));
-      for (const t of protectedTypesOf(existing.object)) {
-        merged.set(gvrKey(t), t);
-      }
-      types = [...merged.values()];
+      // Keep what is protected while any path is unknown: the
+      // configuration merges the operations of duplicates.
+      types = [...types, ...protectedTypesOf(existing.object)];
     }
     if (types.length === 0) {
       if (existing !== undefined && !unsure) {
@@ -721,23 +720,27 @@ function bindingsByCluster(
 }
 
 /** The group/version/resources a configuration we own protects. */
-export function protectedTypesOf(object: KubeObject): GroupVersionResource[] {
+export function protectedTypesOf(object: KubeObject): ProtectedType[] {
   const webhooks = (object as {
     webhooks?: {
       rules?: {
         apiGroups?: string[];
         apiVersions?: string[];
         resources?: string[];
+        operations?: string[];
       }[];
     }[];
   }).webhooks ?? [];
-  const types: GroupVersionResource[] = [];
+  const types: ProtectedType[] = [];
   for (const webhook of webhooks) {
     for (const rule of webhook.rules ?? []) {
+      const operations = WEBHOOK_OPERATIONS.filter((o) =>
+        (rule.operations ?? []).includes(o)
+      );
       for (const group of rule.apiGroups ?? []) {
         for (const version of rule.apiVersions ?? []) {
           for (const resource of rule.resources ?? []) {
-            types.push({ group, version, resource });
+            types.push({ group, version, resource, operations });
           }
         }
       }

@@ -425,10 +425,17 @@ Deno.test("statusUpToDate() compares generation, types, statuses, reasons and me
   assert.equal(statusUpToDate(vmRule().object, status), false, "no status");
 });
 
-Deno.test("protectedTypesOf() lists every group/version/resource of every rule", () => {
+/** `types` as protectedTypesOf() reads them back: with their operations. */
+function deleting(
+  ...types: GroupVersionResource[]
+): (GroupVersionResource & { operations: string[] })[] {
+  return types.map((t) => ({ ...t, operations: ["DELETE"] }));
+}
+
+Deno.test("protectedTypesOf() lists every group/version/resource of every rule, with its operations", () => {
   assert.deepEqual(
     protectedTypesOf(desiredWebhookConfiguration([VPCS, SUBNETS], SETTINGS)),
-    [SUBNETS, VPCS],
+    deleting(SUBNETS, VPCS),
   );
   assert.deepEqual(
     protectedTypesOf({
@@ -437,6 +444,7 @@ Deno.test("protectedTypesOf() lists every group/version/resource of every rule",
           apiGroups: ["a.example.com", "b.example.com"],
           apiVersions: ["v1"],
           resources: ["xs", "ys"],
+          operations: ["UPDATE", "CREATE", "DELETE"],
         }],
       }, { rules: [{ apiGroups: [""], apiVersions: ["v1"] }] }],
     }),
@@ -445,7 +453,7 @@ Deno.test("protectedTypesOf() lists every group/version/resource of every rule",
       { group: "a.example.com", version: "v1", resource: "ys" },
       { group: "b.example.com", version: "v1", resource: "xs" },
       { group: "b.example.com", version: "v1", resource: "ys" },
-    ],
+    ].map((t) => ({ ...t, operations: ["DELETE", "UPDATE"] })),
   );
   assert.deepEqual(protectedTypesOf({ metadata: { name: "x" } }), []);
 });
@@ -477,7 +485,10 @@ Deno.test("planReconcile() protects a type named by several rules and dependenci
   ];
   const plan = planReconcile(networkInput(rules, []));
   assert.equal(plan.configurations.length, 1);
-  assert.deepEqual(protectedTypesOf(plan.configurations[0]!.object), [VPCS]);
+  assert.deepEqual(
+    protectedTypesOf(plan.configurations[0]!.object),
+    deleting(VPCS),
+  );
 
   const installed = planReconcile(networkInput(rules, [VPCS]));
   assert.deepEqual(installed.configurations, []);
@@ -596,7 +607,7 @@ Deno.test("planReconcile() updates a configuration in place when a type is dropp
     [action.cluster, action.endpoint, action.action],
     [NETWORK, OTHER_ENDPOINT, "update"],
   );
-  assert.deepEqual(protectedTypesOf(action.object), [VPCS]);
+  assert.deepEqual(protectedTypesOf(action.object), deleting(VPCS));
   assert.equal(action.object.metadata?.resourceVersion, "4711");
   assert.deepEqual(action.object.metadata?.annotations, {
     "kcp.io/cluster": NETWORK,
@@ -818,7 +829,10 @@ Deno.test("planReconcile() installs nothing for a rule that protects its own dep
   // Another rule's types are still installed, the rejected rule's are not.
   const both = planReconcile(networkInput([selfRule, vmRule()], []));
   assert.equal(both.configurations.length, 1);
-  assert.deepEqual(protectedTypesOf(both.configurations[0]!.object), [VPCS]);
+  assert.deepEqual(
+    protectedTypesOf(both.configurations[0]!.object),
+    deleting(VPCS),
+  );
 });
 
 Deno.test("planReconcile() reports a dependency cycle but still installs its types", () => {

@@ -45,6 +45,20 @@ export const WEBHOOK_CONFIGURATION_API_VERSION =
 /** `kind` of a ValidatingWebhookConfiguration. */
 export const WEBHOOK_CONFIGURATION_KIND = "ValidatingWebhookConfiguration";
 
+/** The operations a configuration sends to the webhook, in canonical order. */
+export const WEBHOOK_OPERATIONS = ["DELETE", "UPDATE"] as const;
+/** One of {@linkcode WEBHOOK_OPERATIONS}. */
+export type WebhookOperation = typeof WEBHOOK_OPERATIONS[number];
+
+/**
+ * A type a configuration covers, and for which operations; without
+ * `operations`, DELETE only (what a DependencyRule needs).
+ */
+export interface ProtectedType extends GroupVersionResource {
+  /** The operations sent to the webhook. @default {["DELETE"]} */
+  operations?: readonly WebhookOperation[];
+}
+
 /** How the API server reaches the webhook. */
 export interface WebhookClientSettings {
   /** The webhook URL, ending in `/validate`. */
@@ -117,25 +131,40 @@ export function providerUrl(webhookUrl: string, providerPath: string): string {
  * it rather than install one with no rules.
  *
  * @param protectedTypes The protected group/version/resources hosted by the
- * workspace, in any order; duplicates are allowed.
+ * workspace, in any order, each with its operations (DELETE when absent);
+ * duplicates are allowed and their operations merge.
  * @param settings How the API server reaches the webhook.
- * @returns A fresh object: one webhook entry with one `DELETE` rule per
- * distinct type, sorted by group, then version, then resource, and every
+ * @returns A fresh object: one webhook entry with one rule per distinct
+ * type (its operations in the order of {@linkcode WEBHOOK_OPERATIONS}),
+ * sorted by group, then version, then resource, and every
  * field the API server would otherwise default set explicitly, so that
  * comparing it with a server copy is stable.
  */
 export function desiredWebhookConfiguration(
-  protectedTypes: readonly GroupVersionResource[],
+  protectedTypes: readonly ProtectedType[],
   settings: WebhookClientSettings,
 ): KubeObject {
-  const distinct = new Map<string, GroupVersionResource>();
-  for (const type of protectedTypes) distinct.set(gvrKey(type), type);
-  const sorted = [...distinct.values()].sort(_compareTypes);
-  const rules: WebhookRule[] = sorted.map((type) => ({
+  const distinct = new Map<
+    string,
+    { type: GroupVersionResource; operations: Set<WebhookOperation> }
+  >();
+  for (const type of protectedTypes) {
+    const key = gvrKey(type);
+    const entry = distinct.get(key) ??
+      { type, operations: new Set<WebhookOperation>() };
+    for (const operation of type.operations ?? ["DELETE"]) {
+      entry.operations.add(operation);
+    }
+    distinct.set(key, entry);
+  }
+  const sorted = [...distinct.values()].sort((a, b) =>
+    _compareTypes(a.type, b.type)
+  );
+  const rules: WebhookRule[] = sorted.map(({ type, operations }) => ({
     apiGroups: [type.group],
     apiVersions: [type.version],
     resources: [type.resource],
-    operations: ["DELETE"],
+    operations: WEBHOOK_OPERATIONS.filter((o) => operations.has(o)),
     scope: "*",
   }));
   return {

@@ -383,3 +383,18 @@ Deno.test("providerUrl() adds the provider's workspace path as the last segment"
     assert.equal(providerUrl(url, path), want, `${url} + ${path}`);
   }
 });
+
+Deno.test("desiredWebhookConfiguration() merges the operations of a type, in canonical order", () => {
+  const config = desiredWebhookConfiguration([
+    { ...VPCS, operations: ["UPDATE"] },
+    VPCS,
+    { ...SUBNETS, operations: ["UPDATE"] },
+  ], SETTINGS);
+  const hooks = config.webhooks as {
+    rules: { resources: string[]; operations: string[] }[];
+  }[];
+  assert.deepEqual(
+    hooks[0]!.rules.map((r) => [r.resources[0], r.operations]),
+    [["subnets", ["UPDATE"]], ["vpcs", ["DELETE", "UPDATE"]]],
+  );
+});

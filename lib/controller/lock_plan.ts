@@ -1,0 +1,205 @@
+/**
+ * Where each Lock needs the webhook, and what it says about itself: a pure
+ * step of the plan, over the same caches as the rules' (resolved paths,
+ * dep-ctrl bindings, APIExports read).
+ *
+ * A Lock whose target names an APIExport (`target.apiExportRef`) needs the
+ * webhook configuration of that provider's workspace, since kcp calls only
+ * the exporting workspace's configurations for a bound type. A Lock without
+ * one locks a type of the workspace's own (a core type, or a CRD there), so
+ * it needs the configuration of its own workspace, which must bind the
+ * dep-ctrl export and accept its claim like a provider. The configuration
+ * covers the target's type for the Lock's operations (DELETE, UPDATE).
+ *
+ * Not yet fed by a watch: the controller will pass the Locks it watches.
+ *
+ * @module
+ */
+import { clusterOf, type EndpointObject } from "../kcp/mod.ts";
+import { type Lock, type LockParseResult, parseLock } from "../locks/mod.ts";
+import {
+  checkExported,
+  exportKey,
+  type ExportReading,
+  type ExportRef,
+} from "./export_checks.ts";
+import type { ProtectedType, WebhookOperation } from "./webhook_config.ts";
+
+/** Why a Lock is not in effect, as its Ready condition says. */
+export type LockProblemReason =
+  | "InvalidSpec"
+  | "PathNotResolved"
+  | "ProviderNotBound"
+  | "ClaimNotAccepted"
+  | "TargetTypeUnknown";
+
+/** One Lock's state after placement. */
+export type LockState =
+  | {
+    state: "ok";
+    /** The logical cluster whose configuration must cover the target. */
+    cluster: string;
+    /** How messages name that workspace. */
+    shown: string;
+  }
+  | { state: "pending" }
+  | { state: "failed"; reason: LockProblemReason; message: string };
+
+/** What the placement step is computed from. */
+export interface LockPlacementContext {
+  /** Resolved workspace paths; a path without an entry is being resolved. */
+  resolutions: ReadonlyMap<
+    string,
+    { cluster: string } | {
+      reason: string;
+      message: string;
+      definitive: boolean;
+    }
+  >;
+  /** Dep-ctrl bindings by logical cluster, with whether the claim is accepted. */
+  bindings: ReadonlyMap<string, { claimAccepted: boolean }>;
+  /** APIExports read, by `exportKey`; absent: nothing checked. */
+  exports?: ReadonlyMap<string, ExportReading>;
+  /** `<path>:<name>` of the dep-ctrl export, for messages. */
+  exportRef: string;
+  /** Validates a Lock object. @default {parseLock} */
+  parse?: (object: EndpointObject["object"]) => LockParseResult;
+}
+
+/** What the Locks ask of the configurations, and each Lock's state. */
+export interface LockPlacement {
+  /** Types (with operations) each cluster's configuration must cover. */
+  desired: Map<string, ProtectedType[]>;
+  /** Workspace paths the Locks name (to resolve). */
+  paths: Set<string>;
+  /** APIExports the Locks name (to read). */
+  exports: Map<string, ExportRef>;
+  /** Whether any placement is not known yet (then nothing is removed). */
+  unsure: boolean;
+  /** Each Lock's state, by `<cluster>/<namespace>/<name>`. */
+  states: Map<string, LockState>;
+}
+
+/** The key of a Lock in {@linkcode LockPlacement.states}. */
+export function lockKey(
+  cluster: string,
+  namespace: string,
+  name: string,
+): string {
+  return `${cluster}/${namespace}/${name}`;
+}
+
+/** Places every Lock: which configuration must cover its target, or why none can. */
+export function planLockPlacement(
+  locks: readonly EndpointObject[],
+  context: LockPlacementContext,
+): LockPlacement {
+  const placement: LockPlacement = {
+    desired: new Map(),
+    paths: new Set(),
+    exports: new Map(),
+    unsure: false,
+    states: new Map(),
+  };
+  for (const source of locks) {
+    const cluster = clusterOf(source.object);
+    const metadata = source.object.metadata ?? {};
+    const key = lockKey(cluster, metadata.namespace ?? "", metadata.name ?? "");
+    const parsed = (context.parse ?? parseLock)(source.object);
+    if (!parsed.ok) {
+      placement.states.set(key, {
+        state: "failed",
+        reason: "InvalidSpec",
+        message: parsed.error,
+      });
+      continue;
+    }
+    const state = placeLock(parsed.lock, cluster, context, placement);
+    placement.states.set(key, state);
+    if (state.state === "pending") placement.unsure = true;
+    if (state.state !== "ok") continue;
+    const { target } = parsed.lock.spec;
+    const types = placement.desired.get(state.cluster) ?? [];
+    types.push({
+      group: target.group,
+      version: target.version,
+      resource: target.resource,
+      operations: parsed.lock.spec.operations.map((o): WebhookOperation =>
+        o === "Delete" ? "DELETE" : "UPDATE"
+      ),
+    });
+    placement.desired.set(state.cluster, types);
+  }
+  return placement;
+}
+
+/** Where one valid Lock needs the webhook, or why it cannot have it. */
+function placeLock(
+  lock: Lock,
+  cluster: string,
+  context: LockPlacementContext,
+  placement: LockPlacement,
+): LockState {
+  const { target } = lock.spec;
+  const ref = target.apiExportRef;
+  if (ref === undefined) {
+    // The workspace's own type: its own configuration.
+    return bound(cluster, "the Lock's workspace", context);
+  }
+  placement.paths.add(ref.path);
+  const resolution = context.resolutions.get(ref.path);
+  if (resolution === undefined) return { state: "pending" };
+  if (!("cluster" in resolution)) {
+    if (!resolution.definitive) placement.unsure = true;
+    return {
+      state: "failed",
+      reason: "PathNotResolved",
+      message: resolution.message,
+    };
+  }
+  const refKey = exportKey({ workspace: ref.path, name: ref.name });
+  placement.exports.set(refKey, { workspace: ref.path, name: ref.name });
+  const reading = context.exports?.get(refKey);
+  if (context.exports !== undefined && reading === undefined) {
+    return { state: "pending" };
+  }
+  const exported = checkExported(reading, {
+    workspace: ref.path,
+    name: ref.name,
+    shown: ref.path,
+  }, target);
+  if (!exported.ok) {
+    return {
+      state: "failed",
+      reason: "TargetTypeUnknown",
+      message: exported.message,
+    };
+  }
+  return bound(resolution.cluster, ref.path, context);
+}
+
+/** The configuration of `cluster`, if the controller may write there. */
+function bound(
+  cluster: string,
+  shown: string,
+  context: LockPlacementContext,
+): LockState {
+  const binding = context.bindings.get(cluster);
+  if (binding === undefined) {
+    return {
+      state: "failed",
+      reason: "ProviderNotBound",
+      message:
+        `${shown} has not bound the APIExport ${context.exportRef}: create an APIBinding to it there that accepts the validatingwebhookconfigurations.admissionregistration.k8s.io claim`,
+    };
+  }
+  if (!binding.claimAccepted) {
+    return {
+      state: "failed",
+      reason: "ClaimNotAccepted",
+      message:
+        `${shown} binds ${context.exportRef} but has not accepted its validatingwebhookconfigurations.admissionregistration.k8s.io permission claim: set state Accepted on that claim in the APIBinding`,
+    };
+  }
+  return { state: "ok", cluster, shown };
+}

@@ -377,31 +377,12 @@ export class DeletionValidator {
     target: Target,
   ): Promise<Verdict> {
     const shown = `${target.resource.resource}/${target.name}`;
-    const cancel = new AbortController();
-    const [confirmed, listed] = await Promise.allSettled([
-      this.#confirm(target).then((confirmed) => {
-        if (!confirmed) cancel.abort(new Error("review not confirmed"));
-        return confirmed;
-      }, (error) => {
-        cancel.abort(error);
-        throw error;
-      }),
-      options.protections.length === 0
-        ? Promise.resolve({ named: [], total: 0 })
-        : this.#findBlockers(options.protections, target, cancel.signal),
-    ]);
-    if (confirmed.status === "rejected") {
-      return unavailable(uid, shown, {
-        what: confirmed.reason instanceof Forbidden
-          ? confirmed.reason.message
-          : `cannot read the object itself (${errorText(confirmed.reason)})`,
-        until: confirmed.reason instanceof Forbidden
-          ? "it may"
-          : "it can be read",
-        error: confirmed.reason,
-      });
-    }
-    if (!confirmed.value) return unconfirmed(uid);
+    const [confirmed, listed] = await this.#readBoth(
+      options.protections,
+      target,
+    );
+    const refused = refusal(uid, shown, confirmed);
+    if (refused !== undefined) return refused;
     const referenced = listed.status === "fulfilled" && listed.value.total > 0
       ? `; also ${
         referencedBy(listed.value.named, listed.value.total, target.namespace)
@@ -420,6 +401,35 @@ export class DeletionValidator {
   }
 
   /**
+   * Reads the live object and lists the dependents at once; a failed or
+   * negative confirmation ends the lists, whose answer would not be used.
+   */
+  #readBoth(
+    protections: readonly Protection[],
+    target: Target,
+  ): Promise<
+    [
+      PromiseSettledResult<boolean>,
+      PromiseSettledResult<{ named: Blocker[]; total: number }>,
+    ]
+  > {
+    const cancel = new AbortController();
+    const confirmation = this.#confirm(target).then((confirmed) => {
+      if (!confirmed) cancel.abort(new Error("review not confirmed"));
+      return confirmed;
+    }, (error) => {
+      cancel.abort(error);
+      throw error;
+    });
+    return Promise.allSettled([
+      confirmation,
+      protections.length === 0
+        ? Promise.resolve({ named: [], total: 0 })
+        : this.#findBlockers(protections, target, cancel.signal),
+    ]);
+  }
+
+  /**
    * Lists the dependents and fetches the live object at once; names
    * blockers only when the live object confirms the review.
    */
@@ -429,31 +439,9 @@ export class DeletionValidator {
     target: Target,
   ): Promise<Verdict> {
     const shown = `${target.resource.resource}/${target.name}`;
-    // A failed confirmation ends the lists: their answer would not be used.
-    const cancel = new AbortController();
-    const confirmation = this.#confirm(target).then((confirmed) => {
-      if (!confirmed) cancel.abort(new Error("review not confirmed"));
-      return confirmed;
-    }, (error) => {
-      cancel.abort(error);
-      throw error;
-    });
-    const [confirmed, listed] = await Promise.allSettled([
-      confirmation,
-      this.#findBlockers(protections, target, cancel.signal),
-    ]);
-    if (confirmed.status === "rejected") {
-      return unavailable(uid, shown, {
-        what: confirmed.reason instanceof Forbidden
-          ? confirmed.reason.message
-          : `cannot read the object itself (${errorText(confirmed.reason)})`,
-        until: confirmed.reason instanceof Forbidden
-          ? "it may"
-          : "it can be read",
-        error: confirmed.reason,
-      });
-    }
-    if (!confirmed.value) return unconfirmed(uid);
+    const [confirmed, listed] = await this.#readBoth(protections, target);
+    const refused = refusal(uid, shown, confirmed);
+    if (refused !== undefined) return refused;
     if (listed.status === "rejected") {
       return unavailable(uid, shown, {
         what: listed.reason instanceof Forbidden
@@ -626,6 +614,29 @@ export class DeletionValidator {
       );
     }
   }
+}
+
+/**
+ * The verdict when the live object could not be read or does not confirm
+ * the review; `undefined` when it confirms it.
+ */
+function refusal(
+  uid: string,
+  shown: string,
+  confirmed: PromiseSettledResult<boolean>,
+): Verdict | undefined {
+  if (confirmed.status === "rejected") {
+    return unavailable(uid, shown, {
+      what: confirmed.reason instanceof Forbidden
+        ? confirmed.reason.message
+        : `cannot read the object itself (${errorText(confirmed.reason)})`,
+      until: confirmed.reason instanceof Forbidden
+        ? "it may"
+        : "it can be read",
+      error: confirmed.reason,
+    });
+  }
+  return confirmed.value ? undefined : unconfirmed(uid);
 }
 
 /** Most fields named per dependent in a denial; the rest are counted. */

@@ -1,8 +1,9 @@
 /**
  * dependency-webhook: denies the deletion of kcp objects that others still
- * refer to, as DependencyRules describe. Watches the rules through the
- * dep-ctrl APIExport's virtual workspaces, lists dependents through the
- * front-proxy on each DELETE, and answers AdmissionReview v1 over TLS.
+ * refer to, as DependencyRules describe, and of objects a Lock holds. Watches
+ * the rules and Locks through the dep-ctrl APIExport's virtual workspaces,
+ * lists dependents through the front-proxy on each DELETE, and answers
+ * AdmissionReview v1 over TLS.
  *
  * @module
  */
@@ -28,6 +29,7 @@ import {
 } from "./lib/webhook/mod.ts";
 import { KubeClient, loadKubeConnection } from "./lib/kcp/mod.ts";
 import { enforcedRules, RuleWatcher } from "./lib/rules/mod.ts";
+import { LockIndex, LockWatcher } from "./lib/locks/mod.ts";
 
 const SUMMARY =
   "Serves the kcp admission webhook that denies deleting objects other objects still refer to.";
@@ -66,6 +68,16 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
       });
     },
   });
+  const locks = new LockIndex();
+  const lockWatcher = new LockWatcher({
+    client,
+    workspaceUrl: connection.server,
+    apiExportName: options.apiExportName,
+    log,
+    onChange(snapshot) {
+      if (snapshot.synced) locks.replace(snapshot.locks);
+    },
+  });
   const base = options.kcpBaseHost ?? connection.base;
   const source = new FrontProxyDependentSource(reviewClient, base, {
     pageSize: options.listPageSize,
@@ -74,6 +86,7 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
     timeoutMs: options.listTimeoutMs,
     reviews: new Semaphore(options.maxConcurrentReviews),
     queueTimeoutMs: options.reviewQueueTimeoutMs,
+    locks,
     ...(options.skipProtectionMode === "authorized"
       ? { bypass: new FrontProxyBypassAuthorizer(reviewClient, base) }
       : {}),
@@ -101,17 +114,25 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
       drainTimeoutMs: options.shutdownTimeoutMs,
     },
   );
-  const ready = () => registry.loaded || "DependencyRules not loaded yet";
+  const ready = () =>
+    !registry.loaded
+      ? "DependencyRules not loaded yet"
+      : !locks.loaded
+      ? "Locks not loaded yet"
+      : true;
   const others = serveServiceEndpoints(options, {
     ready,
     registry: metricsRegistry,
     collect() {
       metrics.collectProcess();
-      metrics.watchesFailing(watcher.failingWatches());
+      metrics.watchesFailing(
+        watcher.failingWatches() + lockWatcher.failingWatches(),
+      );
     },
     drainTimeoutMs: options.shutdownTimeoutMs,
   });
   watcher.start();
+  lockWatcher.start();
   log.info("serving", {
     port: admission.port,
     base,
@@ -131,6 +152,7 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
     admission.shutdown(),
     ...others.map((s) => s.shutdown()),
     watcher.stop(),
+    lockWatcher.stop(),
   ]);
   client.close();
   reviewClient.close();

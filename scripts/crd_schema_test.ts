@@ -16,6 +16,8 @@ import {
   API_RESOURCE_SCHEMA_FILE,
   apiResourceSchema,
   apiResourceSchemaYaml,
+  DEPENDENCY_RULES,
+  LOCKS,
   type OpenApiSchema,
   setApiExportSchema,
 } from "./crd_schema.ts";
@@ -164,12 +166,41 @@ function* nodes(
   if (schema.items !== undefined) yield* nodes(schema.items, `${path}[]`);
 }
 
-Deno.test("the committed apiresourceschema.yaml is the generated one", async () => {
+Deno.test("the committed APIResourceSchemas are the generated ones", async () => {
   const committed = await Deno.readTextFile(API_RESOURCE_SCHEMA_FILE);
   assert.ok(
     committed === apiResourceSchemaYaml(),
     `manifests/kcp/dep-ctrl/apiresourceschema.yaml is out of date: ${REGENERATE}`,
   );
+  assert.equal(DEPENDENCY_RULES.file.href, API_RESOURCE_SCHEMA_FILE.href);
+  assert.ok(
+    await Deno.readTextFile(LOCKS.file) === apiResourceSchemaYaml(LOCKS),
+    `manifests/kcp/dep-ctrl/apiresourceschema-locks.yaml is out of date: ${REGENERATE}`,
+  );
+});
+
+Deno.test("apiResourceSchema(LOCKS) describes a namespaced Lock with its columns and default", () => {
+  const schema = apiResourceSchema(LOCKS);
+  assert.match(
+    schema.metadata.name,
+    /^v1alpha1-[0-9a-f]{8}\.locks\.dependencies\.opendefense\.cloud$/,
+  );
+  assert.equal(schema.spec.scope, "Namespaced");
+  assert.deepEqual(schema.spec.names, {
+    kind: "Lock",
+    listKind: "LockList",
+    plural: "locks",
+    singular: "lock",
+  });
+  const [version] = schema.spec.versions;
+  assert.deepEqual(
+    version!.additionalPrinterColumns.map((c) => c.name),
+    ["Target", "Resource", "Reason", "Ready", "Age"],
+  );
+  const spec = version!.schema.properties!.spec!;
+  // operations has a default, so only target and reason are required.
+  assert.deepEqual(spec.required?.sort(), ["reason", "target"]);
+  assert.deepEqual(spec.properties!.operations!.default, ["Delete"]);
 });
 
 Deno.test("the committed apiexport.yaml names the generated schema", async () => {
@@ -177,14 +208,17 @@ Deno.test("the committed apiexport.yaml names the generated schema", async () =>
   const apiExport = loadYaml<
     { spec: { resources: { name: string; schema: string }[] } }
   >(text);
-  const resource = apiExport.spec.resources.find((item) =>
-    item.name === PLURAL
-  );
-  assert.equal(
-    resource?.schema,
-    apiResourceSchema().metadata.name,
-    `manifests/kcp/dep-ctrl/apiexport.yaml names another schema: ${REGENERATE}`,
-  );
+  for (const source of [DEPENDENCY_RULES, LOCKS]) {
+    const resource = apiExport.spec.resources.find((item) =>
+      item.name === source.names.plural
+    );
+    assert.equal(
+      resource?.schema,
+      apiResourceSchema(source).metadata.name,
+      `manifests/kcp/dep-ctrl/apiexport.yaml names another schema: ${REGENERATE}`,
+    );
+  }
+  assert.equal(PLURAL, DEPENDENCY_RULES.names.plural);
 });
 
 Deno.test("apiResourceSchemaYaml() starts with a do-not-edit header and round-trips", () => {

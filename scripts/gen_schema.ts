@@ -13,22 +13,26 @@
 
 import {
   API_EXPORT_FILE,
-  API_RESOURCE_SCHEMA_FILE,
   apiResourceSchema,
   apiResourceSchemaYaml,
+  DEPENDENCY_RULES,
+  LOCKS,
   setApiExportSchema,
 } from "./crd_schema.ts";
 
-/** Writes both manifests and prints the schema name. */
+/** Writes every schema and the export, and prints the schema names. */
 async function main(): Promise<void> {
-  const { name } = apiResourceSchema().metadata;
-  await Deno.writeTextFile(API_RESOURCE_SCHEMA_FILE, apiResourceSchemaYaml());
-  const apiExport = await Deno.readTextFile(API_EXPORT_FILE);
-  const updated = setApiExportSchema(apiExport, name);
-  if (updated !== apiExport) {
-    await Deno.writeTextFile(API_EXPORT_FILE, updated);
+  let apiExport = await Deno.readTextFile(API_EXPORT_FILE);
+  const before = apiExport;
+  for (const source of [DEPENDENCY_RULES, LOCKS]) {
+    const { name } = apiResourceSchema(source).metadata;
+    await Deno.writeTextFile(source.file, apiResourceSchemaYaml(source));
+    apiExport = setApiExportSchema(apiExport, name);
+    console.log(`APIResourceSchema ${name}`);
   }
-  console.log(`APIResourceSchema ${name}`);
+  if (apiExport !== before) {
+    await Deno.writeTextFile(API_EXPORT_FILE, apiExport);
+  }
 }
 
 if (import.meta.main) await main();

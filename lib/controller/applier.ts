@@ -24,7 +24,9 @@ import {
   KubeApiError,
   type KubeClient,
   type KubeObject,
+  pathSegment,
 } from "../kcp/mod.ts";
+import { LOCK_PLURAL } from "../locks/mod.ts";
 import { KeyedTasks } from "./keyed_tasks.ts";
 import type {
   ConfigurationAction,
@@ -63,6 +65,8 @@ export interface Observed {
   configurations: readonly EndpointObject[];
   /** Every DependencyRule. */
   rules: readonly EndpointObject[];
+  /** Every Lock. @default {none} */
+  locks?: readonly EndpointObject[];
 }
 
 /** A write we wait to see in the watches. */
@@ -142,14 +146,14 @@ export class Applier {
       }
     }
     for (const action of plan.statuses) {
-      const key = statusKey(action.cluster, action.name);
+      const key = statusKey(action);
       if (!this.#expectations.has(key)) {
         queue.set(key, this.#statusWrite(action));
       }
     }
     const live = new Set([
       ...plan.configurations.map((a) => configurationKey(a.cluster)),
-      ...plan.statuses.map((a) => statusKey(a.cluster, a.name)),
+      ...plan.statuses.map((a) => statusKey(a)),
     ]);
     for (const key of this.#tasks.keys()) {
       if (!live.has(key)) this.#tasks.forget(key);
@@ -255,9 +259,14 @@ export class Applier {
   }
 
   #statusWrite(action: StatusAction): Queued {
+    const collection = action.namespace === undefined
+      ? PLURAL
+      : `namespaces/${pathSegment(action.namespace)}/${LOCK_PLURAL}`;
     const url = `${
       clusterUrl(action.endpoint, action.cluster)
-    }/apis/${GROUP}/${VERSION}/${PLURAL}/${action.name}/status`;
+    }/apis/${GROUP}/${VERSION}/${collection}/${
+      pathSegment(action.name)
+    }/status`;
     return {
       // Transition times move with the clock: they do not make new work.
       fingerprint: JSON.stringify(
@@ -277,8 +286,11 @@ export class Applier {
         } catch (error) {
           if (error instanceof KubeApiError && error.notFound) return;
           this.#options.onWritten?.("status", error);
-          this.#options.log.warn("cannot write rule status", {
+          this.#options.log.warn("cannot write status", {
             cluster: action.cluster,
+            ...(action.namespace === undefined
+              ? {}
+              : { namespace: action.namespace }),
             name: action.name,
             error,
           });
@@ -300,7 +312,20 @@ export class Applier {
     }
     for (const { object } of observed.rules) {
       versions.set(
-        statusKey(clusterOf(object), object.metadata?.name ?? ""),
+        statusKey({
+          cluster: clusterOf(object),
+          name: object.metadata?.name ?? "",
+        }),
+        object.metadata?.resourceVersion ?? "",
+      );
+    }
+    for (const { object } of observed.locks ?? []) {
+      versions.set(
+        statusKey({
+          cluster: clusterOf(object),
+          name: object.metadata?.name ?? "",
+          namespace: object.metadata?.namespace ?? "",
+        }),
         object.metadata?.resourceVersion ?? "",
       );
     }
@@ -365,8 +390,12 @@ function configurationKey(cluster: string): string {
   return `${CONFIGURATION_KEY}${cluster}`;
 }
 
-function statusKey(cluster: string, name: string): string {
-  return `status/${cluster}/${name}`;
+function statusKey(
+  action: Pick<StatusAction, "cluster" | "name" | "namespace">,
+): string {
+  return action.namespace === undefined
+    ? `status/${action.cluster}/${action.name}`
+    : `status/${action.cluster}/${action.namespace}/${action.name}`;
 }
 
 /**

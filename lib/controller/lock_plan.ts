@@ -10,8 +10,7 @@
  * it needs the configuration of its own workspace, which must bind the
  * dep-ctrl export and accept its claim like a provider. The configuration
  * covers the target's type for the Lock's operations (DELETE, UPDATE).
- *
- * Not yet fed by a watch: the controller will pass the Locks it watches.
+
  *
  * @module
  */
@@ -72,6 +71,8 @@ export interface LockPlacement {
   desired: Map<string, ProtectedType[]>;
   /** Workspace paths the Locks name (to resolve). */
   paths: Set<string>;
+  /** The workspace path each provider cluster of `desired` was named by. */
+  providerPaths: Map<string, string>;
   /** APIExports the Locks name (to read). */
   exports: Map<string, ExportRef>;
   /** Whether any placement is not known yet (then nothing is removed). */
@@ -97,6 +98,7 @@ export function planLockPlacement(
   const placement: LockPlacement = {
     desired: new Map(),
     paths: new Set(),
+    providerPaths: new Map(),
     exports: new Map(),
     unsure: false,
     states: new Map(),
@@ -175,7 +177,11 @@ function placeLock(
       message: exported.message,
     };
   }
-  return bound(resolution.cluster, ref.path, context);
+  const state = bound(resolution.cluster, ref.path, context);
+  if (state.state === "ok") {
+    placement.providerPaths.set(resolution.cluster, ref.path);
+  }
+  return state;
 }
 
 /** The configuration of `cluster`, if the controller may write there. */

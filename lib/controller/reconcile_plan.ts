@@ -27,6 +27,7 @@ import {
 } from "../rules/mod.ts";
 import { clusterOf, type EndpointObject, type KubeObject } from "../kcp/mod.ts";
 import { compareStrings, isRecord, withArticle } from "../runtime/mod.ts";
+import { lockKey, type LockPlacement, planLockPlacement } from "./lock_plan.ts";
 import {
   checkExported,
   type ExportCheck,
@@ -53,6 +54,8 @@ export type Resolution =
 export interface PlanInput {
   /** Every DependencyRule, valid or not. */
   rules: readonly EndpointObject[];
+  /** Every Lock, valid or not. @default {none} */
+  locks?: readonly EndpointObject[];
   /** The APIBindings to the dep-ctrl export, from every endpoint. */
   bindings: readonly EndpointObject[];
   /** The webhook configurations we own, from every endpoint. */
@@ -95,10 +98,12 @@ export interface ConfigurationAction {
 
 /** The desired status of one rule. */
 export interface StatusAction {
-  /** The rule's logical cluster. */
+  /** The object's logical cluster. */
   cluster: string;
-  /** The rule's name. */
+  /** The object's name. */
   name: string;
+  /** A Lock's namespace; absent for a DependencyRule. */
+  namespace?: string;
   /** Endpoint the rule was read from. */
   endpoint: string;
   /** The resourceVersion the status was computed from. */
@@ -147,6 +152,13 @@ export function planReconcile(input: PlanInput): Plan {
   );
   const bindings = bindingsByCluster(input.bindings);
   const coverage = planCoverage(valid, { input, problems, bindings });
+  const placement = planLockPlacement(input.locks ?? [], {
+    resolutions: input.resolutions,
+    bindings,
+    ...(input.exports === undefined ? {} : { exports: input.exports }),
+    exportRef: input.exportRef,
+  });
+  mergeLocks(coverage, placement);
   const { actions: configurations, wanted } = planConfigurations(
     input,
     coverage,
@@ -159,6 +171,11 @@ export function planReconcile(input: PlanInput): Plan {
     unverified: coverage.unverified,
     pendingClusters: new Set(configurations.map((c) => c.cluster)),
   });
+  statuses.push(...planLockStatuses(input.locks ?? [], {
+    input,
+    placement,
+    pendingClusters: new Set(configurations.map((c) => c.cluster)),
+  }));
   return {
     paths: [...coverage.paths].sort(),
     exports: [...coverage.exports.values()],
@@ -207,8 +224,8 @@ function parseRules(
 
 /** What the rules ask to protect where, and each dependency's state. */
 interface Coverage {
-  /** Desired protected types per provider cluster. */
-  desired: Map<string, Map<string, GroupVersionResource>>;
+  /** Desired protected types (with their operations) per provider cluster. */
+  desired: Map<string, Map<string, ProtectedType>>;
   /** The workspace path each provider cluster of `desired` was named by. */
   providerPaths: Map<string, string>;
   /** Every path a valid rule names. */
@@ -457,6 +474,30 @@ function planStatuses(
 }
 
 /**
+ * Step 2b: the Locks' types join the rules' in each configuration (by type
+ * and operations), with the paths and exports they need; a Lock's own
+ * workspace is named by its logical cluster in the webhook URL.
+ */
+function mergeLocks(coverage: Coverage, placement: LockPlacement): void {
+  for (const [cluster, types] of placement.desired) {
+    const merged = coverage.desired.get(cluster) ?? new Map();
+    for (const type of types) {
+      merged.set(`lock:${gvrKey(type)}:${type.operations?.join(",")}`, type);
+    }
+    coverage.desired.set(cluster, merged);
+    if (!coverage.providerPaths.has(cluster)) {
+      coverage.providerPaths.set(
+        cluster,
+        placement.providerPaths.get(cluster) ?? cluster,
+      );
+    }
+  }
+  for (const path of placement.paths) coverage.paths.add(path);
+  for (const [key, ref] of placement.exports) coverage.exports.set(key, ref);
+  if (placement.unsure) coverage.unsure = true;
+}
+
+/**
  * Step 3: the configuration writes that give each provider the desired
  * types, each calling the webhook at `<url>/<provider path>` so that only the
  * rules about that provider's exports apply. A configuration kept only
@@ -606,6 +647,83 @@ function readyConditionFor(
       withArticle(rule.spec.dependent.kind)
     } in the same workspace refers to it${unchecked}`,
   });
+}
+
+/**
+ * Step 4b: each Lock's Ready condition, once settled: `Enforced` when the
+ * configuration that covers its target is in place, why not otherwise.
+ */
+function planLockStatuses(
+  locks: readonly EndpointObject[],
+  context: {
+    input: PlanInput;
+    placement: LockPlacement;
+    pendingClusters: ReadonlySet<string>;
+  },
+): StatusAction[] {
+  const { input, placement } = context;
+  const statuses: StatusAction[] = [];
+  for (const source of locks) {
+    const metadata = source.object.metadata ?? {};
+    const cluster = clusterOf(source.object);
+    const state = placement.states.get(
+      lockKey(cluster, metadata.namespace ?? "", metadata.name ?? ""),
+    );
+    let ready: Condition | undefined;
+    if (state === undefined || state.state === "pending") continue;
+    if (state.state === "failed") {
+      ready = lockCondition("False", state.reason, state.message);
+    } else if ("error" in input.settings) {
+      ready = lockCondition("False", "InstallFailed", input.settings.error);
+    } else if (context.pendingClusters.has(state.cluster)) {
+      const error = input.installErrors.get(state.cluster);
+      if (error === undefined) continue;
+      ready = lockCondition(
+        "False",
+        "InstallFailed",
+        `cannot write the webhook configuration in ${state.shown}: ${error}`,
+      );
+    } else {
+      const spec = source.object.spec as {
+        target?: { resource?: string; name?: string };
+        operations?: string[];
+      };
+      const verbs = (spec.operations ?? ["Delete"]).map((o) =>
+        o === "Update" ? "updating" : "deleting"
+      ).join(" and ");
+      ready = lockCondition(
+        "True",
+        "Enforced",
+        `${verbs} ${spec.target?.resource}/${spec.target?.name} is denied while this Lock exists (webhook installed in ${state.shown})`,
+      );
+    }
+    const status = statusFor(source.object, input.now, [ready]);
+    if (statusUpToDate(source.object, status)) continue;
+    statuses.push({
+      cluster,
+      name: metadata.name ?? "",
+      namespace: metadata.namespace ?? "",
+      endpoint: source.endpoint,
+      resourceVersion: metadata.resourceVersion ?? "",
+      status,
+    });
+  }
+  return statuses;
+}
+
+/** A Lock's Ready condition. */
+function lockCondition(
+  status: Condition["status"],
+  reason: string,
+  message: string,
+): Condition {
+  return {
+    type: READY_CONDITION,
+    status,
+    reason,
+    message,
+    lastTransitionTime: "",
+  };
 }
 
 function condition(

@@ -25,6 +25,7 @@ import {
 } from "./reconcile_plan.ts";
 import {
   desiredWebhookConfiguration,
+  type ProtectedType,
   providerUrl,
   updatedWebhookConfiguration,
   type WebhookClientSettings,
@@ -172,7 +173,7 @@ function binding(
 /** The configuration the plan wants in `cluster`: it calls the webhook for its path. */
 function providerConfiguration(
   cluster: string,
-  types: readonly GroupVersionResource[],
+  types: readonly ProtectedType[],
   settings: WebhookClientSettings = SETTINGS,
 ): KubeObject {
   const path = cluster === STORAGE ? STORAGE_PATH : NETWORK_PATH;
@@ -185,7 +186,7 @@ function providerConfiguration(
 /** Our configuration in `cluster` as the API server returns it. */
 function configuration(
   cluster: string,
-  types: readonly GroupVersionResource[],
+  types: readonly ProtectedType[],
   options: { settings?: WebhookClientSettings; endpoint?: string } = {},
 ): EndpointObject {
   const object: KubeObject = JSON.parse(JSON.stringify(
@@ -1243,4 +1244,119 @@ Deno.test("planReconcile() writes nothing for a type whose export is not read ye
     exports: unread,
   });
   assert.deepEqual(restarted.configurations, []);
+});
+
+// ---------------------------------------------------------------------------
+// Locks in the configurations
+
+function lockSource(
+  target: Record<string, unknown>,
+  operations: string[],
+): EndpointObject {
+  return {
+    endpoint: ENDPOINT,
+    object: {
+      apiVersion: "dependencies.opendefense.cloud/v1alpha1",
+      kind: "Lock",
+      metadata: {
+        name: "prod",
+        namespace: "team-a",
+        annotations: { "kcp.io/cluster": CONSUMER },
+      },
+      spec: { target, reason: "production", operations },
+    },
+  };
+}
+
+Deno.test("planReconcile() merges a Lock's operations into the provider's configuration", () => {
+  const plan = planReconcile({
+    ...networkInput([vmRule()], []),
+    locks: [lockSource({
+      apiExportRef: { path: NETWORK_PATH, name: VPCS.group },
+      ...VPCS,
+      name: "core",
+    }, ["Delete", "Update"])],
+  });
+  assert.deepEqual(plan.configurations.map((c) => [c.cluster, c.action]), [[
+    NETWORK,
+    "create",
+  ]]);
+  assert.deepEqual(
+    protectedTypesOf(plan.configurations[0]!.object),
+    [{ ...VPCS, operations: ["DELETE", "UPDATE"] }],
+  );
+});
+
+Deno.test("planReconcile() gives a Lock on a type of the workspace's own a configuration there, named by its cluster", () => {
+  const plan = planReconcile({
+    ...input({
+      rules: [],
+      bindings: [binding(CONSUMER)],
+      configurations: [],
+      resolutions: new Map(),
+    }),
+    locks: [lockSource(
+      { group: "", version: "v1", resource: "configmaps", name: "cfg" },
+      ["Delete"],
+    )],
+  });
+  assert.equal(plan.configurations.length, 1);
+  const [action] = plan.configurations;
+  assert.equal(action!.cluster, CONSUMER);
+  const hooks = action!.object.webhooks as {
+    clientConfig: { url: string };
+  }[];
+  assert.equal(hooks[0]!.clientConfig.url, `${SETTINGS.url}/${CONSUMER}`);
+  assert.deepEqual(protectedTypesOf(action!.object), [{
+    group: "",
+    version: "v1",
+    resource: "configmaps",
+    operations: ["DELETE"],
+  }]);
+});
+
+Deno.test("planReconcile() writes a Lock's Ready once its configuration is in place, and why not otherwise", () => {
+  const vpcLock = lockSource({
+    apiExportRef: { path: NETWORK_PATH, name: VPCS.group },
+    ...VPCS,
+    name: "core",
+  }, ["Delete", "Update"]);
+  // While the configuration is written, nothing is said yet.
+  const creating = planReconcile({ ...networkInput([], []), locks: [vpcLock] });
+  assert.deepEqual(creating.statuses, []);
+  const installed = planReconcile({
+    ...networkInput([], []),
+    configurations: [
+      configuration(NETWORK, [{ ...VPCS, operations: ["DELETE", "UPDATE"] }]),
+    ],
+    locks: [vpcLock],
+  });
+  assert.deepEqual(installed.configurations, []);
+  const [status] = installed.statuses;
+  assert.equal(status?.namespace, "team-a");
+  assert.equal(status?.name, "prod");
+  const ready = status?.status.conditions?.[0];
+  assert.equal(ready?.type, "Ready");
+  assert.equal(ready?.status, "True");
+  assert.equal(ready?.reason, "Enforced");
+  assert.equal(
+    ready?.message,
+    `deleting and updating vpcs/core is denied while this Lock exists (webhook installed in ${NETWORK_PATH})`,
+  );
+  const typo = planReconcile({
+    ...networkInput([], []),
+    exports: new Map([[
+      exportKey({ workspace: NETWORK_PATH, name: VPCS.group }),
+      { answer: NETWORK_EXPORT },
+    ]]),
+    locks: [lockSource({
+      apiExportRef: { path: NETWORK_PATH, name: VPCS.group },
+      ...VPCS,
+      resource: "vpcz",
+      name: "core",
+    }, ["Delete"])],
+  });
+  const failed = typo.statuses[0]?.status.conditions?.[0];
+  assert.equal(failed?.status, "False");
+  assert.equal(failed?.reason, "TargetTypeUnknown");
 });

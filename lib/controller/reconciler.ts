@@ -23,6 +23,7 @@ import type {
 } from "../kcp/mod.ts";
 import { Applier } from "./applier.ts";
 import { PathCache } from "./path_cache.ts";
+import { LOCKS_PATH } from "../locks/mod.ts";
 import { ExportCache } from "./export_cache.ts";
 import type { ExportAnswer, ExportRef } from "./export_checks.ts";
 import { type Plan, planReconcile } from "./reconcile_plan.ts";
@@ -35,10 +36,14 @@ import {
 import type { WorkspaceResolver } from "./workspace_resolver.ts";
 
 /** The collections the controller follows behind every endpoint. */
-export type ControllerCollection = "rules" | "bindings" | "configurations";
+export type ControllerCollection =
+  | "rules"
+  | "locks"
+  | "bindings"
+  | "configurations";
 
 /**
- * Where those collections are: every DependencyRule, the export's
+ * Where those collections are: every DependencyRule and Lock, the export's
  * APIBindings (the virtual workspace serves only those), and the webhook
  * configurations we own (others are never even listed).
  */
@@ -46,6 +51,7 @@ export const CONTROLLER_COLLECTIONS: Readonly<
   Record<ControllerCollection, Collection>
 > = {
   rules: { path: RULES_PATH },
+  locks: { path: LOCKS_PATH },
   bindings: { path: "/apis/apis.kcp.io/v1alpha2/apibindings" },
   configurations: {
     path: WEBHOOK_CONFIGURATIONS_PATH,
@@ -219,10 +225,12 @@ export class Reconciler {
     const settings = await this.#readSettings(resync);
     if (this.#stopped) return;
     const rules = watcher.items("rules");
+    const locks = watcher.items("locks");
     const bindings = watcher.items("bindings");
     const configurations = watcher.items("configurations");
     const plan = planReconcile({
       rules,
+      locks,
       bindings,
       configurations,
       resolutions: this.#paths.resolutions(),
@@ -245,7 +253,7 @@ export class Reconciler {
       this.#paths.refresh();
       this.#exports?.refresh();
     }
-    this.#applier.apply(plan, { configurations, rules });
+    this.#applier.apply(plan, { configurations, rules, locks });
     this.#options.log.debug("reconciled", {
       rules: rules.length,
       configurations: configurations.length,

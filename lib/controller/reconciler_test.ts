@@ -69,6 +69,7 @@ const VOLUMES = {
 type Kind = ControllerCollection;
 const PATHS: Record<Kind, string> = {
   rules: RULES_PATH,
+  locks: "/apis/dependencies.opendefense.cloud/v1alpha1/locks",
   bindings: BINDINGS_PATH,
   configurations: VWC_PATH,
 };
@@ -102,16 +103,19 @@ class FakeKcp {
   #open: (() => void) | undefined;
   readonly #stores: Record<Kind, Map<string, KubeObject>> = {
     rules: new Map(),
+    locks: new Map(),
     bindings: new Map(),
     configurations: new Map(),
   };
   readonly #events: Record<Kind, StoredEvent[]> = {
     rules: [],
+    locks: [],
     bindings: [],
     configurations: [],
   };
   readonly #watches: Record<Kind, LiveWatch[]> = {
     rules: [],
+    locks: [],
     bindings: [],
     configurations: [],
   };

@@ -7,3 +7,4 @@
  */
 export * from "./api.ts";
 export * from "./lock_index.ts";
+export * from "./lock_watcher.ts";

@@ -1,0 +1,328 @@
+/**
+ * Locks on a real kcp, acted on with kubectl as tenants do: a consumer binds
+ * the dep-ctrl export (accepting its claim), locks a VPC with a reason, and
+ * the delete is denied naming the Lock and quoting the reason, whatever the
+ * skip-protection annotation says; a Lock for Update denies updates too;
+ * deleting the Lock unlocks. A Lock on a type of the workspace's own (a
+ * ConfigMap) gets a configuration in that workspace. Components run as
+ * their own processes and identities.
+ */
+import assert from "node:assert/strict";
+import {
+  applyObjects,
+  applySystemAdminOverlay,
+  bindExport,
+  buildTopology,
+  type ComponentProcess,
+  DEP_CTRL_EXPORT,
+  type KcpServer,
+  kcpTest,
+  startController,
+  startWebhook,
+  VWC_CLAIM,
+  waitFor,
+  type WebhookProcess,
+} from "../../testing/mod.ts";
+
+const NETWORK = "root:providers:network";
+const C1 = "root:consumers:c1";
+const REASON = "production VPC, ask #netops";
+
+function lock(
+  name: string,
+  target: Record<string, unknown>,
+  operations: string[] = ["Delete"],
+): unknown {
+  return {
+    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
+    kind: "Lock",
+    metadata: { name, namespace: "team-a" },
+    spec: { target, reason: REASON, operations },
+  };
+}
+
+const VPC_TARGET = {
+  apiExportRef: { path: NETWORK, name: "network.example.com" },
+  group: "network.example.com",
+  version: "v1alpha1",
+  resource: "vpcs",
+  name: "core",
+};
+
+/** Runs kubectl in the consumer; the error text, or `""` when it succeeded. */
+async function attempt(kcp: KcpServer, args: string[]): Promise<string> {
+  const r = await kcp.kubectl(args, { workspace: C1 });
+  return r.code === 0 ? "" : r.stderr;
+}
+
+async function waitForDenial(
+  kcp: KcpServer,
+  args: string[],
+  expected: RegExp,
+): Promise<string> {
+  return await waitFor(`kubectl ${args.join(" ")} to be denied`, async () => {
+    const error = await attempt(kcp, args);
+    return expected.test(error) ? error : undefined;
+  }, { timeoutMs: 60_000, intervalMs: 250 }) as string;
+}
+
+kcpTest(
+  "locks: a Lock denies the delete (and, if asked, the update) of its object with its reason until the Lock is deleted",
+  async (kcp, step) => {
+    let webhook: WebhookProcess | undefined;
+    let controller: ComponentProcess | undefined;
+    try {
+      await step(
+        "a consumer binds the dep-ctrl export to write Locks; the components start",
+        async () => {
+          await buildTopology(kcp, {
+            networkPath: NETWORK,
+            consumerPaths: [C1],
+          });
+          await bindExport(kcp, C1, {
+            exportPath: "root:dep-ctrl",
+            exportName: DEP_CTRL_EXPORT,
+            acceptClaims: [VWC_CLAIM],
+          });
+          await applySystemAdminOverlay(kcp, [
+            {
+              group: "network.example.com",
+              resources: ["vpcs"],
+              verbs: ["get"],
+            },
+            { group: "", resources: ["configmaps"], verbs: ["get"] },
+          ]);
+          webhook = await startWebhook(kcp);
+          controller = await startController(kcp, { webhook });
+          for (const ns of ["team-a", "team-b"]) {
+            await kcp.kubectlOk(["create", "namespace", ns], { workspace: C1 });
+          }
+          await applyObjects(kcp, C1, [
+            {
+              apiVersion: "network.example.com/v1alpha1",
+              kind: "VPC",
+              metadata: { name: "core", namespace: "team-a" },
+              spec: {},
+            },
+            {
+              apiVersion: "network.example.com/v1alpha1",
+              kind: "VPC",
+              metadata: { name: "core", namespace: "team-b" },
+              spec: {},
+            },
+          ]);
+        },
+      );
+
+      await step(
+        "a Lock denies the delete with its reason; a dry run explains; the same name in another namespace is not locked",
+        async () => {
+          await applyObjects(kcp, C1, [lock("prod", VPC_TARGET)]);
+          const error = await waitForDenial(kcp, [
+            "delete",
+            "vpc",
+            "core",
+            "-n",
+            "team-a",
+            "--dry-run=server",
+          ], /locked by Lock/);
+          assert.match(
+            error,
+            /cannot delete vpcs\/core: locked by Lock team-a\/prod \("production VPC, ask #netops"\): deleting the Lock unlocks it; the skip-protection annotation does not/,
+          );
+          assert.notEqual(
+            await attempt(kcp, ["delete", "vpc", "core", "-n", "team-a"]),
+            "",
+          );
+          await kcp.kubectlOk(["get", "vpc", "core", "-n", "team-a"], {
+            workspace: C1,
+          });
+          assert.equal(
+            await attempt(kcp, [
+              "delete",
+              "vpc",
+              "core",
+              "-n",
+              "team-b",
+              "--dry-run=server",
+            ]),
+            "",
+          );
+        },
+      );
+
+      await step(
+        "a Lock reports Ready in its status and printer columns; one naming a type its export does not serve says TargetTypeUnknown",
+        async () => {
+          await waitFor("the Lock to be Ready", async () => {
+            const out = await kcp.kubectlOk(["get", "locks", "-n", "team-a"], {
+              workspace: C1,
+            });
+            return /prod\s+core\s+vpcs\s+production VPC, ask #netops\s+True/
+              .test(out) || undefined;
+          }, { timeoutMs: 60_000, intervalMs: 250 });
+          await applyObjects(kcp, C1, [
+            lock("typo", { ...VPC_TARGET, resource: "vpcz" }),
+          ]);
+          const message = await waitFor("the typo Lock's status", async () => {
+            const r = await kcp.kubectl([
+              "get",
+              "lock",
+              "typo",
+              "-n",
+              "team-a",
+              "-o",
+              "jsonpath={.status.conditions[0].reason}|{.status.conditions[0].message}",
+            ], { workspace: C1 });
+            return r.stdout.startsWith("TargetTypeUnknown|")
+              ? r.stdout
+              : undefined;
+          }, { timeoutMs: 60_000, intervalMs: 250 }) as string;
+          assert.match(
+            message,
+            /does not export vpcz\.network\.example\.com: it exports subnets\.network\.example\.com \(v1alpha1\), vpcs\.network\.example\.com \(v1alpha1\)/,
+          );
+          await kcp.kubectlOk(["delete", "lock", "typo", "-n", "team-a"], {
+            workspace: C1,
+          });
+        },
+      );
+
+      await step(
+        "the skip-protection annotation does not override a Lock",
+        async () => {
+          await kcp.kubectlOk([
+            "annotate",
+            "vpc",
+            "core",
+            "-n",
+            "team-a",
+            "dependencies.opendefense.cloud/skip-protection=true",
+          ], { workspace: C1 });
+          assert.match(
+            await attempt(kcp, ["delete", "vpc", "core", "-n", "team-a"]),
+            /locked by Lock team-a\/prod/,
+          );
+        },
+      );
+
+      await step(
+        "a Lock for Update denies updates of the object, and only while it says so",
+        async () => {
+          assert.equal(
+            await attempt(kcp, [
+              "label",
+              "vpc",
+              "core",
+              "-n",
+              "team-a",
+              "tier=gold",
+            ]),
+            "",
+          );
+          await applyObjects(kcp, C1, [
+            lock("prod", VPC_TARGET, ["Delete", "Update"]),
+          ]);
+          const error = await waitForDenial(kcp, [
+            "label",
+            "vpc",
+            "core",
+            "-n",
+            "team-a",
+            "tier=silver",
+            "--overwrite",
+          ], /locked by Lock/);
+          assert.match(
+            error,
+            /cannot update vpcs\/core: locked by Lock team-a\/prod/,
+          );
+          await applyObjects(kcp, C1, [lock("prod", VPC_TARGET, ["Delete"])]);
+          await waitFor(
+            "updates to be allowed again",
+            async () =>
+              await attempt(kcp, [
+                  "label",
+                  "vpc",
+                  "core",
+                  "-n",
+                  "team-a",
+                  "tier=silver",
+                  "--overwrite",
+                ]) === "" || undefined,
+            { timeoutMs: 60_000, intervalMs: 250 },
+          );
+        },
+      );
+
+      await step(
+        "a Lock on a ConfigMap, a type of the workspace's own, is enforced through a configuration in that workspace",
+        async () => {
+          await kcp.kubectlOk([
+            "create",
+            "configmap",
+            "settings",
+            "-n",
+            "team-a",
+            "--from-literal=a=b",
+          ], { workspace: C1 });
+          await applyObjects(kcp, C1, [
+            lock("cfg", {
+              group: "",
+              version: "v1",
+              resource: "configmaps",
+              name: "settings",
+            }),
+          ]);
+          const error = await waitForDenial(kcp, [
+            "delete",
+            "configmap",
+            "settings",
+            "-n",
+            "team-a",
+            "--dry-run=server",
+          ], /locked by Lock/);
+          assert.match(
+            error,
+            /cannot delete configmaps\/settings: locked by Lock team-a\/cfg/,
+          );
+        },
+      );
+
+      await step("deleting the Locks unlocks", async () => {
+        await kcp.kubectlOk(
+          ["delete", "locks", "prod", "cfg", "-n", "team-a"],
+          {
+            workspace: C1,
+          },
+        );
+        await waitFor(
+          "the VPC to be deleted",
+          async () =>
+            await attempt(kcp, ["delete", "vpc", "core", "-n", "team-a"]) ===
+              "" ||
+            undefined,
+          { timeoutMs: 60_000, intervalMs: 250 },
+        );
+        await waitFor(
+          "the ConfigMap to be deleted",
+          async () =>
+            await attempt(kcp, [
+                "delete",
+                "configmap",
+                "settings",
+                "-n",
+                "team-a",
+              ]) === "" || undefined,
+          { timeoutMs: 60_000, intervalMs: 250 },
+        );
+        assert.notEqual(
+          await attempt(kcp, ["get", "vpc", "core", "-n", "team-a"]),
+          "",
+        );
+      });
+    } finally {
+      await controller?.stop();
+      await webhook?.stop();
+    }
+  },
+);

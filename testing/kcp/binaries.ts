@@ -1,15 +1,18 @@
 /**
  * Where the binaries that the tests run come from: the `KCP_BIN` /
- * `KUBECTL_BIN` / `MANIFEST_CHECK_BIN` overrides, or the per-user cache that
- * `deno task kcp:build` fills, keyed by kcp version and by a digest of the
- * Go modules that pin the build. Each binary is found on its own, so a cache
- * directory that lacks one of them still serves the others.
+ * `KUBECTL_BIN` / `MANIFEST_CHECK_BIN` / `HELM_BIN` overrides, or the
+ * per-user cache that `deno task kcp:build` fills, keyed by version and by a
+ * digest of the Go modules that pin the build. Each binary is found on its
+ * own, so a cache directory that lacks one of them still serves the others.
  *
  * @module
  */
 
 /** The kcp release the test suite builds and runs. */
 export const KCP_VERSION = "v0.28.1";
+
+/** The helm release that renders the chart in the tests (`helm/go.mod`). */
+export const HELM_VERSION = "v3.22.0";
 
 /** Absolute paths of the two binaries the kcp harness runs. */
 export interface KcpBinaries {
@@ -26,6 +29,8 @@ export interface Binaries extends KcpBinaries {
    * decoding, defaulting and validation code (`server/manifestcheck/`).
    */
   manifestCheck: string;
+  /** `helm`, which renders `charts/dependency-controller` (`helm/`). */
+  helm: string;
 }
 
 /** Where one binary comes from. */
@@ -42,6 +47,13 @@ export interface BinarySpec {
    * rebuilds only this binary.
    */
   sources?: string;
+  /**
+   * For a binary whose Go module is pinned apart from kcp's (a key of
+   * {@linkcode OWN_MODULES}): it is cached in a directory of its own,
+   * {@linkcode binaryDir}, keyed by that module alone, so that a new pin
+   * there rebuilds only this binary and a new kcp pin does not rebuild it.
+   */
+  ownModule?: keyof typeof OWN_MODULES;
 }
 
 /** Every binary by its key in {@linkcode Binaries}. */
@@ -53,15 +65,28 @@ export const BINARIES: Readonly<Record<keyof Binaries, BinarySpec>> = {
     env: "MANIFEST_CHECK_BIN",
     sources: "server/manifestcheck",
   },
+  helm: { file: "helm", env: "HELM_BIN", ownModule: "helm" },
 };
 
-/** The Go modules whose `go.mod`/`go.sum` decide what gets built. */
+/**
+ * The Go modules whose `go.mod`/`go.sum` decide what gets built into
+ * {@linkcode cacheDir}.
+ */
 export const GO_MODULES = ["server", "kubectl"] as const;
+
+/**
+ * Go modules pinned apart from kcp, by directory, with the release each
+ * pins; their binaries are cached in {@linkcode binaryDir}.
+ */
+export const OWN_MODULES = { helm: HELM_VERSION } as const;
+
+/** A Go wrapper module beside this file. */
+export type GoModule = (typeof GO_MODULES)[number] | keyof typeof OWN_MODULES;
 
 const HERE = new URL(".", import.meta.url);
 
 /** Directory of one of the Go wrapper modules. */
-export function moduleDir(name: (typeof GO_MODULES)[number]): string {
+export function moduleDir(name: GoModule): string {
   return new URL(`${name}/`, HERE).pathname;
 }
 
@@ -70,9 +95,27 @@ export function moduleDir(name: (typeof GO_MODULES)[number]): string {
  * `${XDG_CACHE_HOME:-$HOME/.cache}/dependency-controller/kcp-<version>-<digest>`.
  */
 export async function cacheDir(): Promise<string> {
+  return `${cacheBase()}/kcp-${KCP_VERSION}-${await modulesDigest()}`;
+}
+
+/**
+ * The cache directory of one binary: {@linkcode cacheDir}, or for a binary of
+ * its own module (see {@linkcode BinarySpec.ownModule})
+ * `${XDG_CACHE_HOME:-$HOME/.cache}/dependency-controller/<module>-<release>-<digest>`,
+ * where the digest covers that module's `go.mod` and `go.sum`.
+ */
+export async function binaryDir(name: keyof Binaries): Promise<string> {
+  const own = BINARIES[name].ownModule;
+  if (own === undefined) return await cacheDir();
+  return `${cacheBase()}/${own}-${OWN_MODULES[own]}-${await ownModuleDigest(
+    own,
+  )}`;
+}
+
+function cacheBase(): string {
   const base = Deno.env.get("XDG_CACHE_HOME") ??
     `${Deno.env.get("HOME") ?? "/tmp"}/.cache`;
-  return `${base}/dependency-controller/kcp-${KCP_VERSION}-${await modulesDigest()}`;
+  return `${base}/dependency-controller`;
 }
 
 /**
@@ -90,7 +133,7 @@ export async function findBinary(
     if (await isFile(override)) return override;
     throw new Deno.errors.NotFound(`Cannot use ${env}: no file at ${override}`);
   }
-  const path = `${await cacheDir()}/${file}`;
+  const path = `${await binaryDir(name)}/${file}`;
   if (!(await isFile(path))) return undefined;
   const digest = await sourcesDigest(name);
   if (digest !== undefined) {
@@ -168,7 +211,23 @@ export async function requireManifestCheck(): Promise<string> {
   return found;
 }
 
+/**
+ * The `helm` binary, or an error with instructions when it is not built.
+ *
+ * @throws {Error} If it is not found.
+ */
+export async function requireHelm(): Promise<string> {
+  const found = await findBinary("helm");
+  if (found === undefined) {
+    throw new Error(
+      `Cannot find helm ${HELM_VERSION}: run 'deno task kcp:build' or set HELM_BIN`,
+    );
+  }
+  return found;
+}
+
 let modulesDigestOnce: Promise<string> | undefined;
+const ownModuleDigests = new Map<GoModule, Promise<string>>();
 
 /** The digest of the Go modules' go.mod and go.sum, read once per process. */
 function modulesDigest(): Promise<string> {
@@ -176,13 +235,27 @@ function modulesDigest(): Promise<string> {
 }
 
 async function readModulesDigest(): Promise<string> {
+  return await digestOf(await moduleFiles(GO_MODULES));
+}
+
+/** The digest of one own module's go.mod and go.sum, read once per process. */
+function ownModuleDigest(name: keyof typeof OWN_MODULES): Promise<string> {
+  let digest = ownModuleDigests.get(name);
+  if (digest === undefined) {
+    digest = moduleFiles([name]).then(digestOf);
+    ownModuleDigests.set(name, digest);
+  }
+  return digest;
+}
+
+async function moduleFiles(names: readonly GoModule[]): Promise<string[]> {
   const parts: string[] = [];
-  for (const name of GO_MODULES) {
+  for (const name of names) {
     for (const file of ["go.mod", "go.sum"]) {
       parts.push(await Deno.readTextFile(`${moduleDir(name)}${file}`));
     }
   }
-  return await digestOf(parts);
+  return parts;
 }
 
 async function digestOf(parts: string[]): Promise<string> {

@@ -1,13 +1,20 @@
 import assert from "node:assert/strict";
+import { dirname } from "node:path";
 import {
+  BINARIES,
+  type Binaries,
+  binaryDir,
   cacheDir,
   findBinary,
   findKcpBinaries,
+  HELM_VERSION,
   KCP_VERSION,
+  moduleDir,
+  requireHelm,
   requireManifestCheck,
   sourcesDigest,
 } from "./binaries.ts";
-import { planBuild } from "./build.ts";
+import { HELM_KUBE_MINOR, planBuild, TARGETS } from "./build.ts";
 import { runCommand } from "../mod.ts";
 
 function withEnv(
@@ -83,7 +90,10 @@ Deno.test("findKcpBinaries() rejects an override that names no file, and finds n
   }
 });
 
-/** A cache under a temporary XDG_CACHE_HOME holding the named files. */
+/**
+ * A cache under a temporary XDG_CACHE_HOME holding the named binaries, each
+ * in its own cache directory ({@linkcode binaryDir}); `fn` gets kcp's.
+ */
 async function withCache(
   files: string[],
   fn: (dir: string) => Promise<void>,
@@ -96,12 +106,17 @@ async function withCache(
       KCP_BIN: undefined,
       KUBECTL_BIN: undefined,
       MANIFEST_CHECK_BIN: undefined,
+      HELM_BIN: undefined,
       ...env,
     }, async () => {
-      const dir = await cacheDir();
-      await Deno.mkdir(dir, { recursive: true });
-      for (const file of files) await Deno.writeTextFile(`${dir}/${file}`, "");
-      await fn(dir);
+      for (const file of files) {
+        const name = (Object.keys(BINARIES) as (keyof Binaries)[])
+          .find((n) => BINARIES[n].file === file) ?? "kcp";
+        const dir = await binaryDir(name);
+        await Deno.mkdir(dir, { recursive: true });
+        await Deno.writeTextFile(`${dir}/${file}`, "");
+      }
+      await fn(await cacheDir());
     });
   } finally {
     await Deno.remove(home, { recursive: true });
@@ -109,7 +124,7 @@ async function withCache(
 }
 
 Deno.test("a cache from before manifest-check still serves kcp and kubectl, and only manifest-check gets built", async () => {
-  await withCache(["kcp", "kubectl"], async (dir) => {
+  await withCache(["kcp", "kubectl", "helm"], async (dir) => {
     assert.deepEqual(await findKcpBinaries(), {
       kcp: `${dir}/kcp`,
       kubectl: `${dir}/kubectl`,
@@ -123,6 +138,7 @@ Deno.test("a cache from before manifest-check still serves kcp and kubectl, and 
     assert.deepEqual(plan.found, {
       kcp: `${dir}/kcp`,
       kubectl: `${dir}/kubectl`,
+      helm: `${await binaryDir("helm")}/helm`,
     });
     assert.deepEqual(plan.missing.map((t) => [t.name, t.module, t.pkg]), [
       ["manifestCheck", "server", "./manifestcheck"],
@@ -155,7 +171,7 @@ Deno.test("a cached manifest-check counts only while its sources digest matches"
   const digest = await sourcesDigest("manifestCheck");
   assert.match(digest ?? "", /^[0-9a-f]{12}$/);
   assert.equal(await sourcesDigest("kcp"), undefined);
-  await withCache(["kcp", "kubectl", "manifest-check"], async (dir) => {
+  await withCache(["kcp", "kubectl", "manifest-check", "helm"], async (dir) => {
     // No stamp: built by something else, or interrupted before the stamp.
     assert.equal(await findBinary("manifestCheck"), undefined);
     await Deno.writeTextFile(`${dir}/manifest-check.sources`, "000000000000\n");
@@ -175,7 +191,7 @@ Deno.test("MANIFEST_CHECK_BIN overrides the cache, and kcp:build then builds not
   const other = await Deno.makeTempDir();
   try {
     await Deno.writeTextFile(`${other}/manifest-check`, "");
-    await withCache(["kcp", "kubectl"], async (dir) => {
+    await withCache(["kcp", "kubectl", "helm"], async (dir) => {
       assert.equal(
         await findBinary("manifestCheck"),
         `${other}/manifest-check`,
@@ -211,4 +227,81 @@ Deno.test("MANIFEST_CHECK_BIN overrides the cache, and kcp:build then builds not
   } finally {
     await Deno.remove(other, { recursive: true });
   }
+});
+
+Deno.test("helm is cached apart from kcp, keyed by its own module: a cache from before helm only gains helm", async () => {
+  await withCache(["kcp", "kubectl"], async (dir) => {
+    const helmDir = await binaryDir("helm");
+    assert.match(
+      helmDir,
+      new RegExp(
+        `/dependency-controller/helm-${HELM_VERSION}-[0-9a-f]{12}$`,
+      ),
+    );
+    assert.equal(dirname(helmDir), dirname(dir), "beside kcp's cache");
+    assert.equal(await binaryDir("kcp"), dir);
+    assert.equal(await binaryDir("manifestCheck"), dir);
+    assert.equal(await findBinary("helm"), undefined);
+    await assert.rejects(
+      requireHelm(),
+      /Cannot find helm v\d+\.\d+\.\d+: run 'deno task kcp:build' or set HELM_BIN/,
+    );
+    assert.deepEqual(
+      (await planBuild({ only: ["kcp", "kubectl", "helm"] })).missing.map((
+        t,
+      ) => [t.name, t.module, t.pkg]),
+      [["helm", "helm", "helm.sh/helm/v3/cmd/helm"]],
+    );
+    await Deno.mkdir(helmDir, { recursive: true });
+    await Deno.writeTextFile(`${helmDir}/helm`, "");
+    assert.equal(await requireHelm(), `${helmDir}/helm`);
+    // kcp's cache holds no helm.
+    assert.deepEqual(
+      await Array.fromAsync(Deno.readDir(dir), (e) => e.name).then((n) =>
+        n.sort()
+      ),
+      ["kcp", "kubectl"],
+    );
+  });
+});
+
+Deno.test("HELM_BIN overrides the cache", async () => {
+  const other = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${other}/helm`, "");
+    await withCache(["kcp", "kubectl"], async () => {
+      assert.equal(await requireHelm(), `${other}/helm`);
+      assert.deepEqual(
+        (await planBuild({ only: ["helm"] })).missing,
+        [],
+      );
+    }, { HELM_BIN: `${other}/helm` });
+    await withEnv({ HELM_BIN: `${other}/missing` }, async () => {
+      await assert.rejects(
+        findBinary("helm"),
+        /Cannot use HELM_BIN: no file at .*\/missing/,
+      );
+    });
+  } finally {
+    await Deno.remove(other, { recursive: true });
+  }
+});
+
+Deno.test("the helm release and its Kubernetes version are those helm/go.mod pins", async () => {
+  const goMod = await Deno.readTextFile(`${moduleDir("helm")}go.mod`);
+  assert.match(
+    goMod,
+    new RegExp(`^require helm\\.sh/helm/v3 ${HELM_VERSION}$`, "m"),
+  );
+  assert.match(
+    goMod,
+    new RegExp(`^\\s+k8s\\.io/client-go v0\\.${HELM_KUBE_MINOR}\\.\\d+ `, "m"),
+  );
+  const helm = TARGETS.find((t) => t.name === "helm");
+  assert.ok(helm);
+  assert.match(helm.ldflags, new RegExp(`version\\.version=${HELM_VERSION}`));
+  assert.match(
+    helm.ldflags,
+    new RegExp(`chartutil\\.k8sVersionMinor=${HELM_KUBE_MINOR}`),
+  );
 });

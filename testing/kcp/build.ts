@@ -1,19 +1,21 @@
 /**
- * `deno task kcp:build`: builds `kcp`, `kubectl` and `manifest-check` from the
- * Go wrapper modules beside this file into the per-user cache. Each binary is
- * built only when it is neither cached already nor named by its override
- * (`KCP_BIN`, `KUBECTL_BIN`, `MANIFEST_CHECK_BIN`), so a cache directory from
- * before `manifest-check` existed only gains that binary. Prints what it did
- * and how long it took. Arguments name the binaries to provide (`kcp
- * kubectl` for `deno task dev`); none means all.
+ * `deno task kcp:build`: builds `kcp`, `kubectl`, `manifest-check` and `helm`
+ * from the Go wrapper modules beside this file into the per-user cache. Each
+ * binary is built only when it is neither cached already nor named by its
+ * override (`KCP_BIN`, `KUBECTL_BIN`, `MANIFEST_CHECK_BIN`, `HELM_BIN`), so a
+ * cache from before `manifest-check` or `helm` existed only gains that
+ * binary. Prints what it did and how long it took. Arguments name the
+ * binaries to provide (`kcp kubectl` for `deno task dev`); none means all.
  *
  * @module
  */
 import {
   BINARIES,
   type Binaries,
-  cacheDir,
+  binaryDir,
   findBinary,
+  type GoModule,
+  HELM_VERSION,
   KCP_VERSION,
   moduleDir,
   sourcesDigest,
@@ -22,12 +24,20 @@ import {
 /** One binary and the Go package and module that build it. */
 export interface Target {
   name: keyof Binaries;
-  module: "server" | "kubectl";
+  module: GoModule;
   pkg: string;
   ldflags: string;
 }
 
 const KUBE_VERSION = "v1.32.3";
+
+/**
+ * The Kubernetes minor release of the `k8s.io/*` modules `helm/go.mod`
+ * requires (`v0.37.x`). Helm's own Makefile sets it from them: it is the
+ * cluster version `helm template` assumes (`.Capabilities.KubeVersion`,
+ * checked against the chart's `kubeVersion`) unless `--kube-version` is given.
+ */
+export const HELM_KUBE_MINOR = 37;
 
 /** Every binary `kcp:build` provides, in build order. */
 export const TARGETS: readonly Target[] = [
@@ -53,6 +63,18 @@ export const TARGETS: readonly Target[] = [
     module: "server",
     pkg: "./manifestcheck",
     ldflags: "",
+  },
+  {
+    name: "helm",
+    module: "helm",
+    pkg: "helm.sh/helm/v3/cmd/helm",
+    ldflags: [
+      `-X helm.sh/helm/v3/internal/version.version=${HELM_VERSION}`,
+      ...["chartutil", "lint/rules"].flatMap((pkg) => [
+        `-X helm.sh/helm/v3/pkg/${pkg}.k8sVersionMajor=1`,
+        `-X helm.sh/helm/v3/pkg/${pkg}.k8sVersionMinor=${HELM_KUBE_MINOR}`,
+      ]),
+    ].join(" "),
   },
 ];
 
@@ -118,10 +140,11 @@ async function main(args: string[]): Promise<number> {
     console.log(`kcp:build: found in ${ms} ms: ${found.join(", ")}`);
   }
   if (plan.missing.length === 0) return 0;
-  const dir = await cacheDir();
-  await Deno.mkdir(dir, { recursive: true });
+  const built = new Map<string, string[]>();
   for (const target of plan.missing) {
     const file = BINARIES[target.name].file;
+    const dir = await binaryDir(target.name);
+    await Deno.mkdir(dir, { recursive: true });
     // Built beside its final name and renamed when complete, so the cache
     // never holds a partial binary under the name the harness looks for.
     const staging = `${dir}/${file}.partial-${Deno.pid}`;
@@ -148,12 +171,14 @@ async function main(args: string[]): Promise<number> {
     console.log(
       `kcp:build: built ${file} in ${seconds(performance.now() - t0)}`,
     );
+    built.set(dir, [...built.get(dir) ?? [], file]);
   }
-  console.log(
-    `kcp:build: ${
-      plan.missing.map((t) => BINARIES[t.name].file).join(", ")
-    } (kcp ${KCP_VERSION}) in ${dir}`,
-  );
+  for (const [dir, files] of built) {
+    const release = files.includes("helm")
+      ? `helm ${HELM_VERSION}`
+      : `kcp ${KCP_VERSION}`;
+    console.log(`kcp:build: ${files.join(", ")} (${release}) in ${dir}`);
+  }
   console.log(`kcp:build: total ${seconds(performance.now() - started)}`);
   return 0;
 }

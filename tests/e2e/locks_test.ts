@@ -288,6 +288,77 @@ kcpTest(
         },
       );
 
+      await step(
+        "a tenant without RBAC on Locks can neither create nor delete one; lock-editor in a namespace allows exactly that namespace",
+        async () => {
+          await kcp.kubectlOk([
+            "apply",
+            "-k",
+            new URL("../../manifests/kcp/lock-editor", import.meta.url)
+              .pathname,
+          ], { workspace: C1 });
+          await kcp.kubectlOk([
+            "create",
+            "clusterrolebinding",
+            "user-1-access",
+            "--clusterrole=system:kcp:workspace:access",
+            "--user=user-1",
+          ], { workspace: C1 });
+          const asUser = (args: string[], stdin?: string) =>
+            kcp.kubectl(args, {
+              workspace: C1,
+              identity: "user",
+              ...(stdin === undefined ? {} : { stdin }),
+            });
+          const mine = JSON.stringify(lock("mine", VPC_TARGET));
+          const denied = await asUser(["create", "-f", "-"], mine);
+          assert.notEqual(denied.code, 0);
+          assert.match(denied.stderr, /forbidden/i);
+          const unlock = await asUser([
+            "delete",
+            "lock",
+            "prod",
+            "-n",
+            "team-a",
+          ]);
+          assert.notEqual(unlock.code, 0);
+          assert.match(unlock.stderr, /forbidden/i);
+          await kcp.kubectlOk([
+            "create",
+            "rolebinding",
+            "lock-editors",
+            "-n",
+            "team-a",
+            "--clusterrole=dependencies:lock-editor",
+            "--user=user-1",
+          ], { workspace: C1 });
+          await waitFor(
+            "user-1 to create a Lock in team-a",
+            async () =>
+              (await asUser(["create", "-f", "-"], mine)).code === 0 ||
+              undefined,
+            { timeoutMs: 30_000, intervalMs: 250 },
+          );
+          const elsewhere = await asUser(
+            ["create", "-f", "-"],
+            JSON.stringify({
+              ...(lock("theirs", VPC_TARGET) as Record<string, unknown>),
+              metadata: { name: "theirs", namespace: "team-b" },
+            }),
+          );
+          assert.notEqual(elsewhere.code, 0);
+          assert.match(elsewhere.stderr, /forbidden/i);
+          const removed = await asUser([
+            "delete",
+            "lock",
+            "mine",
+            "-n",
+            "team-a",
+          ]);
+          assert.equal(removed.code, 0, removed.stderr);
+        },
+      );
+
       await step("deleting the Locks unlocks", async () => {
         await kcp.kubectlOk(
           ["delete", "locks", "prod", "cfg", "-n", "team-a"],

@@ -39,6 +39,7 @@ import {
   RuleWatcher,
 } from "../lib/rules/mod.ts";
 import { dependentsReaderRole } from "../lib/webhook/mod.ts";
+import { type LockSnapshot, LockWatcher } from "../lib/locks/mod.ts";
 
 const FLAGS: readonly FlagSpec[] = [
   KUBECONFIG_FLAG,
@@ -97,31 +98,48 @@ async function run(options: RbacOptions, log: Logger): Promise<number> {
       if (snapshot.synced) synced(snapshot);
     },
   });
+  let locksSynced!: (snapshot: LockSnapshot) => void;
+  const locksDone = new Promise<LockSnapshot>((resolve) =>
+    locksSynced = resolve
+  );
+  const lockWatcher = new LockWatcher({
+    client,
+    workspaceUrl: connection.server,
+    apiExportName: options.apiExportName,
+    log,
+    onChange: (snapshot) => {
+      if (snapshot.synced) locksSynced(snapshot);
+    },
+  });
   watcher.start();
+  lockWatcher.start();
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timedOut = new Promise<undefined>((resolve) => {
     timer = setTimeout(() => resolve(undefined), options.timeoutMs);
   });
   try {
-    const snapshot = await Promise.race([done, timedOut]);
-    if (snapshot === undefined) {
-      log.error("cannot read every DependencyRule in time", {
+    const both = Promise.all([done, locksDone]);
+    const read = await Promise.race([both, timedOut]);
+    if (read === undefined) {
+      log.error("cannot read every DependencyRule and Lock in time", {
         timeoutMs: options.timeoutMs,
       });
       return 1;
     }
+    const [snapshot, lockSnapshot] = read;
     const rules = enforcedRules(snapshot.rules).map((r) => r.rule);
+    const locks = lockSnapshot.locks.map((l) => l.lock);
     console.log(
       [
-        `# The webhook's reads for ${rules.length} DependencyRule(s): apply in`,
+        `# The webhook's reads for ${rules.length} DependencyRule(s) and ${locks.length} Lock(s): apply in`,
         "# system:admin of every shard (manifests/kcp/system-admin binds it).",
-        dumpYaml(dependentsReaderRole(rules)).trimEnd(),
+        dumpYaml(dependentsReaderRole(rules, { locks })).trimEnd(),
       ].join("\n"),
     );
     return 0;
   } finally {
     clearTimeout(timer);
-    await watcher.stop();
+    await Promise.all([watcher.stop(), lockWatcher.stop()]);
     client.close();
   }
 }

@@ -778,7 +778,13 @@ function targetOf(
       quote(name)
     }`;
   }
-  const namespace = request.namespace || undefined;
+  // For a Namespace the API server sets request.namespace to its own name;
+  // the object itself is cluster-scoped.
+  const namespaceObject = request.resource.group === "" &&
+    request.resource.resource === "namespaces";
+  const namespace = namespaceObject
+    ? undefined
+    : request.namespace || undefined;
   if (namespace !== undefined && !isDnsLabel(namespace)) {
     return `cannot use the namespace of the object being deleted: it is not a DNS-1123 label: current value is ${
       quote(namespace)

@@ -2092,3 +2092,49 @@ Deno.test("DeletionValidator.validate() applies no Lock of another workspace or 
     );
   }
 });
+
+Deno.test("DeletionValidator.validate() reads a locked Namespace as the cluster-scoped object it is", async () => {
+  const parsed = parseLock({
+    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
+    kind: "Lock",
+    metadata: { name: "home", namespace: "team-a" },
+    spec: {
+      target: {
+        group: "",
+        version: "v1",
+        resource: "namespaces",
+        name: "team-a",
+      },
+      reason: "tenant home",
+    },
+  });
+  assert.ok(parsed.ok, parsed.ok ? "" : parsed.error);
+  const locks = new LockIndex();
+  locks.replace([{ cluster: "consumer1", lock: parsed.lock }]);
+  const source = new FakeSource({});
+  const verdict = await validate(registryOf(), source, {
+    ...deleteRequest(),
+    kind: { group: "", version: "v1", kind: "Namespace" },
+    resource: { group: "", version: "v1", resource: "namespaces" },
+    name: "team-a",
+    // The API server names a Namespace's own name as the request's namespace.
+    namespace: "team-a",
+    oldObject: {
+      apiVersion: "v1",
+      kind: "Namespace",
+      metadata: {
+        name: "team-a",
+        uid: "uid-team-a",
+        annotations: { "kcp.io/cluster": "consumer1" },
+      },
+    },
+  }, { locks });
+  assert.equal(verdict.outcome, "denied_locked");
+  assert.match(
+    verdict.response.status?.message ?? "",
+    /^cannot delete namespaces\/team-a: locked by Lock team-a\/home \("tenant home"\)/,
+  );
+  // The live object is read as cluster-scoped.
+  assert.equal(source.objectQueries[0]?.namespace, undefined);
+  assert.equal(source.objectQueries[0]?.name, "team-a");
+});

@@ -14,6 +14,7 @@
  * @module
  */
 import type { DependencyRule } from "../rules/mod.ts";
+import type { Lock } from "../locks/mod.ts";
 import { compareStrings } from "../runtime/mod.ts";
 
 /** The ClusterRole's name; `manifests/kcp/system-admin` binds it to the webhook. */
@@ -50,6 +51,7 @@ export interface ClusterRole {
  */
 export function dependentsReaderRole(
   rules: readonly DependencyRule[],
+  options: { locks?: readonly Lock[] } = {},
 ): ClusterRole {
   const verbs = new Map<string, Set<string>>();
   const grant = (group: string, resource: string, ...add: string[]) => {
@@ -62,6 +64,10 @@ export function dependentsReaderRole(
     const { dependent, dependencies } = rule.spec;
     grant(dependent.group, dependent.resource, "get", "list");
     for (const d of dependencies) grant(d.group, d.resource, "get");
+  }
+  // A locked object is read (metadata only) before a Lock's denial.
+  for (const lock of options.locks ?? []) {
+    grant(lock.spec.target.group, lock.spec.target.resource, "get");
   }
   const byGroupAndVerbs = new Map<string, PolicyRule>();
   for (

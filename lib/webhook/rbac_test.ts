@@ -8,6 +8,7 @@ import {
   VPCS,
 } from "../../testing/mod.ts";
 import { dependentsReaderRole } from "./rbac.ts";
+import { parseLock } from "../locks/mod.ts";
 
 Deno.test("dependentsReaderRole() grants list on dependents and get on protected types, resource by resource", () => {
   const role = dependentsReaderRole([
@@ -71,4 +72,26 @@ Deno.test("dependentsReaderRole() merges the verbs of a type that is both depend
 
 Deno.test("dependentsReaderRole() grants nothing without rules", () => {
   assert.deepEqual(dependentsReaderRole([]).rules, []);
+});
+
+Deno.test("dependentsReaderRole() grants get on each locked type", () => {
+  const parsed = parseLock({
+    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
+    kind: "Lock",
+    metadata: { name: "home", namespace: "team-a" },
+    spec: {
+      target: {
+        group: "",
+        version: "v1",
+        resource: "namespaces",
+        name: "team-a",
+      },
+      reason: "r",
+    },
+  });
+  assert.ok(parsed.ok);
+  const role = dependentsReaderRole([], { locks: [parsed.lock] });
+  assert.deepEqual(role.rules, [
+    { apiGroups: [""], resources: ["namespaces"], verbs: ["get"] },
+  ]);
 });

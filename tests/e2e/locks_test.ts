@@ -90,7 +90,11 @@ kcpTest(
               resources: ["vpcs"],
               verbs: ["get"],
             },
-            { group: "", resources: ["configmaps"], verbs: ["get"] },
+            {
+              group: "",
+              resources: ["configmaps", "namespaces"],
+              verbs: ["get"],
+            },
           ]);
           webhook = await startWebhook(kcp);
           controller = await startController(kcp, { webhook });
@@ -356,6 +360,51 @@ kcpTest(
             "team-a",
           ]);
           assert.equal(removed.code, 0, removed.stderr);
+        },
+      );
+
+      await step(
+        "a Lock on a Namespace keeps the whole namespace; deleting the Lock lets it go",
+        async () => {
+          await applyObjects(kcp, C1, [{
+            apiVersion: "dependencies.opendefense.cloud/v1alpha1",
+            kind: "Lock",
+            metadata: { name: "home", namespace: "team-b" },
+            spec: {
+              target: {
+                group: "",
+                version: "v1",
+                resource: "namespaces",
+                name: "team-b",
+              },
+              reason: "tenant home",
+            },
+          }]);
+          const error = await waitForDenial(kcp, [
+            "delete",
+            "namespace",
+            "team-b",
+            "--dry-run=server",
+          ], /locked by Lock/);
+          assert.match(
+            error,
+            /cannot delete namespaces\/team-b: locked by Lock team-b\/home \("tenant home"\)/,
+          );
+          await kcp.kubectlOk(["delete", "lock", "home", "-n", "team-b"], {
+            workspace: C1,
+          });
+          await waitFor(
+            "the namespace delete to be accepted",
+            async () =>
+              await attempt(kcp, [
+                  "delete",
+                  "namespace",
+                  "team-b",
+                  "--wait=false",
+                ]) ===
+                "" || undefined,
+            { timeoutMs: 60_000, intervalMs: 250 },
+          );
         },
       );
 

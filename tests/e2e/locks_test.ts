@@ -408,6 +408,55 @@ kcpTest(
         },
       );
 
+      await step(
+        "deleting a namespace takes its Locks with it: the locked object goes once its Lock has gone",
+        async () => {
+          await kcp.kubectlOk(["create", "namespace", "team-c"], {
+            workspace: C1,
+          });
+          await applyObjects(kcp, C1, [
+            {
+              apiVersion: "network.example.com/v1alpha1",
+              kind: "VPC",
+              metadata: { name: "core", namespace: "team-c" },
+              spec: {},
+            },
+            {
+              apiVersion: "dependencies.opendefense.cloud/v1alpha1",
+              kind: "Lock",
+              metadata: { name: "prod", namespace: "team-c" },
+              spec: { target: VPC_TARGET, reason: "teardown test" },
+            },
+          ]);
+          await waitForDenial(kcp, [
+            "delete",
+            "vpc",
+            "core",
+            "-n",
+            "team-c",
+            "--dry-run=server",
+          ], /locked by Lock team-c\/prod/);
+          const started = performance.now();
+          await kcp.kubectlOk(
+            ["delete", "namespace", "team-c", "--wait=false"],
+            {
+              workspace: C1,
+            },
+          );
+          await waitFor("namespace team-c to be gone", async () => {
+            const r = await kcp.kubectl(["get", "namespace", "team-c"], {
+              workspace: C1,
+            });
+            return (r.code !== 0 && /not found/i.test(r.stderr)) || undefined;
+          }, { timeoutMs: 180_000, intervalMs: 500 });
+          console.log(
+            `namespace teardown with a Lock took ${
+              ((performance.now() - started) / 1000).toFixed(1)
+            } s`,
+          );
+        },
+      );
+
       await step("deleting the Locks unlocks", async () => {
         await kcp.kubectlOk(
           ["delete", "locks", "prod", "cfg", "-n", "team-a"],

@@ -18,9 +18,12 @@
 import { relative, resolve } from "node:path";
 import { errorText, stopSignal } from "../lib/runtime/mod.ts";
 import {
+  applyObjects,
+  bindExport,
   buildTopology,
   type ComponentProcess,
   createServingCert,
+  DEP_CTRL_EXPORT,
   grantWebhookReads,
   type KcpServer,
   type KubectlResult,
@@ -28,6 +31,7 @@ import {
   startKcp,
   startWebhook,
   type Topology,
+  VWC_CLAIM,
   waitFor,
   type WebhookProcess,
 } from "../testing/mod.ts";
@@ -36,7 +40,7 @@ const ROOT = new URL("../", import.meta.url).pathname;
 let devDir = `${ROOT}.dev`;
 let claimed = false;
 const FIXTURES = "testing/fixtures";
-const STEPS = 9;
+const STEPS = 10;
 
 const HELP = `Usage: deno task dev [--once] [--dir=<path>]
 
@@ -344,6 +348,66 @@ async function walkThrough(running: Running): Promise<Topology> {
     `${
       bold("Look:")
     } nothing refers to vpc-a any more, so the delete went through.`,
+  );
+
+  step("A Lock with a reason keeps a VPC until the Lock is deleted");
+  await bindExport(kcp, consumer, {
+    exportPath: topology.depCtrl.path,
+    exportName: DEP_CTRL_EXPORT,
+    acceptClaims: [VWC_CLAIM],
+  });
+  await applyObjects(kcp, consumer, [
+    {
+      apiVersion: "network.example.com/v1alpha1",
+      kind: "VPC",
+      metadata: { name: "vpc-prod", namespace: "default" },
+      spec: { cidr: "10.1.0.0/16" },
+    },
+    {
+      apiVersion: "dependencies.opendefense.cloud/v1alpha1",
+      kind: "Lock",
+      metadata: { name: "prod", namespace: "default" },
+      spec: {
+        target: {
+          apiExportRef: {
+            path: topology.network.path,
+            name: "network.example.com",
+          },
+          group: "network.example.com",
+          version: "v1alpha1",
+          resource: "vpcs",
+          name: "vpc-prod",
+        },
+        reason: "production VPC, ask #netops",
+      },
+    },
+  ]);
+  await waitFor("the Lock to be enforced", async () => {
+    const dry = await kcp.kubectl(
+      ["delete", "vpc", "vpc-prod", "--dry-run=server"],
+      { workspace: consumer },
+    );
+    return /locked by Lock/.test(dry.stderr) || undefined;
+  }, { timeoutMs: 60_000, intervalMs: 200 });
+  const locked = await kubectl(kcp, consumer, ["delete", "vpc", "vpc-prod"]);
+  if (locked.code === 0) {
+    throw new Error(`The locked VPC was deleted: ${locked.stdout}`);
+  }
+  console.log(indent(locked.stderr, red));
+  await kubectlOk(kcp, consumer, ["get", "locks"]);
+  await kubectlOk(kcp, consumer, ["delete", "lock", "prod"]);
+  await waitFor(
+    "the VPC to be deleted once unlocked",
+    async () =>
+      (await kubectl(kcp, consumer, ["delete", "vpc", "vpc-prod"])).code ===
+        0 ||
+      undefined,
+    { timeoutMs: 60_000, intervalMs: 200 },
+  );
+  note(
+    `${
+      bold("Look:")
+    } the Lock's reason is in the denial; deleting the Lock unlocked the VPC.`,
   );
   return topology;
 }

@@ -27,8 +27,8 @@ Deno.test("deno task dev --once walks through a denied and an allowed delete on 
     ]);
     console.log(stdout);
     assert.equal(code, 0, `deno task dev --once exited ${code}:\n${stderr}`);
-    for (let step = 1; step <= 9; step++) {
-      assert.match(stdout, new RegExp(`^\\[${step}/9\\] `, "m"));
+    for (let step = 1; step <= 10; step++) {
+      assert.match(stdout, new RegExp(`^\\[${step}/10\\] `, "m"));
     }
     const denied = stdout.search(
       /denied the request: cannot delete vpcs\/vpc-a: still referenced by VirtualMachine\/vm-1 \(\.spec\.vpcRef\.name\)/,
@@ -37,6 +37,10 @@ Deno.test("deno task dev --once walks through a denied and an allowed delete on 
     assert.ok(denied > 0, "the denied delete is shown with its message");
     assert.ok(allowed > denied, "the allowed delete comes after the denial");
     assert.match(stdout, /vm-dependencies\s+True\s+Enforced/);
+    assert.match(
+      stdout,
+      /cannot delete vpcs\/vpc-prod: locked by Lock default\/prod \("production VPC, ask #netops"\)/,
+    );
     await assert.rejects(
       Deno.stat(dir),
       Deno.errors.NotFound,

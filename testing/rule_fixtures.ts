@@ -1,7 +1,7 @@
 /**
  * Test fixtures shared by the unit tests: the example
  * types (VPCs, subnets, VirtualMachines, LoadBalancers) and validated
- * DependencyRules built from them. Only for `*_test.ts` files.
+ * DependencyRules and Locks built from them. Only for `*_test.ts` files.
  *
  * @module
  */
@@ -12,6 +12,7 @@ import {
   type GroupVersionResource,
   parseDependencyRule,
 } from "../lib/rules/mod.ts";
+import { type Lock, parseLock } from "../lib/locks/mod.ts";
 
 /** A dependent type: a group/version/resource with its kind. */
 export interface DependentType extends GroupVersionResource {
@@ -80,4 +81,27 @@ export function validRule(
   });
   assert.ok(parsed.ok, parsed.ok ? "" : parsed.error);
   return parsed.rule;
+}
+
+/**
+ * A Lock `name` in `namespace` on `target` with `spec` (reason and
+ * operations), run through the real validation (which must accept it).
+ */
+export function validLock(
+  name: string,
+  namespace: string,
+  spec: {
+    target: Record<string, unknown>;
+    reason: string;
+    operations?: string[];
+  },
+): Lock {
+  const parsed = parseLock({
+    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
+    kind: "Lock",
+    metadata: { name, namespace },
+    spec,
+  });
+  assert.ok(parsed.ok, parsed.ok ? "" : parsed.error);
+  return parsed.lock;
 }

@@ -23,6 +23,7 @@ import {
   type ExportRef,
 } from "./export_checks.ts";
 import type { ProtectedType, WebhookOperation } from "./webhook_config.ts";
+import { bindingProblem } from "./binding_check.ts";
 
 /** Why a Lock is not in effect, as its Ready condition says. */
 export type LockProblemReason =
@@ -79,6 +80,8 @@ export interface LockPlacement {
   unsure: boolean;
   /** Each Lock's state, by `<cluster>/<namespace>/<name>`. */
   states: Map<string, LockState>;
+  /** Each valid Lock as parsed, by the same key. */
+  locks: Map<string, Lock>;
 }
 
 /** The key of a Lock in {@linkcode LockPlacement.states}. */
@@ -102,6 +105,7 @@ export function planLockPlacement(
     exports: new Map(),
     unsure: false,
     states: new Map(),
+    locks: new Map(),
   };
   for (const source of locks) {
     const cluster = clusterOf(source.object);
@@ -118,6 +122,7 @@ export function planLockPlacement(
     }
     const state = placeLock(parsed.lock, cluster, context, placement);
     placement.states.set(key, state);
+    placement.locks.set(key, parsed.lock);
     if (state.state === "pending") placement.unsure = true;
     if (state.state !== "ok") continue;
     const { target } = parsed.lock.spec;
@@ -190,22 +195,10 @@ function bound(
   shown: string,
   context: LockPlacementContext,
 ): LockState {
-  const binding = context.bindings.get(cluster);
-  if (binding === undefined) {
-    return {
-      state: "failed",
-      reason: "ProviderNotBound",
-      message:
-        `${shown} has not bound the APIExport ${context.exportRef}: create an APIBinding to it there that accepts the validatingwebhookconfigurations.admissionregistration.k8s.io claim`,
-    };
-  }
-  if (!binding.claimAccepted) {
-    return {
-      state: "failed",
-      reason: "ClaimNotAccepted",
-      message:
-        `${shown} binds ${context.exportRef} but has not accepted its validatingwebhookconfigurations.admissionregistration.k8s.io permission claim: set state Accepted on that claim in the APIBinding`,
-    };
-  }
+  const unbound = bindingProblem(context.bindings.get(cluster), {
+    shown,
+    exportRef: context.exportRef,
+  });
+  if (unbound !== undefined) return { state: "failed", ...unbound };
   return { state: "ok", cluster, shown };
 }

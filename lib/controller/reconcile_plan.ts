@@ -27,6 +27,7 @@ import {
 } from "../rules/mod.ts";
 import { clusterOf, type EndpointObject, type KubeObject } from "../kcp/mod.ts";
 import { compareStrings, isRecord, withArticle } from "../runtime/mod.ts";
+import { bindingProblem } from "./binding_check.ts";
 import { lockKey, type LockPlacement, planLockPlacement } from "./lock_plan.ts";
 import {
   checkExported,
@@ -341,23 +342,13 @@ function planCoverage(
         continue;
       }
       const binding = bindings.get(resolution.cluster);
-      if (binding === undefined) {
-        coverage.stalePaths.add(path);
-        states.push({
-          state: "failed",
-          reason: "ProviderNotBound",
-          message:
-            `workspace ${path} (${resolution.cluster}) has not bound the APIExport ${input.exportRef}: create an APIBinding to it there that accepts the ${VWC_RESOURCE}.${VWC_GROUP} claim`,
-        });
-        continue;
-      }
-      if (!binding.claimAccepted) {
-        states.push({
-          state: "failed",
-          reason: "ClaimNotAccepted",
-          message:
-            `workspace ${path} (${resolution.cluster}) binds ${input.exportRef} but has not accepted its ${VWC_RESOURCE}.${VWC_GROUP} permission claim: set state Accepted on that claim in the APIBinding`,
-        });
+      const unbound = bindingProblem(binding, {
+        shown: `workspace ${path} (${resolution.cluster})`,
+        exportRef: input.exportRef,
+      });
+      if (unbound !== undefined) {
+        if (binding === undefined) coverage.stalePaths.add(path);
+        states.push({ state: "failed", ...unbound });
         continue;
       }
       const exported = check(key, {
@@ -666,9 +657,9 @@ function planLockStatuses(
   for (const source of locks) {
     const metadata = source.object.metadata ?? {};
     const cluster = clusterOf(source.object);
-    const state = placement.states.get(
-      lockKey(cluster, metadata.namespace ?? "", metadata.name ?? ""),
-    );
+    const key = lockKey(cluster, metadata.namespace ?? "", metadata.name ?? "");
+    const state = placement.states.get(key);
+    const lock = placement.locks.get(key);
     let ready: Condition | undefined;
     if (state === undefined || state.state === "pending") continue;
     if (state.state === "failed") {
@@ -684,17 +675,14 @@ function planLockStatuses(
         `cannot write the webhook configuration in ${state.shown}: ${error}`,
       );
     } else {
-      const spec = source.object.spec as {
-        target?: { resource?: string; name?: string };
-        operations?: string[];
-      };
-      const verbs = (spec.operations ?? ["Delete"]).map((o) =>
+      const spec = lock!.spec;
+      const verbs = spec.operations.map((o) =>
         o === "Update" ? "updating" : "deleting"
       ).join(" and ");
       ready = lockCondition(
         "True",
         "Enforced",
-        `${verbs} ${spec.target?.resource}/${spec.target?.name} is denied while this Lock exists (webhook installed in ${state.shown})`,
+        `${verbs} ${spec.target.resource}/${spec.target.name} is denied while this Lock exists (webhook installed in ${state.shown})`,
       );
     }
     const status = statusFor(source.object, input.now, [ready]);

@@ -19,12 +19,13 @@ import {
   type GroupVersionResource,
 } from "../rules/mod.ts";
 import { RuleRegistry } from "./rule_registry.ts";
-import { LockIndex, parseLock } from "../locks/mod.ts";
+import { LockIndex } from "../locks/mod.ts";
 import {
   dependency,
   type DependentType,
   LOAD_BALANCERS,
   SUBNETS,
+  validLock,
   validRule,
   VIRTUAL_MACHINES,
   VPCS,
@@ -1948,19 +1949,15 @@ function lockIndex(
   operations: ("Delete" | "Update")[] = ["Delete"],
   reason = "production VPC",
 ): LockIndex {
-  const parsed = parseLock({
-    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
-    kind: "Lock",
-    metadata: { name: "prod", namespace: "default" },
-    spec: {
+  const index = new LockIndex();
+  index.replace([{
+    cluster: "consumer1",
+    lock: validLock("prod", "default", {
       target: { ...VPCS, name: "vpc-a" },
       reason,
       operations,
-    },
-  });
-  assert.ok(parsed.ok, parsed.ok ? "" : parsed.error);
-  const index = new LockIndex();
-  index.replace([{ cluster: "consumer1", lock: parsed.lock }]);
+    }),
+  }]);
   return index;
 }
 
@@ -2094,11 +2091,10 @@ Deno.test("DeletionValidator.validate() applies no Lock of another workspace or 
 });
 
 Deno.test("DeletionValidator.validate() reads a locked Namespace as the cluster-scoped object it is", async () => {
-  const parsed = parseLock({
-    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
-    kind: "Lock",
-    metadata: { name: "home", namespace: "team-a" },
-    spec: {
+  const locks = new LockIndex();
+  locks.replace([{
+    cluster: "consumer1",
+    lock: validLock("home", "team-a", {
       target: {
         group: "",
         version: "v1",
@@ -2106,11 +2102,8 @@ Deno.test("DeletionValidator.validate() reads a locked Namespace as the cluster-
         name: "team-a",
       },
       reason: "tenant home",
-    },
-  });
-  assert.ok(parsed.ok, parsed.ok ? "" : parsed.error);
-  const locks = new LockIndex();
-  locks.replace([{ cluster: "consumer1", lock: parsed.lock }]);
+    }),
+  }]);
   const source = new FakeSource({});
   const verdict = await validate(registryOf(), source, {
     ...deleteRequest(),

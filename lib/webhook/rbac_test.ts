@@ -3,12 +3,12 @@ import {
   dependency,
   LOAD_BALANCERS,
   SUBNETS,
+  validLock,
   validRule,
   VIRTUAL_MACHINES,
   VPCS,
 } from "../../testing/mod.ts";
 import { dependentsReaderRole } from "./rbac.ts";
-import { parseLock } from "../locks/mod.ts";
 
 Deno.test("dependentsReaderRole() grants list on dependents and get on protected types, resource by resource", () => {
   const role = dependentsReaderRole([
@@ -75,22 +75,16 @@ Deno.test("dependentsReaderRole() grants nothing without rules", () => {
 });
 
 Deno.test("dependentsReaderRole() grants get on each locked type", () => {
-  const parsed = parseLock({
-    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
-    kind: "Lock",
-    metadata: { name: "home", namespace: "team-a" },
-    spec: {
-      target: {
-        group: "",
-        version: "v1",
-        resource: "namespaces",
-        name: "team-a",
-      },
-      reason: "r",
+  const lock = validLock("home", "team-a", {
+    target: {
+      group: "",
+      version: "v1",
+      resource: "namespaces",
+      name: "team-a",
     },
+    reason: "r",
   });
-  assert.ok(parsed.ok);
-  const role = dependentsReaderRole([], { locks: [parsed.lock] });
+  const role = dependentsReaderRole([], { locks: [lock] });
   assert.deepEqual(role.rules, [
     { apiGroups: [""], resources: ["namespaces"], verbs: ["get"] },
   ]);

@@ -1,0 +1,47 @@
+/**
+ * Whether the controller may write a webhook configuration in a workspace:
+ * the workspace must bind the dep-ctrl export and accept its claim on
+ * ValidatingWebhookConfigurations. Rules and Locks ask the same question.
+ *
+ * @module
+ */
+
+const CLAIMED = "validatingwebhookconfigurations.admissionregistration.k8s.io";
+
+/** Why a configuration cannot be written in a workspace. */
+export interface BindingProblem {
+  /** `ProviderNotBound` or `ClaimNotAccepted`. */
+  reason: "ProviderNotBound" | "ClaimNotAccepted";
+  /** What is missing and what to do. */
+  message: string;
+}
+
+/**
+ * The problem with a workspace's dep-ctrl binding, or `undefined` when the
+ * controller may write there.
+ *
+ * @param binding The workspace's binding, if it has one.
+ * @param options `shown`: how messages name the workspace; `exportRef`: the
+ * dep-ctrl export as `<path>:<name>`.
+ */
+export function bindingProblem(
+  binding: { claimAccepted: boolean } | undefined,
+  options: { shown: string; exportRef: string },
+): BindingProblem | undefined {
+  const { shown, exportRef } = options;
+  if (binding === undefined) {
+    return {
+      reason: "ProviderNotBound",
+      message:
+        `${shown} has not bound the APIExport ${exportRef}: create an APIBinding to it there that accepts the ${CLAIMED} claim`,
+    };
+  }
+  if (!binding.claimAccepted) {
+    return {
+      reason: "ClaimNotAccepted",
+      message:
+        `${shown} binds ${exportRef} but has not accepted its ${CLAIMED} permission claim: set state Accepted on that claim in the APIBinding`,
+    };
+  }
+  return undefined;
+}

@@ -84,6 +84,7 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
   });
   const validator = new DeletionValidator(registry, source, {
     timeoutMs: options.listTimeoutMs,
+    teardownOrderMs: options.teardownOrderMs,
     reviews: new Semaphore(options.maxConcurrentReviews),
     queueTimeoutMs: options.reviewQueueTimeoutMs,
     locks,

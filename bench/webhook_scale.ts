@@ -207,6 +207,11 @@ class OneDependentSource implements DependentSource {
   liveUid(): Promise<string | undefined> {
     return Promise.resolve(TARGET_UID);
   }
+
+  /** The workspace is not being deleted. */
+  workspaceDeletedAt(): Promise<Date | undefined> {
+    return Promise.resolve(undefined);
+  }
 }
 
 /** The DELETE review of the VPC every decision is about, as kcp sends it. */

@@ -118,6 +118,10 @@ function kcpHandler(current: () => CaseLog) {
         ],
       });
     }
+    if (WORKSPACE_SHAPE.test(request.url.pathname)) {
+      // A denial asks whether the workspace is being deleted: it is not.
+      return json({ metadata: { name: "cluster" } });
+    }
     log.readPaths.push(request.url.pathname);
     const name = decodeURIComponent(
       request.url.pathname.split("/").at(-1) ?? "",
@@ -149,13 +153,22 @@ const LIST_SHAPE = new RegExp(
 const READ_SHAPE = new RegExp(
   `^/clusters/(${LABEL})/apis/network\\.example\\.com/v1alpha1(?:/namespaces/(${LABEL}))?/vpcs/(${LABEL}(?:\\.${LABEL})*)$`,
 );
+const WORKSPACE_SHAPE = new RegExp(
+  `^/clusters/(${LABEL})/apis/core\\.kcp\\.io/v1alpha1/logicalclusters/cluster$`,
+);
 
-/** Checks that a request to the fake kcp has one of the two expected shapes. */
+/** Checks that a request to the fake kcp has one of the three expected shapes. */
 function assertKcpRequest(seen: SeenRequest, host: string): void {
   const where = `${seen.method} ${seen.url.href}`;
   assert.equal(seen.method, "GET", where);
   assert.equal(seen.url.host, host, where);
   assert.equal(seen.url.hash, "", where);
+  const workspace = WORKSPACE_SHAPE.exec(seen.url.pathname);
+  if (workspace !== null) {
+    assert.ok(isLabel(workspace[1]), where);
+    assert.equal(seen.url.search, "", where);
+    return;
+  }
   const list = LIST_SHAPE.exec(seen.url.pathname);
   const read = READ_SHAPE.exec(seen.url.pathname);
   assert.ok(list !== null || read !== null, `unexpected path: ${where}`);

@@ -94,12 +94,24 @@ export interface DependentSource {
    * @throws {KubeApiError} On any other failure.
    */
   liveUid(query: ObjectQuery, signal: AbortSignal): Promise<string | undefined>;
+  /**
+   * When kcp marked the logical cluster for deletion (the `deletionTimestamp`
+   * of its `LogicalCluster` named `cluster`), or `undefined` while it is not
+   * being deleted.
+   *
+   * @throws {KubeApiError} On failure, including a missing LogicalCluster.
+   */
+  workspaceDeletedAt(
+    cluster: string,
+    signal: AbortSignal,
+  ): Promise<Date | undefined>;
 }
 
 /** How a review ended, for metrics and logs. */
 export type Outcome =
   | "allowed"
   | "allowed_skip"
+  | "allowed_workspace_deleting"
   | "denied_referenced"
   | "denied_not_ready"
   | "denied_error"
@@ -158,7 +170,19 @@ export interface DeletionValidatorOptions {
    * Locks apply and UPDATEs are allowed.
    */
   locks?: LockIndex;
+  /**
+   * How long after kcp marks a workspace for deletion references still
+   * keep its teardown in dependency order; after it nothing in the
+   * workspace is protected. Locks never hold in a workspace being deleted.
+   * @default {120_000}
+   */
+  teardownOrderMs?: number;
+  /** The clock, in ms since the epoch. @default {Date.now} */
+  now?: () => number;
 }
+
+/** Decides one confirmed target. */
+type Decide = (uid: string, target: Target) => Promise<Verdict>;
 
 interface Blocker {
   kind: string;
@@ -186,6 +210,8 @@ export class DeletionValidator {
   readonly #queueTimeoutMs: number;
   readonly #bypass: BypassAuthorizer | undefined;
   readonly #locks: LockIndex | undefined;
+  readonly #teardownOrderMs: number;
+  readonly #now: () => number;
 
   /** Builds a validator over a registry and a source of dependents. */
   constructor(
@@ -201,6 +227,8 @@ export class DeletionValidator {
     this.#queueTimeoutMs = options.queueTimeoutMs ?? 2_000;
     this.#bypass = options.bypass;
     this.#locks = options.locks;
+    this.#teardownOrderMs = options.teardownOrderMs ?? 120_000;
+    this.#now = options.now ?? Date.now;
   }
 
   /**
@@ -268,24 +296,36 @@ export class DeletionValidator {
     const protections = provider === undefined
       ? found
       : found.filter((p) => p.provider === provider);
-    let decide: (uid: string, target: Target) => Promise<Verdict>;
-    if (holds.length > 0) {
-      // A Lock holds whatever the annotation says; with the annotation the
-      // references are not named (it would let them through).
-      decide = this.#decideLocked.bind(this, holds, {
-        protections: skip ? [] : protections,
-        verb: lockOperation === "Delete" ? "delete" : "update",
-      });
-    } else if (skip && this.#bypass === undefined) {
-      return { response: allow(uid), outcome: "allowed_skip" };
+    // How the delete is decided when no Lock holds the object.
+    let unlocked: Decide | Verdict;
+    if (skip && this.#bypass === undefined) {
+      unlocked = { response: allow(uid), outcome: "allowed_skip" };
     } else if (protections.length === 0) {
-      return { response: allow(uid), outcome: "allowed" };
+      unlocked = { response: allow(uid), outcome: "allowed" };
     } else {
-      decide = skip && this.#bypass !== undefined
+      unlocked = skip && this.#bypass !== undefined
         ? this.#authorizeSkip.bind(this, this.#bypass, request.userInfo)
         : this.#decide.bind(this, protections);
     }
-    if (this.#reviews === undefined) return await decide(uid, target);
+    if (holds.length === 0 && !(unlocked instanceof Function)) return unlocked;
+    const decide: Decide = holds.length === 0
+      ? unlocked as Decide
+      // A Lock holds whatever the annotation says; with the annotation the
+      // references are not named (it would let them through).
+      : this.#decideLocked.bind(this, holds, {
+        protections: skip ? [] : protections,
+        verb: lockOperation === "Delete" ? "delete" : "update",
+      });
+    const decideInTeardown = async (uid: string, target: Target) => {
+      const started = performance.now();
+      const verdict = await decide(uid, target);
+      return await this.#unlessWorkspaceDeleting(verdict, {
+        target,
+        unlocked,
+        budgetMs: this.#timeoutMs - (performance.now() - started),
+      });
+    };
+    if (this.#reviews === undefined) return await decideInTeardown(uid, target);
     const release = await this.#reviews.acquire(1, {
       timeoutMs: this.#queueTimeoutMs,
     });
@@ -302,9 +342,75 @@ export class DeletionValidator {
       };
     }
     try {
-      return await decide(uid, target);
+      return await decideInTeardown(uid, target);
     } finally {
       release();
+    }
+  }
+
+  /**
+   * What a denial becomes when kcp is deleting the object's workspace (its
+   * LogicalCluster has a `deletionTimestamp`): Locks no longer hold (they go
+   * with the workspace), and references keep the teardown in dependency
+   * order (dependents first) for `teardownOrderMs` after the mark, then no
+   * longer hold either, so that a cycle or a stuck dependent cannot keep a
+   * workspace for ever. Asked only of a verdict that would deny for Locks or
+   * references (the allowed path costs nothing more); when it cannot be read
+   * in time (within what is left of the review's deadline), the denial
+   * stands (fail closed).
+   */
+  async #unlessWorkspaceDeleting(
+    verdict: Verdict,
+    context: { target: Target; unlocked: Decide | Verdict; budgetMs: number },
+  ): Promise<Verdict> {
+    if (
+      verdict.outcome !== "denied_referenced" &&
+      verdict.outcome !== "denied_locked"
+    ) return verdict;
+    const { target, unlocked, budgetMs } = context;
+    const deletedAt = await this.#workspaceDeletedAt(
+      target.cluster,
+      Math.min(WORKSPACE_CHECK_TIMEOUT_MS, budgetMs),
+    );
+    if (deletedAt === undefined) return verdict;
+    const released: Verdict = {
+      response: allow(verdict.response.uid),
+      outcome: "allowed_workspace_deleting",
+    };
+    if (this.#now() - deletedAt >= this.#teardownOrderMs) return released;
+    if (verdict.outcome === "denied_referenced") return verdict;
+    // Locked: decide again as if no Lock held it.
+    const again = unlocked instanceof Function
+      ? await unlocked(verdict.response.uid, target)
+      : unlocked;
+    return again.response.allowed ? released : again;
+  }
+
+  /**
+   * When kcp marked the workspace for deletion (ms since the epoch), or
+   * `undefined` when it has not or when that cannot be read in time.
+   */
+  async #workspaceDeletedAt(
+    cluster: string,
+    timeoutMs: number,
+  ): Promise<number | undefined> {
+    if (timeoutMs <= 0) return undefined;
+    const deadline = new AbortController();
+    const timer = setTimeout(
+      () => deadline.abort(new Error(`no answer within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
+    try {
+      const stamp = await Promise.race([
+        this.#source.workspaceDeletedAt(cluster, deadline.signal),
+        untilAborted(deadline.signal),
+      ]);
+      return stamp?.getTime();
+    } catch {
+      return undefined;
+    } finally {
+      clearTimeout(timer);
+      if (!deadline.signal.aborted) deadline.abort(new Error("answered"));
     }
   }
 
@@ -637,6 +743,24 @@ function refusal(
     });
   }
   return confirmed.value ? undefined : unconfirmed(uid);
+}
+
+/**
+ * How long a denial waits at most to learn whether the workspace is being
+ * deleted; never past what is left of the review's deadline.
+ */
+const WORKSPACE_CHECK_TIMEOUT_MS = 1_000;
+
+/** Rejects with the signal's reason once it aborts. */
+function untilAborted(signal: AbortSignal): Promise<never> {
+  const aborted = new Promise<never>((_, reject) => {
+    if (signal.aborted) reject(signal.reason);
+    signal.addEventListener("abort", () => reject(signal.reason), {
+      once: true,
+    });
+  });
+  aborted.catch(() => {});
+  return aborted;
 }
 
 /** Most fields named per dependent in a denial; the rest are counted. */

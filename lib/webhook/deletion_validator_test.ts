@@ -228,6 +228,27 @@ class FakeSource implements DependentSource {
     this.#live = live;
   }
 
+  /**
+   * How the fake answers when the workspace was marked for deletion:
+   * `undefined` (not being deleted, the default), a date, an error to
+   * throw, or never.
+   */
+  deletedAt: Date | undefined | { error: unknown } | { hang: true } = undefined;
+  /** The logical clusters asked about. */
+  readonly workspaceQueries: string[] = [];
+
+  async workspaceDeletedAt(
+    cluster: string,
+    signal: AbortSignal,
+  ): Promise<Date | undefined> {
+    this.workspaceQueries.push(cluster);
+    await Promise.resolve();
+    const deletedAt = this.deletedAt;
+    if (deletedAt === undefined || deletedAt instanceof Date) return deletedAt;
+    if ("error" in deletedAt) throw deletedAt.error;
+    return await untilAborted(new Promise<never>(() => {}), signal);
+  }
+
   async liveUid(
     query: ObjectQuery,
     signal: AbortSignal,
@@ -1191,6 +1212,7 @@ Deno.test("DeletionValidator.validate() denies 503 when the source throws before
       throw new TypeError("bad URL");
     },
     liveUid: (query) => Promise.resolve(`uid-${query.name}`),
+    workspaceDeletedAt: () => Promise.resolve(undefined),
   };
   assert.deepEqual(
     await validate(registryOf(VM_RULE), source, deleteRequest()),
@@ -2130,4 +2152,146 @@ Deno.test("DeletionValidator.validate() reads a locked Namespace as the cluster-
   // The live object is read as cluster-scoped.
   assert.equal(source.objectQueries[0]?.namespace, undefined);
   assert.equal(source.objectQueries[0]?.name, "team-a");
+});
+
+// ---------------------------------------------------------------------------
+// A workspace kcp is deleting
+
+const WORKSPACE_DELETING: Verdict = {
+  response: { uid: UID, allowed: true },
+  outcome: "allowed_workspace_deleting",
+};
+const MARKED = new Date("2026-11-24T22:00:00Z");
+/** A clock `ms` after the workspace was marked for deletion. */
+function after(ms: number): () => number {
+  return () => MARKED.getTime() + ms;
+}
+const VM_1_BLOCKS =
+  "cannot delete vpcs/vpc-a: still referenced by VirtualMachine/vm-1 (.spec.vpcRef.name)";
+
+Deno.test("DeletionValidator.validate() keeps references ordering a workspace's teardown until teardownOrderMs after kcp marked it, then lets go", async () => {
+  const within = new FakeSource({
+    virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
+  });
+  within.deletedAt = MARKED;
+  assert.deepEqual(
+    await validate(registryOf(VM_RULE), within, deleteRequest(), {
+      teardownOrderMs: 60_000,
+      now: after(59_999),
+    }),
+    referenced(VM_1_BLOCKS, 1),
+  );
+  assert.deepEqual(within.workspaceQueries, ["consumer1"]);
+  const past = new FakeSource({
+    virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
+  });
+  past.deletedAt = MARKED;
+  assert.deepEqual(
+    await validate(registryOf(VM_RULE), past, deleteRequest(), {
+      teardownOrderMs: 60_000,
+      now: after(60_000),
+    }),
+    WORKSPACE_DELETING,
+  );
+  // 0: nothing in a workspace being deleted is protected at all.
+  const zero = new FakeSource({
+    virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
+  });
+  zero.deletedAt = MARKED;
+  assert.deepEqual(
+    await validate(registryOf(VM_RULE), zero, deleteRequest(), {
+      teardownOrderMs: 0,
+      now: after(0),
+    }),
+    WORKSPACE_DELETING,
+  );
+  // Nothing refers to it: allowed without asking about the workspace.
+  const free = new FakeSource({ virtualmachines: { pages: [[]] } });
+  free.deletedAt = MARKED;
+  assert.deepEqual(
+    await validate(registryOf(VM_RULE), free, deleteRequest()),
+    ALLOWED,
+  );
+  assert.deepEqual(free.workspaceQueries, []);
+});
+
+Deno.test("DeletionValidator.validate() lets no Lock hold in a workspace being deleted, while references still order it", async () => {
+  const lockedOnly = new FakeSource({});
+  lockedOnly.deletedAt = MARKED;
+  assert.deepEqual(
+    await validate(registryOf(), lockedOnly, deleteRequest(), {
+      locks: lockIndex(),
+      now: after(0),
+    }),
+    WORKSPACE_DELETING,
+  );
+  const lockedAndReferenced = new FakeSource({
+    virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
+  });
+  lockedAndReferenced.deletedAt = MARKED;
+  assert.deepEqual(
+    await validate(registryOf(VM_RULE), lockedAndReferenced, deleteRequest(), {
+      locks: lockIndex(),
+      now: after(0),
+    }),
+    referenced(VM_1_BLOCKS, 1),
+  );
+  const beyond = new FakeSource({
+    virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
+  });
+  beyond.deletedAt = MARKED;
+  assert.deepEqual(
+    await validate(registryOf(VM_RULE), beyond, deleteRequest(), {
+      locks: lockIndex(),
+      teardownOrderMs: 1_000,
+      now: after(1_000),
+    }),
+    WORKSPACE_DELETING,
+  );
+});
+
+Deno.test("DeletionValidator.validate() keeps the denial while the workspace is not being deleted or cannot be read in time", async () => {
+  const answers: FakeSource["deletedAt"][] = [
+    undefined,
+    { error: new KubeApiError("forbidden", { status: 403 }) },
+    { hang: true },
+  ];
+  for (const deletedAt of answers) {
+    const source = new FakeSource({
+      virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
+    });
+    source.deletedAt = deletedAt;
+    assert.deepEqual(
+      await validate(registryOf(VM_RULE), source, deleteRequest(), {
+        timeoutMs: 50,
+        locks: lockIndex(),
+        teardownOrderMs: 0,
+      }),
+      {
+        response: {
+          uid: UID,
+          allowed: false,
+          status: {
+            code: 409,
+            reason: "Conflict",
+            message:
+              `${LOCKED}; also still referenced by VirtualMachine/vm-1 (.spec.vpcRef.name)`,
+          },
+        },
+        outcome: "denied_locked",
+      },
+    );
+    assert.deepEqual(source.workspaceQueries, ["consumer1"]);
+  }
+  // Nor does an unconfirmed review ever ask.
+  const forged = new FakeSource({}, { uid: "someone-else" });
+  forged.deletedAt = MARKED;
+  assert.equal(
+    (await validate(registryOf(), forged, deleteRequest(), {
+      locks: lockIndex(),
+      teardownOrderMs: 0,
+    })).outcome,
+    "denied_unconfirmed",
+  );
+  assert.deepEqual(forged.workspaceQueries, []);
 });

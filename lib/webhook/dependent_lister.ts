@@ -114,4 +114,35 @@ export class FrontProxyDependentSource implements DependentSource {
       throw error;
     }
   }
+
+  /**
+   * The `deletionTimestamp` of the workspace's `LogicalCluster`, or
+   * `undefined` when it has none (or one that is not a date). A missing
+   * LogicalCluster is an error here (the caller keeps its denial), not a
+   * deleted workspace.
+   */
+  async workspaceDeletedAt(
+    cluster: string,
+    signal: AbortSignal,
+  ): Promise<Date | undefined> {
+    const object = await this.#client.get<KubeObject>(
+      logicalClusterUrl(this.#base, cluster),
+      { signal, accept: METADATA_ONLY },
+    );
+    const stamp = object?.metadata?.deletionTimestamp;
+    if (typeof stamp !== "string") return undefined;
+    const date = new Date(stamp);
+    return Number.isNaN(date.getTime()) ? undefined : date;
+  }
+}
+
+/**
+ * The URL of a workspace's own `LogicalCluster` (always named `cluster`).
+ *
+ * @throws {TypeError} If `cluster` is empty, `.` or `..`.
+ */
+export function logicalClusterUrl(base: string, cluster: string): string {
+  return `${
+    clusterUrl(base, cluster)
+  }/apis/core.kcp.io/v1alpha1/logicalclusters/cluster`;
 }

@@ -254,3 +254,55 @@ Deno.test("FrontProxyDependentSource.liveUid() answers undefined for a 404 and t
     );
   }
 });
+
+// ---------------------------------------------------------------------------
+// workspaceDeletedAt()
+
+Deno.test("FrontProxyDependentSource.workspaceDeletedAt() reads the workspace's LogicalCluster metadata and answers its deletionTimestamp", async () => {
+  const marked = "2026-11-24T22:00:00Z";
+  const cases: [Record<string, unknown>, Date | undefined][] = [
+    [{ name: "cluster", deletionTimestamp: marked }, new Date(marked)],
+    [{ name: "cluster" }, undefined],
+    [{ name: "cluster", deletionTimestamp: "" }, undefined],
+    [{ name: "cluster", deletionTimestamp: "yesterday" }, undefined],
+    [{ name: "cluster", deletionTimestamp: 7 }, undefined],
+  ];
+  for (const [metadata, expected] of cases) {
+    await withSource(
+      () => json({ metadata }),
+      async (api, source) => {
+        assert.deepEqual(
+          await source.workspaceDeletedAt(
+            "consumer1",
+            new AbortController().signal,
+          ),
+          expected,
+        );
+        const [seen] = api.requests;
+        assert.equal(
+          seen?.url.pathname,
+          "/clusters/consumer1/apis/core.kcp.io/v1alpha1/logicalclusters/cluster",
+        );
+        assert.match(
+          seen?.headers.get("accept") ?? "",
+          /^application\/json;as=PartialObjectMetadata;/,
+        );
+      },
+    );
+  }
+});
+
+Deno.test("FrontProxyDependentSource.workspaceDeletedAt() throws on any error, a missing LogicalCluster included", async () => {
+  for (const code of [404, 403, 500]) {
+    await withSource(
+      () => json(status(code, "Failure", "no"), code),
+      async (_api, source) => {
+        const read = source.workspaceDeletedAt(
+          "consumer1",
+          new AbortController().signal,
+        );
+        assert.equal((await apiError(read)).status, code);
+      },
+    );
+  }
+});

@@ -29,6 +29,7 @@ function verdict(outcome: Outcome): Verdict {
   switch (outcome) {
     case "allowed":
     case "allowed_skip":
+    case "allowed_workspace_deleting":
       return { response: allow(uid), outcome };
     case "denied_referenced":
     case "denied_unconfirmed":

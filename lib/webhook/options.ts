@@ -57,6 +57,12 @@ export const WEBHOOK_FLAGS: readonly FlagSpec[] = [
     help: "Deadline for all dependent lists of one review (kcp waits 10s)",
   },
   {
+    name: "teardown-order-timeout",
+    default: "2m",
+    help:
+      "How long after kcp marks a workspace for deletion references still keep its teardown in dependency order; then nothing in it is protected (0s: at once). Locks never hold in a workspace being deleted",
+  },
+  {
     name: "list-page-size",
     default: "10000",
     help:
@@ -133,6 +139,8 @@ export interface WebhookOptions extends ComponentOptions {
   tlsReloadIntervalMs: number;
   /** Review deadline, ms. */
   listTimeoutMs: number;
+  /** How long references order a workspace's teardown, ms. */
+  teardownOrderMs: number;
   /** Page size for dependent lists. */
   listPageSize: number;
   /** Reviews that read kcp at once. */
@@ -215,6 +223,7 @@ export function parseWebhookOptions(
         "list-timeout",
         () => parseDuration(v["list-timeout"]!),
       ),
+      teardownOrderMs: duration("teardown-order-timeout"),
       listPageSize: pageSize,
       maxConcurrentReviews: positiveInteger(
         "max-concurrent-reviews",

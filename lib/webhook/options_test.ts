@@ -19,6 +19,7 @@ Deno.test("parseWebhookOptions() applies the reference's defaults", () => {
     healthBind: { hostname: "0.0.0.0", port: 8081 },
     metricsBind: { hostname: "0.0.0.0", port: 8080 },
     listTimeoutMs: 7000,
+    teardownOrderMs: 120_000,
     listPageSize: 10_000,
     maxConcurrentReviews: 4,
     maxReviewBytesInFlight: 8 * 1024 * 1024,

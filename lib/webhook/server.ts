@@ -247,6 +247,11 @@ function logReview(
       `delete allowed by the ${SKIP_PROTECTION_ANNOTATION} annotation`,
       fields,
     );
+  } else if (verdict.outcome === "allowed_workspace_deleting") {
+    log.info(
+      "delete allowed: kcp is deleting the whole workspace",
+      fields,
+    );
   } else if (verdict.response.allowed) {
     log.debug("admission review", fields);
   } else {

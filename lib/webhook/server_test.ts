@@ -84,6 +84,10 @@ class FakeSource implements DependentSource {
     this.objectQueries.push(query);
     return Promise.resolve(LIVE_UID);
   }
+  /** No workspace here is being deleted. */
+  workspaceDeletedAt(): Promise<Date | undefined> {
+    return Promise.resolve(undefined);
+  }
 }
 
 interface AdmissionHarness {

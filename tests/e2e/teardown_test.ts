@@ -1,0 +1,465 @@
+/**
+ * Teardown in dependency order (seed 003), on a real kcp: a namespace and a
+ * whole workspace holding VPCs and the VirtualMachines that refer to them are
+ * deleted, a watch records every deletion, and no VPC disappears while a
+ * VirtualMachine referring to it still exists.
+ *
+ * kcp's own order is not relied on: every VirtualMachine carries a finalizer
+ * that a helper removes only after checking that its VPC still exists, so
+ * the VirtualMachines linger while kcp deletes the VPCs, and the webhook's
+ * denials are what keep the order. In the workspace, Locks (one on the
+ * Namespace itself) no longer hold once kcp has marked it for deletion.
+ * Denials and teardown times are printed.
+ */
+import assert from "node:assert/strict";
+import {
+  applyObjects,
+  bindExport,
+  buildTopology,
+  type ComponentProcess,
+  DEP_CTRL_EXPORT,
+  dependencyRule,
+  grantWebhookReads,
+  type KcpServer,
+  kcpTest,
+  sample,
+  startController,
+  startWebhook,
+  VWC_CLAIM,
+  waitFor,
+  type WebhookProcess,
+} from "../../testing/mod.ts";
+
+const NETWORK = "root:providers:network";
+const COMPUTE = "root:providers:compute";
+const C1 = "root:consumers:c1";
+const C2 = "root:consumers:c2";
+const HOLD = "teardown.example.com/hold";
+const PAIRS = 3;
+
+/** One deletion the watch saw. */
+interface Deletion {
+  kind: "VPC" | "VirtualMachine";
+  namespace: string;
+  name: string;
+  /** kcp's resourceVersion of the DELETED event (one counter per shard). */
+  revision: bigint;
+}
+
+/**
+ * Watches one type in a workspace (all namespaces) and records every
+ * DELETED event, until stopped or until the workspace goes.
+ */
+class DeletionWatch {
+  readonly deletions: Deletion[] = [];
+  readonly #stop = new AbortController();
+  readonly #done: Promise<void>;
+  readonly #client: Deno.HttpClient;
+
+  constructor(
+    kcp: KcpServer,
+    options: { workspace: string; path: string; kind: Deletion["kind"] },
+  ) {
+    this.#client = Deno.createHttpClient({ caCerts: [kcp.caPem] });
+    const url = `${
+      kcp.clusterUrl(options.workspace)
+    }${options.path}?watch=true`;
+    this.#done = this.#run(url, kcp.identity("admin").token, options.kind);
+  }
+
+  async #run(url: string, token: string, kind: Deletion["kind"]) {
+    const response = await fetch(url, {
+      headers: { authorization: `Bearer ${token}` },
+      client: this.#client,
+      signal: this.#stop.signal,
+    });
+    assert.equal(response.status, 200, `watch ${url}`);
+    try {
+      let buffer = "";
+      const decoder = new TextDecoder();
+      for await (const chunk of response.body!) {
+        buffer += decoder.decode(chunk, { stream: true });
+        let newline;
+        while ((newline = buffer.indexOf("\n")) >= 0) {
+          const line = buffer.slice(0, newline);
+          buffer = buffer.slice(newline + 1);
+          const event = JSON.parse(line) as {
+            type: string;
+            object: {
+              metadata: {
+                name: string;
+                namespace: string;
+                resourceVersion: string;
+              };
+            };
+          };
+          if (event.type !== "DELETED") continue;
+          const { name, namespace, resourceVersion } = event.object.metadata;
+          this.deletions.push({
+            kind,
+            name,
+            namespace,
+            revision: BigInt(resourceVersion),
+          });
+        }
+      }
+    } catch (error) {
+      // The stream ends when the workspace goes; only a stop is expected
+      // to abort it, and what was recorded until then stays.
+      if (!this.#stop.signal.aborted) this.ended = error;
+    }
+  }
+
+  /** Why the stream broke off before it was stopped, if it did. */
+  ended: unknown = undefined;
+
+  /** Stops watching; rethrows what made the watch fail. */
+  async stop(): Promise<void> {
+    this.#stop.abort();
+    try {
+      await this.#done;
+    } finally {
+      this.#client.close();
+    }
+  }
+}
+
+/** What the finalizer helper saw when it let a VirtualMachine go. */
+interface Release {
+  vm: string;
+  /** Whether the VPC the VirtualMachine refers to still existed then. */
+  vpcExisted: boolean;
+}
+
+/**
+ * Lets terminating VirtualMachines in `workspace` go one by one, each only
+ * after recording whether the VPC it refers to still exists.
+ */
+class FinalizerHelper {
+  readonly releases: Release[] = [];
+  #running = true;
+  readonly #done: Promise<void>;
+
+  constructor(kcp: KcpServer, workspace: string) {
+    this.#done = this.#run(kcp, workspace);
+  }
+
+  async #run(kcp: KcpServer, workspace: string): Promise<void> {
+    while (this.#running) {
+      const listed = await kcp.kubectl(
+        ["get", "virtualmachines", "-A", "-o", "json"],
+        { workspace },
+      );
+      if (listed.code === 0) {
+        const items = (JSON.parse(listed.stdout) as {
+          items: {
+            metadata: {
+              name: string;
+              namespace: string;
+              deletionTimestamp?: string;
+              finalizers?: string[];
+            };
+            spec: { vpcRef: { name: string } };
+          }[];
+        }).items;
+        for (const vm of items) {
+          const { name, namespace, deletionTimestamp, finalizers } =
+            vm.metadata;
+          if (deletionTimestamp === undefined) continue;
+          if (!(finalizers ?? []).includes(HOLD)) continue;
+          const vpc = await kcp.kubectl([
+            "get",
+            "vpc",
+            vm.spec.vpcRef.name,
+            "-n",
+            namespace,
+            "-o",
+            "name",
+          ], { workspace });
+          this.releases.push({ vm: name, vpcExisted: vpc.code === 0 });
+          await kcp.kubectl([
+            "patch",
+            "virtualmachine",
+            name,
+            "-n",
+            namespace,
+            "--type=merge",
+            "-p",
+            '{"metadata":{"finalizers":null}}',
+          ], { workspace });
+        }
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+
+  /** Stops the helper. */
+  async stop(): Promise<void> {
+    this.#running = false;
+    await this.#done;
+  }
+}
+
+/** VPCs `vpc-<i>` and VirtualMachines `vm-<i>` (held by {@linkcode HOLD}) referring to them. */
+function pairs(namespace: string): unknown[] {
+  return Array.from({ length: PAIRS }, (_, i) => [
+    {
+      apiVersion: "network.example.com/v1alpha1",
+      kind: "VPC",
+      metadata: { name: `vpc-${i}`, namespace },
+      spec: {},
+    },
+    {
+      apiVersion: "compute.example.com/v1alpha1",
+      kind: "VirtualMachine",
+      metadata: { name: `vm-${i}`, namespace, finalizers: [HOLD] },
+      spec: { vpcRef: { name: `vpc-${i}` } },
+    },
+  ]).flat();
+}
+
+/** The webhook's count of reviews with `outcome`. */
+async function reviews(
+  webhook: WebhookProcess,
+  outcome: string,
+): Promise<number> {
+  const { text } = await webhook.get(webhook.metricsPort, "/metrics");
+  return sample(
+    text,
+    `dependency_webhook_admission_reviews_total{outcome="${outcome}"}`,
+  ) ?? 0;
+}
+
+/** Asserts that each VPC went after the VirtualMachine that referred to it. */
+function assertOrdered(deletions: readonly Deletion[], namespace: string) {
+  for (let i = 0; i < PAIRS; i++) {
+    const vm = deletions.find((d) =>
+      d.kind === "VirtualMachine" && d.namespace === namespace &&
+      d.name === `vm-${i}`
+    );
+    const vpc = deletions.find((d) =>
+      d.kind === "VPC" && d.namespace === namespace && d.name === `vpc-${i}`
+    );
+    assert.ok(vm !== undefined, `the watch saw vm-${i} deleted`);
+    assert.ok(vpc !== undefined, `the watch saw vpc-${i} deleted`);
+    assert.ok(
+      vpc.revision > vm.revision,
+      `vpc-${i} (revision ${vpc.revision}) went after vm-${i} (${vm.revision})`,
+    );
+  }
+}
+
+/** Asserts the helper let every VirtualMachine go while its VPC existed. */
+function assertReleasedWithVpc(releases: readonly Release[]) {
+  assert.deepEqual(
+    releases.map((r) => r.vm).sort(),
+    Array.from({ length: PAIRS }, (_, i) => `vm-${i}`),
+  );
+  for (const r of releases) {
+    assert.ok(r.vpcExisted, `the VPC of ${r.vm} existed when it was let go`);
+  }
+}
+
+kcpTest(
+  "teardown: a namespace and a whole workspace go in dependency order, and Locks do not hold a workspace being deleted",
+  async (kcp, step) => {
+    let webhook: WebhookProcess | undefined;
+    let controller: ComponentProcess | undefined;
+    try {
+      await step(
+        "two consumers with VPCs and held VirtualMachines referring to them; a Lock on a Namespace in the second",
+        async () => {
+          await buildTopology(kcp, {
+            networkPath: NETWORK,
+            computePath: COMPUTE,
+            consumerPaths: [C1, C2],
+          });
+          await bindExport(kcp, C2, {
+            exportPath: "root:dep-ctrl",
+            exportName: DEP_CTRL_EXPORT,
+            acceptClaims: [VWC_CLAIM],
+          });
+          webhook = await startWebhook(kcp);
+          controller = await startController(kcp, { webhook });
+          await applyObjects(kcp, COMPUTE, [
+            dependencyRule("vm-vpc", {
+              dependencies: [{
+                path: NETWORK,
+                resource: "vpcs",
+                field: ".spec.vpcRef.name",
+              }],
+            }),
+          ]);
+          for (const [ws, ns] of [[C1, "ordered"], [C2, "app"]] as const) {
+            await kcp.kubectlOk(["create", "namespace", ns], { workspace: ws });
+            await applyObjects(kcp, ws, pairs(ns));
+          }
+          await applyObjects(kcp, C2, [{
+            apiVersion: "dependencies.opendefense.cloud/v1alpha1",
+            kind: "Lock",
+            metadata: { name: "keep-app", namespace: "app" },
+            spec: {
+              target: {
+                group: "",
+                version: "v1",
+                resource: "namespaces",
+                name: "app",
+              },
+              reason: "the app namespace stays",
+            },
+          }]);
+          // The webhook may now read what the rule and the Lock name.
+          await grantWebhookReads(kcp);
+          for (const [ws, ns] of [[C1, "ordered"], [C2, "app"]] as const) {
+            await waitFor(`vpc-0 in ${ws} to be protected`, async () => {
+              const r = await kcp.kubectl([
+                "delete",
+                "vpc",
+                "vpc-0",
+                "-n",
+                ns,
+                "--dry-run=server",
+              ], { workspace: ws });
+              return /still referenced by VirtualMachine\/vm-0/.test(
+                r.stderr,
+              ) || undefined;
+            }, { timeoutMs: 90_000, intervalMs: 500 });
+          }
+          await waitFor("the Namespace app to be locked", async () => {
+            const r = await kcp.kubectl(
+              ["delete", "namespace", "app", "--dry-run=server"],
+              { workspace: C2 },
+            );
+            return /locked by Lock app\/keep-app \("the app namespace stays"\)/
+              .test(r.stderr) || undefined;
+          }, { timeoutMs: 60_000, intervalMs: 500 });
+        },
+      );
+
+      await step(
+        "deleting a namespace: every VPC goes after its VirtualMachine, denied until then",
+        async () => {
+          const watches = [
+            new DeletionWatch(kcp, {
+              workspace: C1,
+              path: "/apis/network.example.com/v1alpha1/vpcs",
+              kind: "VPC",
+            }),
+            new DeletionWatch(kcp, {
+              workspace: C1,
+              path: "/apis/compute.example.com/v1alpha1/virtualmachines",
+              kind: "VirtualMachine",
+            }),
+          ];
+          const helper = new FinalizerHelper(kcp, C1);
+          const denied = await reviews(webhook!, "denied_referenced");
+          const started = performance.now();
+          await kcp.kubectlOk([
+            "delete",
+            "namespace",
+            "ordered",
+            "--wait=false",
+          ], {
+            workspace: C1,
+          });
+          await waitFor("namespace ordered to be gone", async () => {
+            const r = await kcp.kubectl(["get", "namespace", "ordered"], {
+              workspace: C1,
+            });
+            return /NotFound/.test(r.stderr) || undefined;
+          }, { timeoutMs: 300_000, intervalMs: 250 });
+          const seconds = (performance.now() - started) / 1000;
+          await helper.stop();
+          for (const w of watches) await w.stop();
+          const deletions = watches.flatMap((w) => w.deletions);
+          assertOrdered(deletions, "ordered");
+          assertReleasedWithVpc(helper.releases);
+          const denials = await reviews(webhook!, "denied_referenced") -
+            denied;
+          assert.ok(denials > 0, "the webhook denied VPC deletes meanwhile");
+          console.log(
+            `namespace teardown: ${
+              seconds.toFixed(1)
+            } s, ${denials} reviews denied (denied_referenced), ${deletions.length} deletions watched`,
+          );
+        },
+      );
+
+      await step(
+        "deleting a whole workspace: the locked Namespace goes, and VPCs still go after their VirtualMachines",
+        async () => {
+          const watches = [
+            new DeletionWatch(kcp, {
+              workspace: C2,
+              path: "/apis/network.example.com/v1alpha1/vpcs",
+              kind: "VPC",
+            }),
+            new DeletionWatch(kcp, {
+              workspace: C2,
+              path: "/apis/compute.example.com/v1alpha1/virtualmachines",
+              kind: "VirtualMachine",
+            }),
+          ];
+          const helper = new FinalizerHelper(kcp, C2);
+          const denied = await reviews(webhook!, "denied_referenced");
+          const released = await reviews(
+            webhook!,
+            "allowed_workspace_deleting",
+          );
+          const started = performance.now();
+          await kcp.kubectlOk(["delete", "workspace", "c2", "--wait=false"], {
+            workspace: "root:consumers",
+          });
+          // Every VirtualMachine is let go by the helper, and then the
+          // workspace's content is gone.
+          await waitFor(
+            "every VirtualMachine in c2 to be let go",
+            () =>
+              Promise.resolve(helper.releases.length === PAIRS || undefined),
+            {
+              timeoutMs: 300_000,
+              intervalMs: 250,
+            },
+          );
+          await waitFor("workspace c2 to be gone", async () => {
+            const r = await kcp.kubectl(["get", "workspace", "c2"], {
+              workspace: "root:consumers",
+            });
+            return /NotFound/.test(r.stderr) || undefined;
+          }, { timeoutMs: 300_000, intervalMs: 500 });
+          const seconds = (performance.now() - started) / 1000;
+          await helper.stop();
+          for (const w of watches) await w.stop();
+          const deletions = watches.flatMap((w) => w.deletions);
+          assertOrdered(deletions, "app");
+          assertReleasedWithVpc(helper.releases);
+          const denials = await reviews(webhook!, "denied_referenced") -
+            denied;
+          const releases = await reviews(
+            webhook!,
+            "allowed_workspace_deleting",
+          ) - released;
+          assert.ok(denials > 0, "references still ordered the teardown");
+          assert.ok(releases > 0, "the Lock on the Namespace let go");
+          const lines = (await webhook!.log()).split("\n").filter((l) =>
+            l.includes("delete allowed: kcp is deleting the whole workspace")
+          );
+          assert.ok(
+            lines.some((l) => l.includes('"name":"app"')),
+            `the webhook logged letting the Namespace app go: ${
+              lines.join("\n")
+            }`,
+          );
+          console.log(
+            `workspace teardown: ${
+              seconds.toFixed(1)
+            } s, ${denials} reviews denied (denied_referenced), ${releases} let go (allowed_workspace_deleting), ${deletions.length} deletions watched`,
+          );
+        },
+      );
+    } finally {
+      await controller?.stop();
+      await webhook?.stop();
+    }
+  },
+);

@@ -21,11 +21,15 @@ import {
   startWebhook,
   VWC_CLAIM,
   waitFor,
+  waitForEndpointUrls,
   type WebhookProcess,
+  workspaceCluster,
 } from "../../testing/mod.ts";
 
 const NETWORK = "root:providers:network";
 const C1 = "root:consumers:c1";
+/** Another tenant, bound to the same provider, with objects of the same names. */
+const C2 = "root:consumers:c2";
 const REASON = "production VPC, ask #netops";
 
 function lock(
@@ -77,7 +81,7 @@ kcpTest(
         async () => {
           await buildTopology(kcp, {
             networkPath: NETWORK,
-            consumerPaths: [C1],
+            consumerPaths: [C1, C2],
           });
           await bindExport(kcp, C1, {
             exportPath: "root:dep-ctrl",
@@ -101,6 +105,15 @@ kcpTest(
           for (const ns of ["team-a", "team-b"]) {
             await kcp.kubectlOk(["create", "namespace", ns], { workspace: C1 });
           }
+          await kcp.kubectlOk(["create", "namespace", "team-a"], {
+            workspace: C2,
+          });
+          await applyObjects(kcp, C2, [{
+            apiVersion: "network.example.com/v1alpha1",
+            kind: "VPC",
+            metadata: { name: "core", namespace: "team-a" },
+            spec: {},
+          }]);
           await applyObjects(kcp, C1, [
             {
               apiVersion: "network.example.com/v1alpha1",
@@ -119,7 +132,7 @@ kcpTest(
       );
 
       await step(
-        "a Lock denies the delete with its reason; a dry run explains; the same name in another namespace is not locked",
+        "a Lock denies the delete with its reason; a dry run explains; the same name in another namespace or another tenant's workspace is not locked",
         async () => {
           await applyObjects(kcp, C1, [lock("prod", VPC_TARGET)]);
           const error = await waitForDenial(kcp, [
@@ -138,6 +151,16 @@ kcpTest(
             await attempt(kcp, ["delete", "vpc", "core", "-n", "team-a"]),
             "",
           );
+          // Tenant B: the same type, namespace and name in another workspace.
+          const other = await kcp.kubectl([
+            "delete",
+            "vpc",
+            "core",
+            "-n",
+            "team-a",
+            "--dry-run=server",
+          ], { workspace: C2 });
+          assert.equal(other.code, 0, other.stderr);
           await kcp.kubectlOk(["get", "vpc", "core", "-n", "team-a"], {
             workspace: C1,
           });
@@ -239,6 +262,36 @@ kcpTest(
           assert.match(
             error,
             /cannot update vpcs\/core: locked by Lock team-a\/prod/,
+          );
+          // The provider writes status through its virtual workspace, as
+          // its controller does: never blocked by a Lock.
+          const [vw] = await waitForEndpointUrls(
+            kcp,
+            NETWORK,
+            "network.example.com",
+          );
+          const cluster = await workspaceCluster(kcp, C1);
+          await kcp.request(
+            "PATCH",
+            `${
+              new URL(vw!).pathname
+            }/clusters/${cluster}/apis/network.example.com/v1alpha1/namespaces/team-a/vpcs/core/status`,
+            {
+              body: { status: { phase: "Ready" } },
+              contentType: "application/merge-patch+json",
+            },
+          );
+          assert.equal(
+            await kcp.kubectlOk([
+              "get",
+              "vpc",
+              "core",
+              "-n",
+              "team-a",
+              "-o",
+              "jsonpath={.status.phase}",
+            ], { workspace: C1 }),
+            "Ready",
           );
           await applyObjects(kcp, C1, [lock("prod", VPC_TARGET, ["Delete"])]);
           await waitFor(
@@ -364,6 +417,114 @@ kcpTest(
       );
 
       await step(
+        "a Lock created and one deleted while the controller is down converge when it is back",
+        async () => {
+          await controller!.stop();
+          controller = undefined;
+          await applyObjects(kcp, C1, [{
+            apiVersion: "dependencies.opendefense.cloud/v1alpha1",
+            kind: "Lock",
+            metadata: { name: "later", namespace: "team-b" },
+            spec: {
+              target: VPC_TARGET,
+              reason: "locked while the controller was down",
+              operations: ["Delete", "Update"],
+            },
+          }]);
+          await kcp.kubectlOk(["delete", "lock", "cfg", "-n", "team-a"], {
+            workspace: C1,
+          });
+          assert.equal(
+            await kcp.kubectlOk([
+              "get",
+              "lock",
+              "later",
+              "-n",
+              "team-b",
+              "-o",
+              "jsonpath={.status.conditions}",
+            ], { workspace: C1 }),
+            "",
+            "no status without the controller",
+          );
+          controller = await startController(kcp, { webhook: webhook! });
+          await waitFor("the new Lock to be Ready", async () => {
+            const out = await kcp.kubectlOk([
+              "get",
+              "lock",
+              "later",
+              "-n",
+              "team-b",
+              "-o",
+              "jsonpath={.status.conditions[?(@.type=='Ready')].status}",
+            ], { workspace: C1 });
+            return out === "True" || undefined;
+          }, { timeoutMs: 60_000, intervalMs: 250 });
+          // Its Update is enforced: the configuration gained UPDATE.
+          const error = await waitForDenial(kcp, [
+            "label",
+            "vpc",
+            "core",
+            "-n",
+            "team-b",
+            "tier=gold",
+          ], /locked by Lock/);
+          assert.match(
+            error,
+            /cannot update vpcs\/core: locked by Lock team-b\/later/,
+          );
+          // The Lock deleted meanwhile: the ConfigMap configuration in the
+          // consumer is removed, and the ConfigMap can go.
+          await waitFor(
+            "the consumer's own configuration to be removed",
+            async () => {
+              const r = await kcp.kubectl(
+                ["get", "validatingwebhookconfigurations", "-o", "name"],
+                { workspace: C1 },
+              );
+              return r.code === 0 && r.stdout.trim() === "" || undefined;
+            },
+            { timeoutMs: 60_000, intervalMs: 250 },
+          );
+          await controller.stop();
+          controller = undefined;
+          await kcp.kubectlOk(["delete", "lock", "later", "-n", "team-b"], {
+            workspace: C1,
+          });
+          controller = await startController(kcp, { webhook: webhook! });
+          await waitFor(
+            "UPDATE to leave the provider's configuration",
+            async () => {
+              const config = await kcp.request<{
+                webhooks: { rules: { operations: string[] }[] }[];
+              }>(
+                "GET",
+                `/clusters/${NETWORK}/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/dependency-controller`,
+              );
+              const operations = config.webhooks.flatMap((w) =>
+                w.rules.flatMap((r) => r.operations)
+              );
+              return !operations.includes("UPDATE") &&
+                  operations.includes("DELETE") ||
+                undefined;
+            },
+            { timeoutMs: 60_000, intervalMs: 250 },
+          );
+          assert.equal(
+            await attempt(kcp, [
+              "label",
+              "vpc",
+              "core",
+              "-n",
+              "team-b",
+              "tier=silver",
+            ]),
+            "",
+          );
+        },
+      );
+
+      await step(
         "a Lock on a Namespace keeps the whole namespace; deleting the Lock lets it go",
         async () => {
           await applyObjects(kcp, C1, [{
@@ -459,7 +620,7 @@ kcpTest(
 
       await step("deleting the Locks unlocks", async () => {
         await kcp.kubectlOk(
-          ["delete", "locks", "prod", "cfg", "-n", "team-a"],
+          ["delete", "locks", "prod", "-n", "team-a"],
           {
             workspace: C1,
           },

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { IdentityName, KcpServer } from "./kcp_server.ts";
+import type { IdentityName, KcpApi } from "./kcp_server.ts";
 import { waitFor } from "./wait.ts";
 
 /** A permission claim as an APIBinding (v1alpha2) accepts it. */
@@ -51,7 +51,7 @@ interface Phased {
  * @throws {Error} If kubectl fails.
  */
 export function applyFiles(
-  kcp: KcpServer,
+  kcp: KcpApi,
   workspace: string,
   files: readonly string[],
   options: { identity?: IdentityName } = {},
@@ -69,7 +69,7 @@ export function applyFiles(
  * @throws {Error} If kubectl fails.
  */
 export function applyObjects(
-  kcp: KcpServer,
+  kcp: KcpApi,
   workspace: string,
   objects: readonly unknown[],
 ): Promise<string> {
@@ -81,7 +81,7 @@ export function applyObjects(
 
 /** Waits until an APIExport has its `status.identityHash` and returns it. */
 export function waitForExportIdentity(
-  kcp: KcpServer,
+  kcp: KcpApi,
   workspace: string,
   exportName: string,
 ): Promise<string> {
@@ -99,7 +99,7 @@ export function waitForExportIdentity(
  * export is still settling) and waits until it is `Bound`.
  */
 export async function bindExport(
-  kcp: KcpServer,
+  kcp: KcpApi,
   workspace: string,
   options: BindOptions,
 ): Promise<void> {
@@ -142,7 +142,7 @@ export async function bindExport(
  * after each export) lists at least one URL, and returns the URLs.
  */
 export function waitForEndpointUrls(
-  kcp: KcpServer,
+  kcp: KcpApi,
   workspace: string,
   sliceName: string,
 ): Promise<string[]> {

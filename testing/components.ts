@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { freePorts, type KcpServer } from "./kcp_server.ts";
+import { freePorts, type KcpApi } from "./kcp_server.ts";
 import { appendTo, runCommand, stopProcess } from "./process.ts";
 import { createServingCert, type ServingCert } from "./tls.ts";
 import { GiveUp, waitFor } from "./wait.ts";
@@ -90,7 +90,7 @@ export interface StartWebhookOptions {
  * a kubeconfig pointing at `root:dep-ctrl`, and waits until it is ready.
  */
 export async function startWebhook(
-  kcp: KcpServer,
+  kcp: KcpApi,
   options: StartWebhookOptions = {},
 ): Promise<WebhookProcess> {
   const [port, healthPort, metricsPort] = freePorts(3) as [
@@ -139,7 +139,7 @@ export interface StartControllerOptions {
  * bundle, and waits until it is ready.
  */
 export async function startController(
-  kcp: KcpServer,
+  kcp: KcpApi,
   options: StartControllerOptions,
 ): Promise<ComponentProcess> {
   const [healthPort, metricsPort] = freePorts(2) as [number, number];
@@ -170,7 +170,7 @@ export interface SpawnComponentOptions {
 /** Runs `<name>.ts` from the project root with the permissions its image grants. */
 export function spawnComponent(
   name: "webhook" | "controller",
-  kcp: KcpServer,
+  kcp: KcpApi,
   args: string[],
   options: SpawnComponentOptions,
 ): ComponentProcess {
@@ -276,7 +276,7 @@ async function stopWatched(
  * in `system:admin` as a `system:masters` identity. Returns the ClusterRole
  * applied (YAML).
  */
-export async function grantWebhookReads(kcp: KcpServer): Promise<string> {
+export async function grantWebhookReads(kcp: KcpApi): Promise<string> {
   const kubeconfig = await kcp.kubeconfig("webhook", "root:dep-ctrl");
   const printed = await runCommand(Deno.execPath(), [
     "run",

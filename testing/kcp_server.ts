@@ -118,16 +118,258 @@ export class KcpRequestError extends Error {
   }
 }
 
+/**
+ * What tests, helpers and components use of a kcp: its address and CA, the
+ * identities it accepts, JSON requests, kubeconfigs and kubectl. A
+ * single-shard {@linkcode KcpServer} implements it, and so do a sharded
+ * kcp's front-proxy and each of its shards (`testing/sharded_kcp.ts`), so
+ * the helpers that take a `KcpApi` work against any of them.
+ */
+export interface KcpApi {
+  /** A directory to write kubeconfigs and other test files into. */
+  readonly rootDir: string;
+  /** `https://127.0.0.1:<port>`, without a `/clusters/...` suffix. */
+  readonly baseUrl: string;
+  /** Binaries in use (`kubectl` runs from here). */
+  readonly binaries: KcpBinaries;
+  /** The serving CA, PEM. Empty until the server has started. */
+  readonly caPem: string;
+  /** The identity with its token. */
+  identity(name: IdentityName): Identity;
+  /** `<baseUrl>/clusters/<workspace>`. */
+  clusterUrl(workspace: string): string;
+  /**
+   * A JSON request. `path` starts with `/` (for example
+   * `/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces`).
+   *
+   * @throws {KcpRequestError} If kcp answers with a status other than 2xx.
+   */
+  request<T = Record<string, unknown>>(
+    method: string,
+    path: string,
+    options?: RequestOptions,
+  ): Promise<T>;
+  /**
+   * Writes (once) and returns a kubeconfig for `identity` whose server is
+   * `<baseUrl>/clusters/<workspace>`: what a user or a component is given.
+   */
+  kubeconfig(identity: IdentityName, workspace: string): Promise<string>;
+  /** Runs kubectl against a workspace as an identity; never throws on a non-zero exit. */
+  kubectl(
+    args: readonly string[],
+    options?: KubectlOptions,
+  ): Promise<KubectlResult>;
+  /**
+   * Like {@linkcode KcpApi.kubectl}, returning standard output.
+   *
+   * @throws {Error} With kubectl's standard error if it exits non-zero.
+   */
+  kubectlOk(args: readonly string[], options?: KubectlOptions): Promise<string>;
+  /** The last `lines` lines of the server's log. */
+  logTail(lines: number): Promise<string>;
+}
+
+/** Options for {@linkcode KcpEndpoint}. */
+export interface KcpEndpointOptions {
+  /** {@linkcode KcpApi.rootDir}. */
+  rootDir: string;
+  /** {@linkcode KcpApi.baseUrl}. */
+  baseUrl: string;
+  /** {@linkcode KcpApi.binaries}. */
+  binaries: KcpBinaries;
+  /** The bearer token of each identity. */
+  tokens: Readonly<Record<IdentityName, string>>;
+  /** Where {@linkcode KcpEndpoint.kubeconfig} writes its files. */
+  kubeconfigDir: string;
+  /** Reads the server's log for {@linkcode KcpEndpoint.logTail}. */
+  logTail: (lines: number) => Promise<string>;
+}
+
+/**
+ * {@linkcode KcpApi} for one HTTPS address: the part of a kcp harness that
+ * talks to a server, not the part that runs it. It can call the server once
+ * {@linkcode KcpEndpoint.trust} has given it the serving CA.
+ */
+export class KcpEndpoint implements KcpApi {
+  /** {@inheritDoc KcpApi.rootDir} */
+  readonly rootDir: string;
+  /** {@inheritDoc KcpApi.baseUrl} */
+  readonly baseUrl: string;
+  /** {@inheritDoc KcpApi.binaries} */
+  readonly binaries: KcpBinaries;
+
+  readonly #tokens: Readonly<Record<IdentityName, string>>;
+  readonly #kubeconfigDir: string;
+  readonly #logTail: (lines: number) => Promise<string>;
+  #caPem = "";
+  #client: Deno.HttpClient | undefined;
+
+  /** Builds the endpoint; it calls nothing until {@linkcode KcpEndpoint.trust}. */
+  constructor(options: KcpEndpointOptions) {
+    this.rootDir = options.rootDir;
+    this.baseUrl = options.baseUrl;
+    this.binaries = options.binaries;
+    this.#tokens = options.tokens;
+    this.#kubeconfigDir = options.kubeconfigDir;
+    this.#logTail = options.logTail;
+  }
+
+  /** {@inheritDoc KcpApi.caPem} */
+  get caPem(): string {
+    return this.#caPem;
+  }
+
+  /** Trusts `caPem` for the server from now on (a new HTTP client). */
+  trust(caPem: string): void {
+    this.#caPem = caPem;
+    this.#client?.close();
+    this.#client = Deno.createHttpClient({ caCerts: [caPem] });
+  }
+
+  /** Closes the HTTP client; calls fail until the next {@linkcode KcpEndpoint.trust}. */
+  close(): void {
+    this.#client?.close();
+    this.#client = undefined;
+  }
+
+  /**
+   * The HTTP client that trusts the serving CA.
+   *
+   * @throws {Error} If there is none (not started, or stopped).
+   */
+  httpClient(): Deno.HttpClient {
+    if (this.#client === undefined) {
+      throw new Error("Cannot call kcp: it is not running");
+    }
+    return this.#client;
+  }
+
+  /** {@inheritDoc KcpApi.identity} */
+  identity(name: IdentityName): Identity {
+    return { ...IDENTITY_USERS[name], token: this.#tokens[name] };
+  }
+
+  /** {@inheritDoc KcpApi.clusterUrl} */
+  clusterUrl(workspace: string): string {
+    return clusterUrl(this.baseUrl, workspace);
+  }
+
+  /** {@inheritDoc KcpApi.logTail} */
+  logTail(lines: number): Promise<string> {
+    return this.#logTail(lines);
+  }
+
+  /** {@inheritDoc KcpApi.request} */
+  async request<T = Record<string, unknown>>(
+    method: string,
+    path: string,
+    options: RequestOptions = {},
+  ): Promise<T> {
+    const {
+      identity = "admin",
+      body,
+      contentType = "application/json",
+      timeoutMs = 30_000,
+    } = options;
+    const headers: Record<string, string> = {
+      accept: "application/json",
+      authorization: `Bearer ${this.#tokens[identity]}`,
+    };
+    if (body !== undefined) headers["content-type"] = contentType;
+    const response = await fetch(`${this.baseUrl}${path}`, {
+      method,
+      headers,
+      client: this.httpClient(),
+      signal: AbortSignal.timeout(timeoutMs),
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await response.text();
+    const decoded: unknown = text === "" ? undefined : safeJson(text);
+    if (!response.ok) {
+      const message = (decoded as { message?: string } | undefined)?.message ??
+        text;
+      throw new KcpRequestError(
+        `${method} ${path} as ${identity}: ${response.status}: ${message}`,
+        response.status,
+        decoded,
+      );
+    }
+    return decoded as T;
+  }
+
+  /** {@inheritDoc KcpApi.kubeconfig} */
+  async kubeconfig(identity: IdentityName, workspace: string): Promise<string> {
+    const dir = this.#kubeconfigDir;
+    await Deno.mkdir(dir, { recursive: true });
+    const path = `${dir}/${identity}@${
+      workspace.replaceAll(":", "_")
+    }.kubeconfig`;
+    const config = {
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [{
+        name: "kcp",
+        cluster: {
+          server: this.clusterUrl(workspace),
+          "certificate-authority-data": btoa(this.caPem),
+        },
+      }],
+      users: [{ name: identity, user: { token: this.#tokens[identity] } }],
+      contexts: [{ name: "kcp", context: { cluster: "kcp", user: identity } }],
+      "current-context": "kcp",
+    };
+    await Deno.writeTextFile(path, JSON.stringify(config, null, 2));
+    return path;
+  }
+
+  /** {@inheritDoc KcpApi.kubectl} */
+  async kubectl(
+    args: readonly string[],
+    options: KubectlOptions = {},
+  ): Promise<KubectlResult> {
+    const { identity = "admin", workspace = "root", stdin } = options;
+    return await runCommand(this.binaries.kubectl, [
+      `--kubeconfig=${await this.kubeconfig(identity, workspace)}`,
+      ...args,
+    ], stdin === undefined ? {} : { stdin });
+  }
+
+  /** {@inheritDoc KcpApi.kubectlOk} */
+  async kubectlOk(
+    args: readonly string[],
+    options: KubectlOptions = {},
+  ): Promise<string> {
+    return kubectlOutput(args, await this.kubectl(args, options));
+  }
+}
+
+/**
+ * The standard output of a kubectl run.
+ *
+ * @throws {Error} With kubectl's standard error if it exited non-zero.
+ */
+export function kubectlOutput(
+  args: readonly string[],
+  result: KubectlResult,
+): string {
+  if (result.code !== 0) {
+    throw new Error(
+      `kubectl ${
+        args.join(" ")
+      } failed (${result.code}): ${result.stderr.trim()}`,
+    );
+  }
+  return result.stdout;
+}
+
 /** One running (or stopped) kcp process and its root directory. */
-export class KcpServer {
+export class KcpServer implements KcpApi {
   /** Root directory holding certificates, etcd data, logs and kubeconfigs. */
   readonly rootDir: string;
   /** `https://127.0.0.1:<port>`, without a `/clusters/...` suffix. */
   readonly baseUrl: string;
   /** Binaries in use. */
   readonly binaries: KcpBinaries;
-  /** The serving CA, PEM. Empty until the first start. */
-  caPem = "";
   /** Milliseconds from spawn to `/readyz` 200 for the last start. */
   lastStartupMs = 0;
 
@@ -135,9 +377,9 @@ export class KcpServer {
   readonly #tokens: Record<IdentityName, string>;
   readonly #extraArgs: readonly string[];
   readonly #startTimeoutMs: number;
+  readonly #endpoint: KcpEndpoint;
   #child: Deno.ChildProcess | undefined;
   #logsClosed: Promise<unknown> = Promise.resolve();
-  #client: Deno.HttpClient | undefined;
 
   /** Use {@linkcode startKcp}; the constructor starts nothing. */
   constructor(
@@ -158,6 +400,19 @@ export class KcpServer {
       webhook: crypto.randomUUID(),
       user: crypto.randomUUID(),
     };
+    this.#endpoint = new KcpEndpoint({
+      rootDir,
+      baseUrl: this.baseUrl,
+      binaries: this.binaries,
+      tokens: this.#tokens,
+      kubeconfigDir: `${rootDir}/kubeconfigs`,
+      logTail: (lines) => this.logTail(lines),
+    });
+  }
+
+  /** The serving CA, PEM. Empty until the first start. */
+  get caPem(): string {
+    return this.#endpoint.caPem;
   }
 
   /** The process id of the running kcp, if any. */
@@ -167,12 +422,12 @@ export class KcpServer {
 
   /** The identity with its token. */
   identity(name: IdentityName): Identity {
-    return { ...IDENTITY_USERS[name], token: this.#tokens[name] };
+    return this.#endpoint.identity(name);
   }
 
   /** `<baseUrl>/clusters/<workspace>`. */
   clusterUrl(workspace: string): string {
-    return clusterUrl(this.baseUrl, workspace);
+    return this.#endpoint.clusterUrl(workspace);
   }
 
   /**
@@ -185,7 +440,10 @@ export class KcpServer {
     if (this.#child !== undefined) {
       throw new Error("Cannot start kcp: it is running already");
     }
-    await Deno.writeTextFile(`${this.rootDir}/tokens.csv`, this.#tokenFile());
+    await Deno.writeTextFile(
+      `${this.rootDir}/tokens.csv`,
+      tokenFile(this.#tokens),
+    );
     const started = performance.now();
     const kubeconfig = `${this.rootDir}/admin.kubeconfig`;
     const child = new Deno.Command(this.binaries.kcp, {
@@ -223,7 +481,7 @@ export class KcpServer {
       await waitFor("kcp /readyz", async () => {
         if (exited) throw new GiveUp("kcp exited");
         const response = await fetch(`${this.baseUrl}/readyz`, {
-          client: this.#httpClient(),
+          client: this.#endpoint.httpClient(),
           signal: AbortSignal.timeout(5_000),
         });
         await response.body?.cancel();
@@ -255,8 +513,7 @@ export class KcpServer {
       await stopProcess(child, { graceMs });
       await this.#logsClosed;
     }
-    this.#client?.close();
-    this.#client = undefined;
+    this.#endpoint.close();
     if (!keepRootDir) {
       await Deno.remove(this.rootDir, { recursive: true }).catch(() => {});
     }
@@ -264,12 +521,8 @@ export class KcpServer {
 
   /** The last `lines` lines of kcp's log. */
   async logTail(lines: number): Promise<string> {
-    try {
-      const text = await Deno.readTextFile(`${this.rootDir}/kcp.log`);
-      return text.split("\n").slice(-lines - 1).join("\n");
-    } catch {
-      return "(no kcp log)";
-    }
+    return await readLogTail(`${this.rootDir}/kcp.log`, lines) ??
+      "(no kcp log)";
   }
 
   /**
@@ -278,81 +531,28 @@ export class KcpServer {
    *
    * @throws {KcpRequestError} If kcp answers with a status other than 2xx.
    */
-  async request<T = Record<string, unknown>>(
+  request<T = Record<string, unknown>>(
     method: string,
     path: string,
     options: RequestOptions = {},
   ): Promise<T> {
-    const {
-      identity = "admin",
-      body,
-      contentType = "application/json",
-      timeoutMs = 30_000,
-    } = options;
-    const headers: Record<string, string> = {
-      accept: "application/json",
-      authorization: `Bearer ${this.#tokens[identity]}`,
-    };
-    if (body !== undefined) headers["content-type"] = contentType;
-    const response = await fetch(`${this.baseUrl}${path}`, {
-      method,
-      headers,
-      client: this.#httpClient(),
-      signal: AbortSignal.timeout(timeoutMs),
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await response.text();
-    const decoded: unknown = text === "" ? undefined : safeJson(text);
-    if (!response.ok) {
-      const message = (decoded as { message?: string } | undefined)?.message ??
-        text;
-      throw new KcpRequestError(
-        `${method} ${path} as ${identity}: ${response.status}: ${message}`,
-        response.status,
-        decoded,
-      );
-    }
-    return decoded as T;
+    return this.#endpoint.request<T>(method, path, options);
   }
 
   /**
    * Writes (once) and returns a kubeconfig for `identity` whose server is
    * `<baseUrl>/clusters/<workspace>`: what a user or a component is given.
    */
-  async kubeconfig(identity: IdentityName, workspace: string): Promise<string> {
-    const dir = `${this.rootDir}/kubeconfigs`;
-    await Deno.mkdir(dir, { recursive: true });
-    const path = `${dir}/${identity}@${
-      workspace.replaceAll(":", "_")
-    }.kubeconfig`;
-    const config = {
-      apiVersion: "v1",
-      kind: "Config",
-      clusters: [{
-        name: "kcp",
-        cluster: {
-          server: this.clusterUrl(workspace),
-          "certificate-authority-data": btoa(this.caPem),
-        },
-      }],
-      users: [{ name: identity, user: { token: this.#tokens[identity] } }],
-      contexts: [{ name: "kcp", context: { cluster: "kcp", user: identity } }],
-      "current-context": "kcp",
-    };
-    await Deno.writeTextFile(path, JSON.stringify(config, null, 2));
-    return path;
+  kubeconfig(identity: IdentityName, workspace: string): Promise<string> {
+    return this.#endpoint.kubeconfig(identity, workspace);
   }
 
   /** Runs kubectl against a workspace as an identity; never throws on a non-zero exit. */
-  async kubectl(
+  kubectl(
     args: readonly string[],
     options: KubectlOptions = {},
   ): Promise<KubectlResult> {
-    const { identity = "admin", workspace = "root", stdin } = options;
-    return await runCommand(this.binaries.kubectl, [
-      `--kubeconfig=${await this.kubeconfig(identity, workspace)}`,
-      ...args,
-    ], stdin === undefined ? {} : { stdin });
+    return this.#endpoint.kubectl(args, options);
   }
 
   /**
@@ -360,28 +560,11 @@ export class KcpServer {
    *
    * @throws {Error} With kubectl's standard error if it exits non-zero.
    */
-  async kubectlOk(
+  kubectlOk(
     args: readonly string[],
     options: KubectlOptions = {},
   ): Promise<string> {
-    const result = await this.kubectl(args, options);
-    if (result.code !== 0) {
-      throw new Error(
-        `kubectl ${
-          args.join(" ")
-        } failed (${result.code}): ${result.stderr.trim()}`,
-      );
-    }
-    return result.stdout;
-  }
-
-  #tokenFile(): string {
-    return (Object.keys(IDENTITY_USERS) as IdentityName[])
-      .map((name) => {
-        const { user, groups } = IDENTITY_USERS[name];
-        return `${this.#tokens[name]},${user},${user},"${groups.join(",")}"`;
-      })
-      .join("\n") + "\n";
+    return this.#endpoint.kubectlOk(args, options);
   }
 
   async #loadCa(kubeconfigPath: string): Promise<void> {
@@ -392,16 +575,39 @@ export class KcpServer {
         loaded.getCurrentCluster()?.caData;
       return Promise.resolve(data);
     }, { timeoutMs: 10_000 });
-    this.caPem = atob(config);
-    this.#client?.close();
-    this.#client = Deno.createHttpClient({ caCerts: [this.caPem] });
+    this.#endpoint.trust(atob(config));
   }
+}
 
-  #httpClient(): Deno.HttpClient {
-    if (this.#client === undefined) {
-      throw new Error("Cannot call kcp: it is not running");
-    }
-    return this.#client;
+/**
+ * The `--token-auth-file` CSV of a test kcp: one line per identity of
+ * {@linkcode IDENTITY_USERS} (token, user, uid, groups), plus `extra` lines
+ * for users the tests do not call as.
+ */
+export function tokenFile(
+  tokens: Readonly<Record<IdentityName, string>>,
+  extra: readonly Identity[] = [],
+): string {
+  const identities = (Object.keys(IDENTITY_USERS) as IdentityName[]).map(
+    (name) => ({ ...IDENTITY_USERS[name], token: tokens[name] }),
+  );
+  return [...identities, ...extra]
+    .map(({ token, user, groups }) =>
+      `${token},${user},${user},"${groups.join(",")}"`
+    )
+    .join("\n") + "\n";
+}
+
+/** The last `lines` lines of a log file, or `undefined` if it cannot be read. */
+export async function readLogTail(
+  path: string,
+  lines: number,
+): Promise<string | undefined> {
+  try {
+    const text = await Deno.readTextFile(path);
+    return text.split("\n").slice(-lines - 1).join("\n");
+  } catch {
+    return undefined;
   }
 }
 

@@ -1,8 +1,8 @@
 /**
  * What tests, benchmarks and scripts share: a real kcp on loopback with
- * identities, nested workspaces, exports and bindings, the components as
- * processes, serving certificates, and the in-process fakes the unit tests
- * use.
+ * identities (one shard, or two behind a front-proxy), nested workspaces,
+ * exports and bindings, the components as processes, serving certificates,
+ * and the in-process fakes the unit tests use.
  *
  * ```ts
  * import { createWorkspace, kcpTest } from "../../testing/mod.ts";
@@ -27,6 +27,7 @@ export * from "./process.ts";
 export * from "./rule_fixtures.ts";
 export * from "./rules.ts";
 export * from "./self_signed.ts";
+export * from "./sharded_kcp.ts";
 export * from "./tls.ts";
 export * from "./topology.ts";
 export * from "./wait.ts";

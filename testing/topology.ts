@@ -16,7 +16,7 @@ import {
   waitForEndpointUrls,
   waitForExportIdentity,
 } from "./apis.ts";
-import type { KcpServer } from "./kcp_server.ts";
+import type { KcpApi } from "./kcp_server.ts";
 import { waitFor } from "./wait.ts";
 import { createWorkspace, type WorkspaceRef } from "./workspaces.ts";
 
@@ -62,7 +62,7 @@ export interface TopologyOptions {
 
 /** Builds the topology and waits until every binding is Bound and every type served. */
 export async function buildTopology(
-  kcp: KcpServer,
+  kcp: KcpApi,
   options: TopologyOptions = {},
 ): Promise<Topology> {
   const {
@@ -143,7 +143,7 @@ export function parentsOf(paths: readonly string[]): string[] {
  * to the dep-ctrl export with its claim accepted, as the topology's is.
  */
 export function networkProvider(
-  kcp: KcpServer,
+  kcp: KcpApi,
   path: string,
 ): Promise<WorkspaceRef> {
   return provider(kcp, path, "network.example.com", [
@@ -154,7 +154,7 @@ export function networkProvider(
 }
 
 async function provider(
-  kcp: KcpServer,
+  kcp: KcpApi,
   path: string,
   exportName: string,
   files: string[],
@@ -186,7 +186,7 @@ export interface WebhookConfigOptions {
  * virtual workspace).
  */
 export async function installWebhookConfig(
-  kcp: KcpServer,
+  kcp: KcpApi,
   workspace: string,
   options: WebhookConfigOptions,
 ): Promise<void> {
@@ -233,7 +233,7 @@ export interface ReadGrant {
  * kustomization.yaml shows), applied in `system:admin`.
  */
 export async function applySystemAdminOverlay(
-  kcp: KcpServer,
+  kcp: KcpApi,
   grants: readonly ReadGrant[],
 ): Promise<void> {
   const dir = await Deno.makeTempDir({ dir: kcp.rootDir });

@@ -6,7 +6,7 @@
  * @module
  */
 import { splitWorkspacePath } from "../lib/kcp/mod.ts";
-import { KcpRequestError, type KcpServer } from "./kcp_server.ts";
+import { type KcpApi, KcpRequestError } from "./kcp_server.ts";
 import { waitFor } from "./wait.ts";
 
 /** A workspace the harness created. */
@@ -17,10 +17,23 @@ export interface WorkspaceRef {
   cluster: string;
 }
 
+/**
+ * The label kcp puts on every Shard object, holding the shard's name
+ * (`--shard-name`): what {@linkcode CreateWorkspaceOptions.shard} selects on.
+ */
+export const SHARD_NAME_LABEL = "name";
+
 /** Options for {@linkcode createWorkspace}. */
 export interface CreateWorkspaceOptions {
   /** `spec.type` of the leaf; ancestors and, by default, the leaf take their parent's default type. */
   type?: { name: string; path: string };
+  /**
+   * The shard the leaf is placed on, by name (`spec.location.selector` on
+   * the Shard's {@linkcode SHARD_NAME_LABEL} label); ancestors, and the leaf
+   * without it, go where kcp schedules them. An existing leaf is reused
+   * wherever it is.
+   */
+  shard?: string;
   /** How long each workspace may take to become Ready. @default {90_000} */
   timeoutMs?: number;
 }
@@ -41,7 +54,7 @@ const THIS_CLUSTER = "apis/core.kcp.io/v1alpha1/logicalclusters/cluster";
  * @throws {RangeError} If `path` is not a `root:`-prefixed workspace path.
  */
 export async function createWorkspace(
-  kcp: KcpServer,
+  kcp: KcpApi,
   path: string,
   options: CreateWorkspaceOptions = {},
 ): Promise<WorkspaceRef> {
@@ -55,8 +68,10 @@ export async function createWorkspace(
   for (let i = 1; i < segments.length; i++) {
     const leaf = i === segments.length - 1;
     const type = leaf ? options.type : undefined;
+    const shard = leaf ? options.shard : undefined;
     ref = await ensureChild(kcp, ref.path, segments[i] as string, {
       ...(type === undefined ? {} : { type }),
+      ...(shard === undefined ? {} : { shard }),
       timeoutMs: options.timeoutMs ?? 90_000,
     });
   }
@@ -65,7 +80,7 @@ export async function createWorkspace(
 
 /** The logical cluster name of an existing workspace path, read from its parent. */
 export async function workspaceCluster(
-  kcp: KcpServer,
+  kcp: KcpApi,
   path: string,
 ): Promise<string> {
   const split = splitWorkspacePath(path);
@@ -83,17 +98,28 @@ export async function workspaceCluster(
 }
 
 async function ensureChild(
-  kcp: KcpServer,
+  kcp: KcpApi,
   parent: string,
   name: string,
-  options: { type?: { name: string; path: string }; timeoutMs: number },
+  options: {
+    type?: { name: string; path: string };
+    shard?: string;
+    timeoutMs: number;
+  },
 ): Promise<WorkspaceRef> {
   const path = `${parent}:${name}`;
   const body = {
     apiVersion: "tenancy.kcp.io/v1alpha1",
     kind: "Workspace",
     metadata: { name },
-    spec: options.type === undefined ? {} : { type: options.type },
+    spec: {
+      ...(options.type === undefined ? {} : { type: options.type }),
+      ...(options.shard === undefined ? {} : {
+        location: {
+          selector: { matchLabels: { [SHARD_NAME_LABEL]: options.shard } },
+        },
+      }),
+    },
   };
   // Creation can fail briefly while kcp's admission caches catch up with new
   // WorkspaceTypes; AlreadyExists means an earlier step or test made it.

@@ -1,6 +1,7 @@
 /**
  * Where the binaries that the tests run come from: the `KCP_BIN` /
- * `KUBECTL_BIN` / `MANIFEST_CHECK_BIN` / `HELM_BIN` overrides, or the
+ * `KUBECTL_BIN` / `KCP_FRONT_PROXY_BIN` / `CACHE_SERVER_BIN` /
+ * `MANIFEST_CHECK_BIN` / `HELM_BIN` overrides, or the
  * per-user cache that `deno task kcp:build` fills, keyed by version and by a
  * digest of the Go modules that pin the build. Each binary is found on its
  * own, so a cache directory that lacks one of them still serves the others.
@@ -22,8 +23,20 @@ export interface KcpBinaries {
   kubectl: string;
 }
 
+/**
+ * Absolute paths of the binaries a sharded kcp runs: those of
+ * {@linkcode KcpBinaries} plus the front-proxy and the external cache server,
+ * built from the same kcp module.
+ */
+export interface ShardedKcpBinaries extends KcpBinaries {
+  /** `kcp-front-proxy`, which routes `/clusters/<path>` to the right shard. */
+  kcpFrontProxy: string;
+  /** `cache-server`, the cache shared by every shard. */
+  cacheServer: string;
+}
+
 /** Every binary the tests use, by its key in {@linkcode BINARIES}. */
-export interface Binaries extends KcpBinaries {
+export interface Binaries extends ShardedKcpBinaries {
   /**
    * `manifest-check`, which validates manifests with kube-apiserver's own
    * decoding, defaulting and validation code (`server/manifestcheck/`).
@@ -60,6 +73,8 @@ export interface BinarySpec {
 export const BINARIES: Readonly<Record<keyof Binaries, BinarySpec>> = {
   kcp: { file: "kcp", env: "KCP_BIN" },
   kubectl: { file: "kubectl", env: "KUBECTL_BIN" },
+  kcpFrontProxy: { file: "kcp-front-proxy", env: "KCP_FRONT_PROXY_BIN" },
+  cacheServer: { file: "cache-server", env: "CACHE_SERVER_BIN" },
   manifestCheck: {
     file: "manifest-check",
     env: "MANIFEST_CHECK_BIN",
@@ -190,6 +205,43 @@ export async function requireKcpBinaries(): Promise<KcpBinaries> {
   if (found === undefined) {
     throw new Error(
       `Cannot find kcp ${KCP_VERSION}: run 'deno task kcp:build' or set KCP_BIN and KUBECTL_BIN`,
+    );
+  }
+  return found;
+}
+
+/**
+ * Finds the binaries of a sharded kcp ({@linkcode ShardedKcpBinaries}), each
+ * from its override or the cache. Returns `undefined` when any is not built
+ * yet.
+ *
+ * @throws {Deno.errors.NotFound} If an override names a file that does not exist.
+ */
+export async function findShardedKcpBinaries(): Promise<
+  ShardedKcpBinaries | undefined
+> {
+  const base = await findKcpBinaries();
+  if (base === undefined) return undefined;
+  const kcpFrontProxy = await findBinary("kcpFrontProxy");
+  if (kcpFrontProxy === undefined) return undefined;
+  const cacheServer = await findBinary("cacheServer");
+  if (cacheServer === undefined) return undefined;
+  return { ...base, kcpFrontProxy, cacheServer };
+}
+
+/**
+ * Like {@linkcode findShardedKcpBinaries}, but fails with instructions when
+ * a binary is missing: tests never skip silently.
+ *
+ * @throws {Error} If any of the four binaries is not found.
+ */
+export async function requireShardedKcpBinaries(): Promise<
+  ShardedKcpBinaries
+> {
+  const found = await findShardedKcpBinaries();
+  if (found === undefined) {
+    throw new Error(
+      `Cannot find the sharded kcp ${KCP_VERSION} binaries: run 'deno task kcp:build' or set KCP_BIN, KUBECTL_BIN, KCP_FRONT_PROXY_BIN and CACHE_SERVER_BIN`,
     );
   }
   return found;

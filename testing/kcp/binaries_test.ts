@@ -7,11 +7,13 @@ import {
   cacheDir,
   findBinary,
   findKcpBinaries,
+  findShardedKcpBinaries,
   HELM_VERSION,
   KCP_VERSION,
   moduleDir,
   requireHelm,
   requireManifestCheck,
+  requireShardedKcpBinaries,
   sourcesDigest,
 } from "./binaries.ts";
 import { HELM_KUBE_MINOR, planBuild, TARGETS } from "./build.ts";
@@ -105,6 +107,8 @@ async function withCache(
       XDG_CACHE_HOME: home,
       KCP_BIN: undefined,
       KUBECTL_BIN: undefined,
+      KCP_FRONT_PROXY_BIN: undefined,
+      CACHE_SERVER_BIN: undefined,
       MANIFEST_CHECK_BIN: undefined,
       HELM_BIN: undefined,
       ...env,
@@ -123,8 +127,11 @@ async function withCache(
   }
 }
 
+/** The binaries built from kcp's module beside kcp itself. */
+const SHARDED = ["kcp-front-proxy", "cache-server"];
+
 Deno.test("a cache from before manifest-check still serves kcp and kubectl, and only manifest-check gets built", async () => {
-  await withCache(["kcp", "kubectl", "helm"], async (dir) => {
+  await withCache(["kcp", "kubectl", ...SHARDED, "helm"], async (dir) => {
     assert.deepEqual(await findKcpBinaries(), {
       kcp: `${dir}/kcp`,
       kubectl: `${dir}/kubectl`,
@@ -138,12 +145,103 @@ Deno.test("a cache from before manifest-check still serves kcp and kubectl, and 
     assert.deepEqual(plan.found, {
       kcp: `${dir}/kcp`,
       kubectl: `${dir}/kubectl`,
+      kcpFrontProxy: `${dir}/kcp-front-proxy`,
+      cacheServer: `${dir}/cache-server`,
       helm: `${await binaryDir("helm")}/helm`,
     });
     assert.deepEqual(plan.missing.map((t) => [t.name, t.module, t.pkg]), [
       ["manifestCheck", "server", "./manifestcheck"],
     ]);
   });
+});
+
+Deno.test("a cache from before the sharded binaries still serves the others, and only kcp-front-proxy and cache-server get built", async () => {
+  await withCache(["kcp", "kubectl", "helm"], async (dir) => {
+    assert.deepEqual(await findKcpBinaries(), {
+      kcp: `${dir}/kcp`,
+      kubectl: `${dir}/kubectl`,
+    });
+    assert.equal(await findShardedKcpBinaries(), undefined);
+    await assert.rejects(
+      requireShardedKcpBinaries(),
+      /Cannot find the sharded kcp v\d+\.\d+\.\d+ binaries: run 'deno task kcp:build' or set KCP_BIN, KUBECTL_BIN, KCP_FRONT_PROXY_BIN and CACHE_SERVER_BIN/,
+    );
+    await Deno.writeTextFile(`${dir}/manifest-check`, "");
+    await Deno.writeTextFile(
+      `${dir}/manifest-check.sources`,
+      `${await sourcesDigest("manifestCheck")}\n`,
+    );
+    assert.deepEqual(
+      (await planBuild()).missing.map((t) => [t.name, t.module, t.pkg]),
+      [
+        [
+          "kcpFrontProxy",
+          "server",
+          "github.com/kcp-dev/kcp/cmd/kcp-front-proxy",
+        ],
+        ["cacheServer", "server", "github.com/kcp-dev/kcp/cmd/cache-server"],
+      ],
+    );
+    assert.equal(await binaryDir("kcpFrontProxy"), dir, "beside kcp");
+    assert.equal(await binaryDir("cacheServer"), dir, "beside kcp");
+    await Deno.writeTextFile(`${dir}/kcp-front-proxy`, "");
+    assert.equal(await findShardedKcpBinaries(), undefined);
+    await Deno.writeTextFile(`${dir}/cache-server`, "");
+    assert.deepEqual(await requireShardedKcpBinaries(), {
+      kcp: `${dir}/kcp`,
+      kubectl: `${dir}/kubectl`,
+      kcpFrontProxy: `${dir}/kcp-front-proxy`,
+      cacheServer: `${dir}/cache-server`,
+    });
+    assert.deepEqual((await planBuild()).missing, []);
+  });
+});
+
+Deno.test("KCP_FRONT_PROXY_BIN and CACHE_SERVER_BIN override the cache", async () => {
+  const other = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${other}/proxy`, "");
+    await Deno.writeTextFile(`${other}/cache`, "");
+    await withCache(["kcp", "kubectl"], async (dir) => {
+      assert.deepEqual(await findShardedKcpBinaries(), {
+        kcp: `${dir}/kcp`,
+        kubectl: `${dir}/kubectl`,
+        kcpFrontProxy: `${other}/proxy`,
+        cacheServer: `${other}/cache`,
+      });
+      assert.deepEqual(
+        (await planBuild({ only: ["kcp-front-proxy", "cache-server"] }))
+          .missing,
+        [],
+      );
+    }, {
+      KCP_FRONT_PROXY_BIN: `${other}/proxy`,
+      CACHE_SERVER_BIN: `${other}/cache`,
+    });
+    await withEnv({ CACHE_SERVER_BIN: `${other}/missing` }, async () => {
+      await assert.rejects(
+        findBinary("cacheServer"),
+        /Cannot use CACHE_SERVER_BIN: no file at .*\/missing/,
+      );
+    });
+  } finally {
+    await Deno.remove(other, { recursive: true });
+  }
+});
+
+Deno.test("the sharded binaries are built from kcp's module with kcp's version stamp", () => {
+  const kcp = TARGETS.find((t) => t.name === "kcp");
+  assert.ok(kcp);
+  for (const name of ["kcpFrontProxy", "cacheServer"] as const) {
+    const target = TARGETS.find((t) => t.name === name);
+    assert.ok(target);
+    assert.equal(target.module, "server");
+    assert.equal(target.ldflags, kcp.ldflags);
+  }
+  assert.match(
+    kcp.ldflags,
+    new RegExp(`gitVersion=v1\\.\\d+\\.\\d+\\+kcp-${KCP_VERSION}`),
+  );
 });
 
 Deno.test("planBuild({ only }) plans just the named binaries, as deno task dev asks for kcp and kubectl", async () => {
@@ -162,7 +260,7 @@ Deno.test("planBuild({ only }) plans just the named binaries, as deno task dev a
     );
     await assert.rejects(
       planBuild({ only: ["kcp", "kpc"] }),
-      /Cannot build kpc: the binaries are kcp, kubectl, manifest-check/,
+      /Cannot build kpc: the binaries are kcp, kubectl, kcp-front-proxy, cache-server, manifest-check, helm$/,
     );
   });
 });
@@ -171,7 +269,13 @@ Deno.test("a cached manifest-check counts only while its sources digest matches"
   const digest = await sourcesDigest("manifestCheck");
   assert.match(digest ?? "", /^[0-9a-f]{12}$/);
   assert.equal(await sourcesDigest("kcp"), undefined);
-  await withCache(["kcp", "kubectl", "manifest-check", "helm"], async (dir) => {
+  await withCache([
+    "kcp",
+    "kubectl",
+    ...SHARDED,
+    "manifest-check",
+    "helm",
+  ], async (dir) => {
     // No stamp: built by something else, or interrupted before the stamp.
     assert.equal(await findBinary("manifestCheck"), undefined);
     await Deno.writeTextFile(`${dir}/manifest-check.sources`, "000000000000\n");
@@ -191,7 +295,7 @@ Deno.test("MANIFEST_CHECK_BIN overrides the cache, and kcp:build then builds not
   const other = await Deno.makeTempDir();
   try {
     await Deno.writeTextFile(`${other}/manifest-check`, "");
-    await withCache(["kcp", "kubectl", "helm"], async (dir) => {
+    await withCache(["kcp", "kubectl", ...SHARDED, "helm"], async (dir) => {
       assert.equal(
         await findBinary("manifestCheck"),
         `${other}/manifest-check`,
@@ -212,7 +316,7 @@ Deno.test("MANIFEST_CHECK_BIN overrides the cache, and kcp:build then builds not
         await Array.fromAsync(Deno.readDir(dir), (e) => e.name).then((n) =>
           n.sort()
         ),
-        ["kcp", "kubectl"],
+        ["cache-server", "kcp", "kcp-front-proxy", "kubectl"],
       );
     }, { MANIFEST_CHECK_BIN: `${other}/manifest-check` });
     await withEnv(

@@ -1,10 +1,11 @@
 /**
- * `deno task kcp:build`: builds `kcp`, `kubectl`, `manifest-check` and `helm`
- * from the Go wrapper modules beside this file into the per-user cache. Each
- * binary is built only when it is neither cached already nor named by its
- * override (`KCP_BIN`, `KUBECTL_BIN`, `MANIFEST_CHECK_BIN`, `HELM_BIN`), so a
- * cache from before `manifest-check` or `helm` existed only gains that
- * binary. Prints what it did and how long it took. Arguments name the
+ * `deno task kcp:build`: builds `kcp`, `kubectl`, `kcp-front-proxy`,
+ * `cache-server`, `manifest-check` and `helm` from the Go wrapper modules
+ * beside this file into the per-user cache. Each binary is built only when it
+ * is neither cached already nor named by its override (`KCP_BIN`,
+ * `KUBECTL_BIN`, `KCP_FRONT_PROXY_BIN`, `CACHE_SERVER_BIN`,
+ * `MANIFEST_CHECK_BIN`, `HELM_BIN`), so a cache from before one of them
+ * existed only gains that binary. Prints what it did and how long it took. Arguments name the
  * binaries to provide (`kcp kubectl` for `deno task dev`); none means all.
  *
  * @module
@@ -32,6 +33,17 @@ export interface Target {
 const KUBE_VERSION = "v1.32.3";
 
 /**
+ * The version stamp of kcp's Makefile (`LDFLAGS`), for every binary built
+ * from the kcp module: what `/version` reports.
+ */
+const KCP_LDFLAGS = [
+  `-X k8s.io/component-base/version.gitVersion=${KUBE_VERSION}+kcp-${KCP_VERSION}`,
+  "-X k8s.io/component-base/version.gitMajor=1",
+  "-X k8s.io/component-base/version.gitMinor=32",
+  `-X k8s.io/client-go/pkg/version.gitVersion=${KUBE_VERSION}+kcp-${KCP_VERSION}`,
+].join(" ");
+
+/**
  * The Kubernetes minor release of the `k8s.io/*` modules `helm/go.mod`
  * requires (`v0.37.x`). Helm's own Makefile sets it from them: it is the
  * cluster version `helm template` assumes (`.Capabilities.KubeVersion`,
@@ -45,18 +57,25 @@ export const TARGETS: readonly Target[] = [
     name: "kcp",
     module: "server",
     pkg: "github.com/kcp-dev/kcp/cmd/kcp",
-    ldflags: [
-      `-X k8s.io/component-base/version.gitVersion=${KUBE_VERSION}+kcp-${KCP_VERSION}`,
-      "-X k8s.io/component-base/version.gitMajor=1",
-      "-X k8s.io/component-base/version.gitMinor=32",
-      `-X k8s.io/client-go/pkg/version.gitVersion=${KUBE_VERSION}+kcp-${KCP_VERSION}`,
-    ].join(" "),
+    ldflags: KCP_LDFLAGS,
   },
   {
     name: "kubectl",
     module: "kubectl",
     pkg: "k8s.io/kubernetes/cmd/kubectl",
     ldflags: "",
+  },
+  {
+    name: "kcpFrontProxy",
+    module: "server",
+    pkg: "github.com/kcp-dev/kcp/cmd/kcp-front-proxy",
+    ldflags: KCP_LDFLAGS,
+  },
+  {
+    name: "cacheServer",
+    module: "server",
+    pkg: "github.com/kcp-dev/kcp/cmd/cache-server",
+    ldflags: KCP_LDFLAGS,
   },
   {
     name: "manifestCheck",

@@ -1,6 +1,11 @@
 //go:build tools
 
-// Package tools pins the kcp server binary built by `deno task kcp:build`.
+// Package tools pins the kcp binaries built by `deno task kcp:build`: the
+// server, and the front-proxy and cache server of a sharded kcp.
 package tools
 
-import _ "github.com/kcp-dev/kcp/cmd/kcp"
+import (
+	_ "github.com/kcp-dev/kcp/cmd/cache-server"
+	_ "github.com/kcp-dev/kcp/cmd/kcp"
+	_ "github.com/kcp-dev/kcp/cmd/kcp-front-proxy"
+)

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { KcpServer } from "../testing/mod.ts";
+import type { KcpApi } from "../testing/mod.ts";
 
 /** The VPC every bench review is about; no VirtualMachine refers to it. */
 export const TARGET_VPC = "vpc-target";
@@ -44,7 +44,7 @@ function vm(name: string, vpc: string): unknown {
 
 /** POSTs `count` objects made by `make` to `url`, 24 at a time. */
 export async function createMany(
-  kcp: KcpServer,
+  kcp: KcpApi,
   url: string,
   count: number,
   make: (i: number) => unknown,
@@ -64,7 +64,7 @@ export async function createMany(
  * {@linkcode TARGET_VPC}, and returns that VPC as kcp serves it.
  */
 export async function createBenchNamespace(
-  kcp: KcpServer,
+  kcp: KcpApi,
   workspace: string,
   namespace: string,
   dependents: number,

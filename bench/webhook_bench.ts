@@ -26,15 +26,23 @@
  * runs instead the webhook's peak memory under load (see
  * `webhook_memory.ts`), then figure 3.
  *
+ * `deno task bench front-proxy` runs instead figure 1 on a sharded kcp (two
+ * shards, a cache server, kcp-front-proxy) with the consumer on the second
+ * shard and everything sent through the front-proxy, as production does;
+ * the same LIST sent to the shard itself prices the front-proxy's hop.
+ *
  * @module
  */
 import {
   buildTopology,
   createServingCert,
+  createWorkspace,
   dependencyRule,
   grantWebhookReads,
+  type KcpApi,
   type KcpServer,
   startKcp,
+  startShardedKcp,
   startWebhook,
   waitFor,
   type WebhookProcess,
@@ -104,9 +112,17 @@ interface Reviewed {
 }
 
 async function decisionBench(
-  kcp: KcpServer,
+  kcp: KcpApi,
   webhooks: readonly Reviewed[],
-  options: { cluster: string; targets: ReadonlyMap<number, LiveVpc> },
+  options: {
+    cluster: string;
+    targets: ReadonlyMap<number, LiveVpc>;
+    /**
+     * The shard that holds the consumer, when `kcp` is a front-proxy: the
+     * same LIST is also sent to the shard itself, to price the extra hop.
+     */
+    direct?: KcpApi;
+  },
 ): Promise<void> {
   const kcpClient = Deno.createHttpClient({ caCerts: [kcp.caPem] });
   const token = kcp.identity("webhook").token;
@@ -144,6 +160,12 @@ async function decisionBench(
     const listUrl = `${
       kcp.clusterUrl(options.cluster)
     }/apis/compute.example.com/v1alpha1/namespaces/${ns}/virtualmachines?limit=10000`;
+    const directUrl = options.direct === undefined
+      ? undefined
+      : `${
+        options.direct.clusterUrl(options.cluster)
+      }/apis/compute.example.com/v1alpha1/namespaces/${ns}/virtualmachines?limit=10000`;
+    const directs: number[] = [];
     const decisions = webhooks.map((): number[] => []);
     const reviews = webhooks.map((): number[] => []);
     const lists: number[] = [];
@@ -152,6 +174,7 @@ async function decisionBench(
     const rounds = Array.from({ length: ROUNDS }, () => ({
       lists: [] as number[],
       boths: [] as number[],
+      directs: [] as number[],
       reviews: webhooks.map((): number[] => []),
     }));
     const review = async (index: number) => {
@@ -174,9 +197,9 @@ async function decisionBench(
         decision: (await decisionSeconds(webhook.metricsPort) - before) * 1000,
       };
     };
-    const list = () =>
+    const list = (url = listUrl) =>
       timed(async () => {
-        const response = await fetch(listUrl, {
+        const response = await fetch(url, {
           headers: {
             accept: "application/json",
             authorization: `Bearer ${token}`,
@@ -205,12 +228,14 @@ async function decisionBench(
       timed(async () => {
         await Promise.all([getMetadata(), list()]);
       });
-    // The last two slots are the LIST and GET+LIST; the others the webhooks.
-    const slots = webhooks.length + 2;
+    // After the webhooks: the LIST, GET+LIST and (with a shard) the LIST
+    // sent to the shard itself.
+    const slots = webhooks.length + (directUrl === undefined ? 2 : 3);
     for (let i = 0; i < SAMPLES[n]! * ROUNDS + 1; i++) {
       const sample = {
         lists: [] as number[],
         boths: [] as number[],
+        directs: [] as number[],
         reviews: [] as number[][],
       };
       // Rotating which goes first cancels what one leaves the others.
@@ -220,6 +245,8 @@ async function decisionBench(
           sample.lists.push(await list());
         } else if (slot === webhooks.length + 1) {
           sample.boths.push(await both());
+        } else if (slot === webhooks.length + 2) {
+          sample.directs.push(await list(directUrl));
         } else {
           const r = await review(slot);
           sample.reviews.push([slot, r.ms, r.decision]);
@@ -231,6 +258,8 @@ async function decisionBench(
       boths.push(...sample.boths);
       round.lists.push(...sample.lists);
       round.boths.push(...sample.boths);
+      directs.push(...sample.directs);
+      round.directs.push(...sample.directs);
       for (const [slot, ms, decision] of sample.reviews) {
         reviews[slot!]!.push(ms!);
         decisions[slot!]!.push(decision!);
@@ -261,6 +290,21 @@ async function decisionBench(
         formatSpread(spread(lists)).padEnd(23)
       } | ${"".padEnd(23)} | ${ratios((r) => r.boths)}`,
     );
+    if (directUrl !== undefined) {
+      const hop = formatSpread(
+        spread(rounds.map((r) => median(r.lists) / median(r.directs))),
+        2,
+      );
+      console.log(
+        `   ${"bare LIST at the shard".padEnd(26)} | ${
+          String(n).padStart(10)
+        } | ${String(directs.length).padStart(7)} | ${
+          formatSpread(spread(directs)).padEnd(23)
+        } | ${formatSpread(spread(lists)).padEnd(23)} | ${"".padEnd(23)} | ${
+          ratios((r) => r.directs)
+        }; the front-proxy hop, LIST through it / at the shard: ${hop}`,
+      );
+    }
   }
   for (const client of clients) client.close();
   kcpClient.close();
@@ -347,6 +391,8 @@ async function rulesMemoryBench(
 
 interface Cli {
   memory: boolean;
+  /** Figure 1 on a sharded kcp, through kcp-front-proxy, instead of the rest. */
+  frontProxy: boolean;
   runs: number;
   /** The webhooks compared; the first is this checkout's. */
   variants: Variant[];
@@ -354,15 +400,16 @@ interface Cli {
 
 function usage(message: string): never {
   console.error(
-    `webhook_bench: ${message}\nusage: webhook_bench.ts [memory [--runs=N]] [--variant='FLAGS']... [--old=CHECKOUT]...`,
+    `webhook_bench: ${message}\nusage: webhook_bench.ts [memory [--runs=N] | front-proxy] [--variant='FLAGS']... [--old=CHECKOUT]...`,
   );
   Deno.exit(2);
 }
 
 function parseCli(args: readonly string[]): Cli {
   const memory = args[0] === "memory";
-  const cli: Cli = { memory, runs: 3, variants: [CURRENT] };
-  for (const arg of memory ? args.slice(1) : args) {
+  const frontProxy = args[0] === "front-proxy";
+  const cli: Cli = { memory, frontProxy, runs: 3, variants: [CURRENT] };
+  for (const arg of memory || frontProxy ? args.slice(1) : args) {
     const [name, value] = [
       arg.slice(0, Math.max(arg.indexOf("="), 0)),
       arg.slice(arg.indexOf("=") + 1),
@@ -380,7 +427,63 @@ function parseCli(args: readonly string[]): Cli {
   return cli;
 }
 
+/**
+ * Figure 1 through kcp-front-proxy: a sharded kcp (root shard, shard-1, a
+ * cache server, the front-proxy), the consumer on shard-1, the webhook's
+ * kubeconfig naming the front-proxy; the bare LIST goes through the
+ * front-proxy too, and once more to shard-1 itself to price the hop.
+ */
+async function frontProxyBench(): Promise<void> {
+  const sharded = await startShardedKcp();
+  const { front } = sharded;
+  let webhook: WebhookProcess | undefined;
+  try {
+    console.log(
+      `sharded kcp ready in ${
+        (sharded.startupMs.total / 1000).toFixed(1)
+      } s; the consumer on shard-1, everything through the front-proxy`,
+    );
+    await createWorkspace(front, "root:consumers:bench", { shard: "shard-1" });
+    const topo = await buildTopology(front, {
+      consumerPaths: ["root:consumers:bench"],
+    });
+    await front.kubectlOk([
+      "apply",
+      "-f",
+      new URL(
+        "../testing/fixtures/compute/dependencyrule-vm-vpc.yaml",
+        import.meta.url,
+      ).pathname,
+    ], { workspace: topo.compute.path });
+    await grantWebhookReads(front);
+    const consumer = topo.consumers[0]!;
+    const targets = new Map<number, LiveVpc>();
+    for (const n of SIZES) {
+      targets.set(
+        n,
+        await createBenchNamespace(front, consumer.path, `bench-${n}`, n),
+      );
+    }
+    webhook = await startWebhook(front, { args: ["--log-level=info"] });
+    await waitForRules(webhook.metricsPort, 1);
+    await decisionBench(front, [
+      { label: "through front-proxy", caPem: webhook.cert.caPem, ...webhook },
+    ], {
+      cluster: consumer.cluster,
+      targets,
+      direct: sharded.shards["shard-1"],
+    });
+  } finally {
+    await webhook?.stop();
+    await sharded.stop();
+  }
+}
+
 const cli = parseCli(Deno.args);
+if (cli.frontProxy) {
+  await frontProxyBench();
+  Deno.exit(0);
+}
 /** Namespaces to fill: `memory` needs the small one and the 10 000. */
 const sizes = cli.memory ? [1, 10_000] : SIZES;
 

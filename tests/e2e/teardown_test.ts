@@ -189,9 +189,61 @@ class FinalizerHelper {
           ], { workspace });
         }
       }
+      await this.#releaseLocks(kcp, workspace);
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
   }
+
+  /**
+   * Lets terminating Locks held by {@linkcode HOLD} go once the object they
+   * lock is gone: so the Lock surely exists while kcp deletes that object.
+   */
+  async #releaseLocks(kcp: KcpServer, workspace: string): Promise<void> {
+    const listed = await kcp.kubectl(["get", "locks", "-A", "-o", "json"], {
+      workspace,
+    });
+    if (listed.code !== 0) return;
+    const items = (JSON.parse(listed.stdout) as {
+      items: {
+        metadata: {
+          name: string;
+          namespace: string;
+          deletionTimestamp?: string;
+          finalizers?: string[];
+        };
+        spec: { target: { resource: string; name: string } };
+      }[];
+    }).items;
+    for (const lock of items) {
+      const { name, namespace, deletionTimestamp, finalizers } = lock.metadata;
+      if (deletionTimestamp === undefined) continue;
+      if (!(finalizers ?? []).includes(HOLD)) continue;
+      const target = await kcp.kubectl([
+        "get",
+        lock.spec.target.resource,
+        lock.spec.target.name,
+        "-n",
+        namespace,
+        "-o",
+        "name",
+      ], { workspace });
+      if (!/NotFound/.test(target.stderr)) continue;
+      this.lockReleases.push(name);
+      await kcp.kubectl([
+        "patch",
+        "lock",
+        name,
+        "-n",
+        namespace,
+        "--type=merge",
+        "-p",
+        '{"metadata":{"finalizers":null}}',
+      ], { workspace });
+    }
+  }
+
+  /** Locks let go, each after the object it locked was gone. */
+  readonly lockReleases: string[] = [];
 
   /** Stops the helper. */
   async stop(): Promise<void> {
@@ -294,6 +346,32 @@ kcpTest(
             await kcp.kubectlOk(["create", "namespace", ns], { workspace: ws });
             await applyObjects(kcp, ws, pairs(ns));
           }
+          // A VPC nothing refers to, locked by a Lock that outlives it in
+          // the teardown: only the workspace's deletion lets it go.
+          await applyObjects(kcp, C2, [{
+            apiVersion: "network.example.com/v1alpha1",
+            kind: "VPC",
+            metadata: { name: "locked", namespace: "app" },
+            spec: {},
+          }, {
+            apiVersion: "dependencies.opendefense.cloud/v1alpha1",
+            kind: "Lock",
+            metadata: {
+              name: "keep-vpc",
+              namespace: "app",
+              finalizers: [HOLD],
+            },
+            spec: {
+              target: {
+                apiExportRef: { path: NETWORK, name: "network.example.com" },
+                group: "network.example.com",
+                version: "v1alpha1",
+                resource: "vpcs",
+                name: "locked",
+              },
+              reason: "the locked VPC stays",
+            },
+          }]);
           await applyObjects(kcp, C2, [{
             apiVersion: "dependencies.opendefense.cloud/v1alpha1",
             kind: "Lock",
@@ -325,6 +403,13 @@ kcpTest(
               ) || undefined;
             }, { timeoutMs: 90_000, intervalMs: 500 });
           }
+          await waitFor("the VPC locked to be locked", async () => {
+            const r = await kcp.kubectl(
+              ["delete", "vpc", "locked", "-n", "app", "--dry-run=server"],
+              { workspace: C2 },
+            );
+            return /locked by Lock app\/keep-vpc/.test(r.stderr) || undefined;
+          }, { timeoutMs: 60_000, intervalMs: 500 });
           await waitFor("the Namespace app to be locked", async () => {
             const r = await kcp.kubectl(
               ["delete", "namespace", "app", "--dry-run=server"],
@@ -386,7 +471,7 @@ kcpTest(
       );
 
       await step(
-        "deleting a whole workspace: the locked Namespace goes, and VPCs still go after their VirtualMachines",
+        "deleting a whole workspace: locked objects and the locked Namespace go, and VPCs still go after their VirtualMachines",
         async () => {
           const watches = [
             new DeletionWatch(kcp, {
@@ -440,15 +525,15 @@ kcpTest(
             "allowed_workspace_deleting",
           ) - released;
           assert.ok(denials > 0, "references still ordered the teardown");
-          assert.ok(releases > 0, "the Lock on the Namespace let go");
+          // The locked VPC was reviewed while its Lock existed, and let go.
+          assert.ok(releases > 0, "a Lock let go in the workspace's teardown");
+          assert.deepEqual(helper.lockReleases, ["keep-vpc"]);
           const lines = (await webhook!.log()).split("\n").filter((l) =>
             l.includes("delete allowed: kcp is deleting the whole workspace")
           );
           assert.ok(
-            lines.some((l) => l.includes('"name":"app"')),
-            `the webhook logged letting the Namespace app go: ${
-              lines.join("\n")
-            }`,
+            lines.some((l) => l.includes('"name":"locked"')),
+            `the webhook logged letting the locked VPC go: ${lines.join("\n")}`,
           );
           console.log(
             `workspace teardown: ${

@@ -129,6 +129,8 @@ interface Release {
   vm: string;
   /** Whether the VPC the VirtualMachine refers to still existed then. */
   vpcExisted: boolean;
+  /** When (`performance.now()`). */
+  at: number;
 }
 
 /**
@@ -176,7 +178,11 @@ class FinalizerHelper {
             "-o",
             "name",
           ], { workspace });
-          this.releases.push({ vm: name, vpcExisted: vpc.code === 0 });
+          this.releases.push({
+            vm: name,
+            vpcExisted: vpc.code === 0,
+            at: performance.now(),
+          });
           await kcp.kubectl([
             "patch",
             "virtualmachine",
@@ -229,6 +235,7 @@ class FinalizerHelper {
       ], { workspace });
       if (!/NotFound/.test(target.stderr)) continue;
       this.lockReleases.push(name);
+      this.lockReleasedAt = performance.now();
       await kcp.kubectl([
         "patch",
         "lock",
@@ -244,6 +251,8 @@ class FinalizerHelper {
 
   /** Locks let go, each after the object it locked was gone. */
   readonly lockReleases: string[] = [];
+  /** When the last Lock was let go (`performance.now()`). */
+  lockReleasedAt = NaN;
 
   /** Stops the helper. */
   async stop(): Promise<void> {
@@ -502,7 +511,7 @@ kcpTest(
             () =>
               Promise.resolve(helper.releases.length === PAIRS || undefined),
             {
-              timeoutMs: 300_000,
+              timeoutMs: 600_000,
               intervalMs: 250,
             },
           );
@@ -511,7 +520,7 @@ kcpTest(
               workspace: "root:consumers",
             });
             return /NotFound/.test(r.stderr) || undefined;
-          }, { timeoutMs: 300_000, intervalMs: 500 });
+          }, { timeoutMs: 600_000, intervalMs: 500 });
           const seconds = (performance.now() - started) / 1000;
           await helper.stop();
           for (const w of watches) await w.stop();
@@ -534,6 +543,14 @@ kcpTest(
           assert.ok(
             lines.some((l) => l.includes('"name":"locked"')),
             `the webhook logged letting the locked VPC go: ${lines.join("\n")}`,
+          );
+          const after = (at: number) => ((at - started) / 1000).toFixed(1);
+          console.log(
+            `workspace teardown timeline, s after the delete: VirtualMachines let go at ${
+              helper.releases.map((r) => after(r.at)).join(", ")
+            }; the Lock at ${after(helper.lockReleasedAt)}; workspace gone at ${
+              seconds.toFixed(1)
+            }`,
           );
           console.log(
             `workspace teardown: ${

@@ -326,6 +326,7 @@ const CUSTOM = {
       limits: { cpu: "2", memory: "1Gi" },
     },
     kubeconfigSecret: "kcp-controller",
+    extraArgs: ["--max-writes-in-flight=16"],
   },
   webhook: {
     replicas: 4,
@@ -341,6 +342,7 @@ const CUSTOM = {
       cert: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
     },
     skipProtectionMode: "authorized",
+    extraArgs: ["--teardown-order-timeout=5m", "--log-level=debug"],
   },
 };
 
@@ -356,6 +358,14 @@ Deno.test("non-default values land where expected, and the flags still parse", a
     webhookUrl: "https://deps.example.org:8443/validate",
   });
   assert.equal(options.webhook.skipProtectionMode, "authorized");
+  // extraArgs reach the binaries, after the chart's own flags.
+  assert.equal(options.webhook.teardownOrderMs, 300_000);
+  assert.equal(options.webhook.logLevel, "debug");
+  assert.equal(options.controller.maxWritesInFlight, 16);
+  assert.deepEqual(
+    container(objects, "dependency-webhook").args.slice(-2),
+    CUSTOM.webhook.extraArgs,
+  );
   for (
     const [name, component] of [
       ["dependency-controller", CUSTOM.controller],
@@ -508,7 +518,7 @@ Deno.test("the chart's output passes kube-apiserver's validation and the restric
   }
 });
 
-Deno.test("the chart refuses values it cannot render correctly, and clusters older than 1.30", async () => {
+Deno.test("the chart refuses values it cannot render correctly, flags it sets itself in extraArgs, and clusters older than 1.30", async () => {
   for (
     const [values, message] of [
       [{ webhook: { skipProtectionMode: "always" } }, /skipProtectionMode/],
@@ -516,11 +526,30 @@ Deno.test("the chart refuses values it cannot render correctly, and clusters old
       [{ controller: { replicas: 0 } }, /replicas/],
       [{ webhook: { url: "http://deps.example.org/validate" } }, /url/],
       [{ image: { pullPolicy: "Sometimes" } }, /pullPolicy/],
+      [{ webhook: { extraArgs: ["; rm -rf /"] } }, /extraArgs/],
+      [{ controller: { extraArgs: "--leader-elect" } }, /extraArgs/],
     ] as const
   ) {
     const run = await helmTemplate(values);
     assert.notEqual(run.code, 0, `${JSON.stringify(values)} is refused`);
     assert.match(run.stderr, /values don't meet the specifications/);
+    assert.match(run.stderr, message);
+  }
+  // A flag the chart sets cannot be set again: its mounts depend on it.
+  for (
+    const [values, message] of [
+      [
+        { webhook: { extraArgs: ["--kubeconfig=/tmp/other"] } },
+        /webhook\.extraArgs cannot set --kubeconfig: the chart sets it/,
+      ],
+      [
+        { controller: { extraArgs: ["--webhook-url=https://x/validate"] } },
+        /controller\.extraArgs cannot set --webhook-url: the chart sets it/,
+      ],
+    ] as const
+  ) {
+    const run = await helmTemplate(values);
+    assert.notEqual(run.code, 0, `${JSON.stringify(values)} is refused`);
     assert.match(run.stderr, message);
   }
   const old = await helmTemplate({}, { args: ["--kube-version", "1.29.9"] });

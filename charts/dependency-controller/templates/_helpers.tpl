@@ -85,3 +85,19 @@ kubelet's traffic from the node).
       protocol: TCP
 {{- end }}
 {{- end }}
+
+{{/*
+A component's extraArgs, one "- <flag>" line each, after the flags the chart
+sets; the argument is a dict with "component", "args" and "reserved" (the
+flags the chart sets for that component, which an extra argument may not set
+again: the chart's mounts and probes depend on them).
+*/}}
+{{- define "dependency-controller.extraArgs" -}}
+{{- range .args }}
+{{- $name := regexReplaceAll "=.*$" . "" }}
+{{- if has $name $.reserved }}
+{{- fail (printf "%s.extraArgs cannot set %s: the chart sets it" $.component $name) }}
+{{- end }}
+- {{ . | quote }}
+{{- end }}
+{{- end }}

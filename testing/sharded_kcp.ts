@@ -30,7 +30,7 @@ import {
   requireShardedKcpBinaries,
   type ShardedKcpBinaries,
 } from "./kcp/binaries.ts";
-import type { Step } from "./kcp_suite.ts";
+import { type Step, suiteTest } from "./kcp_suite.ts";
 import {
   freePorts,
   type Identity,
@@ -1102,43 +1102,16 @@ export function shardedKcpTest(
   body: (kcp: ShardedKcp, step: Step) => Promise<void>,
   options: StartShardedKcpOptions = {},
 ): void {
-  Deno.test({
-    name,
-    // kcp's keep-alive connections and log pipes live as long as the test.
-    sanitizeResources: false,
-    sanitizeOps: false,
-    async fn(t) {
-      const kcp = await startShardedKcp(options);
-      const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
-      const times = kcp.startupMs;
-      console.log(
-        `sharded kcp ready in ${s(times.total)} (cache-server ${
-          s(times.cacheServer)
-        }, shard root ${s(times.shards.root)}, shard shard-1 ${
-          s(times.shards["shard-1"])
-        }, front-proxy ${s(times.frontProxy)}) at ${kcp.front.baseUrl}`,
-      );
-      const step: Step = async (stepName, fn) => {
-        if (!(await t.step(stepName, fn))) {
-          throw new Error(`Step failed: ${stepName}`);
-        }
-      };
-      let failed = true;
-      try {
-        await body(kcp, step);
-        failed = false;
-      } finally {
-        if (failed) {
-          console.error(
-            `--- sharded kcp logs (${kcp.rootDir}) ---\n${await kcp.logTails(
-              15,
-            )}`,
-          );
-        }
-        await kcp.stop({
-          keepRootDir: failed && Deno.env.has("KEEP_KCP_ROOT"),
-        });
-      }
-    },
+  const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+  suiteTest(name, body, {
+    start: () => startShardedKcp(options),
+    ready: ({ startupMs: times, front }) =>
+      `sharded kcp ready in ${s(times.total)} (cache-server ${
+        s(times.cacheServer)
+      }, shard root ${s(times.shards.root)}, shard shard-1 ${
+        s(times.shards["shard-1"])
+      }, front-proxy ${s(times.frontProxy)}) at ${front.baseUrl}`,
+    logs: async (kcp) =>
+      `--- sharded kcp logs (${kcp.rootDir}) ---\n${await kcp.logTails(15)}`,
   });
 }

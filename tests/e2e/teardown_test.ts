@@ -124,6 +124,22 @@ class DeletionWatch {
   }
 }
 
+/** Watches for deleted VPCs and VirtualMachines in `workspace`. */
+function watchDeletions(kcp: KcpServer, workspace: string): DeletionWatch[] {
+  return [
+    new DeletionWatch(kcp, {
+      workspace,
+      path: "/apis/network.example.com/v1alpha1/vpcs",
+      kind: "VPC",
+    }),
+    new DeletionWatch(kcp, {
+      workspace,
+      path: "/apis/compute.example.com/v1alpha1/virtualmachines",
+      kind: "VirtualMachine",
+    }),
+  ];
+}
+
 /** What the finalizer helper saw when it let a VirtualMachine go. */
 interface Release {
   vm: string;
@@ -433,18 +449,7 @@ kcpTest(
       await step(
         "deleting a namespace: every VPC goes after its VirtualMachine, denied until then",
         async () => {
-          const watches = [
-            new DeletionWatch(kcp, {
-              workspace: C1,
-              path: "/apis/network.example.com/v1alpha1/vpcs",
-              kind: "VPC",
-            }),
-            new DeletionWatch(kcp, {
-              workspace: C1,
-              path: "/apis/compute.example.com/v1alpha1/virtualmachines",
-              kind: "VirtualMachine",
-            }),
-          ];
+          const watches = watchDeletions(kcp, C1);
           const helper = new FinalizerHelper(kcp, C1);
           const denied = await reviews(webhook!, "denied_referenced");
           const started = performance.now();
@@ -482,18 +487,7 @@ kcpTest(
       await step(
         "deleting a whole workspace: locked objects and the locked Namespace go, and VPCs still go after their VirtualMachines",
         async () => {
-          const watches = [
-            new DeletionWatch(kcp, {
-              workspace: C2,
-              path: "/apis/network.example.com/v1alpha1/vpcs",
-              kind: "VPC",
-            }),
-            new DeletionWatch(kcp, {
-              workspace: C2,
-              path: "/apis/compute.example.com/v1alpha1/virtualmachines",
-              kind: "VirtualMachine",
-            }),
-          ];
+          const watches = watchDeletions(kcp, C2);
           const helper = new FinalizerHelper(kcp, C2);
           const denied = await reviews(webhook!, "denied_referenced");
           const released = await reviews(

@@ -11,6 +11,7 @@ import {
   type Logger,
   MetricsRegistry,
   runEntrypoint,
+  FairQueue,
   Semaphore,
   serveServiceEndpoints,
   stopSignal,
@@ -85,7 +86,7 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
   const validator = new DeletionValidator(registry, source, {
     timeoutMs: options.listTimeoutMs,
     teardownOrderMs: options.teardownOrderMs,
-    reviews: new Semaphore(options.maxConcurrentReviews),
+    reviews: new FairQueue({ capacity: options.maxConcurrentReviews }),
     queueTimeoutMs: options.reviewQueueTimeoutMs,
     locks,
     ...(options.skipProtectionMode === "authorized"

@@ -13,6 +13,11 @@
  * `manifests/kcp/system-admin` (which binds it), and again after a rule
  * names a new type.
  *
+ * Locks widen nothing by themselves: a Lock's target type is granted only
+ * when `--lock-types` names it (`namespaces,vpcs.network.example.com`), and
+ * Secrets, ConfigMaps and RBAC never are. A Lock on a type not granted still
+ * holds; its denial names no reason.
+ *
  * @module
  */
 import { dumpYaml } from "@kubernetes/client-node";
@@ -49,6 +54,12 @@ const FLAGS: readonly FlagSpec[] = [
     default: "30s",
     help: "How long to wait for every rule to be read",
   },
+  {
+    name: "lock-types",
+    default: "",
+    help:
+      "Comma-separated Lock target types the webhook may read, as <resource>.<group> (<resource> for core), e.g. namespaces,vpcs.network.example.com; Secrets, ConfigMaps and RBAC are never granted",
+  },
   { name: "log-level", default: "warn", help: "debug, info, warn or error" },
   ALLOW_INSECURE_HTTP_FLAG,
 ];
@@ -57,6 +68,7 @@ interface RbacOptions {
   kubeconfig: string;
   apiExportName: string;
   timeoutMs: number;
+  lockTypes: Set<string>;
   logLevel: ReturnType<typeof parseLogLevel>;
   allowInsecureHttp: boolean;
 }
@@ -74,6 +86,11 @@ function parse(args: readonly string[]): { help: true } | {
       kubeconfig: requiredFlag(flags, "kubeconfig", { env: "KUBECONFIG" }),
       apiExportName: v["api-export-name"]!,
       timeoutMs: parseFlag("timeout", () => parseDuration(v["timeout"]!)),
+      lockTypes: new Set(
+        v["lock-types"]!.split(",").map((t) => t.trim()).filter((t) =>
+          t !== ""
+        ),
+      ),
       logLevel: parseFlag("log-level", () => parseLogLevel(v["log-level"]!)),
       allowInsecureHttp: v["allow-insecure-http"] === "true",
     },
@@ -133,7 +150,12 @@ async function run(options: RbacOptions, log: Logger): Promise<number> {
       [
         `# The webhook's reads for ${rules.length} DependencyRule(s) and ${locks.length} Lock(s): apply in`,
         "# system:admin of every shard (manifests/kcp/system-admin binds it).",
-        dumpYaml(dependentsReaderRole(rules, { locks })).trimEnd(),
+        dumpYaml(
+          dependentsReaderRole(rules, {
+            locks,
+            lockTypes: options.lockTypes,
+          }),
+        ).trimEnd(),
       ].join("\n"),
     );
     return 0;

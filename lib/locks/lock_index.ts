@@ -55,6 +55,7 @@ export interface LockQuery {
 /** Locks indexed by the object they lock. */
 export class LockIndex {
   #index = new Map<string, { hold: LockHold; operations: LockOperation[] }[]>();
+  #types = new Set<string>();
   #loaded = false;
 
   /** Whether the Locks have been loaded once (until then the webhook must not decide). */
@@ -68,8 +69,10 @@ export class LockIndex {
       string,
       { hold: LockHold; operations: LockOperation[] }[]
     >();
+    const types = new Set<string>();
     for (const { cluster, lock } of locks) {
       const { target } = lock.spec;
+      types.add(typeKey({ cluster, ...target }));
       const namespaces = target.group === "" &&
         target.resource === "namespaces";
       const key = objectKey({
@@ -97,7 +100,19 @@ export class LockIndex {
       );
     }
     this.#index = index;
+    this.#types = types;
     this.#loaded = true;
+  }
+
+  /**
+   * Whether any Lock in `query.cluster` names the type `query.group` and
+   * `query.resource`, whatever its object: a review of such a type is
+   * confirmed against the live object whether or not a Lock holds the
+   * object, so that a forged review cannot tell a locked object from a free
+   * one.
+   */
+  covers(query: Pick<LockQuery, "cluster" | "group" | "resource">): boolean {
+    return this.#types.has(typeKey(query));
   }
 
   /** The Locks that deny `query.operation` on the object, sorted by namespace and name. */
@@ -142,4 +157,10 @@ function objectKey(
     query.namespace ?? "",
     query.name,
   ]);
+}
+
+function typeKey(
+  query: Pick<LockQuery, "cluster" | "group" | "resource">,
+): string {
+  return JSON.stringify([query.cluster, query.group, query.resource]);
 }

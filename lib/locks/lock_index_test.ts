@@ -127,3 +127,23 @@ Deno.test("lockedMessage() quotes reasons, names three Locks and counts the rest
     /^locked by Lock ns\/a \("a"\), Lock ns\/b \("b"\), Lock ns\/c \("c"\) and 2 more: /,
   );
 });
+
+Deno.test("LockIndex.covers() says whether a Lock in the cluster names the type, whatever its object", () => {
+  const index = new LockIndex();
+  index.replace([clusterLock("c1", "prod", {
+    target: { group: "", version: "v1", resource: "secrets", name: "db" },
+    reason: "production",
+  })]);
+  assert.equal(
+    index.covers({ cluster: "c1", group: "", resource: "secrets" }),
+    true,
+  );
+  assert.equal(
+    index.covers({ cluster: "c2", group: "", resource: "secrets" }),
+    false,
+  );
+  assert.equal(
+    index.covers({ cluster: "c1", group: "", resource: "configmaps" }),
+    false,
+  );
+});

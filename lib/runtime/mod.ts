@@ -9,6 +9,7 @@
  */
 export * from "./backoff.ts";
 export * from "./entrypoint.ts";
+export * from "./fair_queue.ts";
 export * from "./flags.ts";
 export * from "./log.ts";
 export * from "./metrics.ts";

@@ -36,8 +36,8 @@ import {
 import {
   compareStrings,
   errorText,
+  type FairQueue,
   isRecord,
-  type Semaphore,
 } from "../runtime/mod.ts";
 import type { Protection, RuleRegistry } from "./rule_registry.ts";
 import { lockedMessage, type LockHold, type LockIndex } from "../locks/mod.ts";
@@ -150,11 +150,14 @@ export interface DeletionValidatorOptions {
   /** How many blockers the message names before "and N more". @default {10} */
   maxNamed?: number;
   /**
-   * Bounds the reviews that read kcp at once (one permit each); a review
-   * that gets no permit within `queueTimeoutMs` is denied as busy.
+   * Bounds the reviews that read kcp at once (one permit each), fair across
+   * logical clusters: a workspace's reviews wait behind each other, not in
+   * front of other workspaces'. A review that gets no permit within
+   * `queueTimeoutMs` (or whose workspace has too many waiting) is denied as
+   * busy.
    * @default {no bound}
    */
-  reviews?: Semaphore;
+  reviews?: FairQueue;
   /** How long a review waits for a permit of `reviews`. @default {2_000} */
   queueTimeoutMs?: number;
   /**
@@ -206,7 +209,7 @@ export class DeletionValidator {
   readonly #source: DependentSource;
   readonly #timeoutMs: number;
   readonly #maxNamed: number;
-  readonly #reviews: Semaphore | undefined;
+  readonly #reviews: FairQueue | undefined;
   readonly #queueTimeoutMs: number;
   readonly #bypass: BypassAuthorizer | undefined;
   readonly #locks: LockIndex | undefined;
@@ -307,15 +310,27 @@ export class DeletionValidator {
         ? this.#authorizeSkip.bind(this, this.#bypass, request.userInfo)
         : this.#decide.bind(this, protections);
     }
-    if (holds.length === 0 && !(unlocked instanceof Function)) return unlocked;
-    const decide: Decide = holds.length === 0
-      ? unlocked as Decide
+    // A type some Lock in the cluster names is confirmed against the live
+    // object first, held or not, so that a forged review cannot tell a
+    // locked object from a free one.
+    const covered = holds.length > 0 ||
+      (locks?.covers({
+        cluster: target.cluster,
+        group: target.resource.group,
+        resource: target.resource.resource,
+      }) ?? false);
+    if (!covered && !(unlocked instanceof Function)) return unlocked;
+    const confirms = !skip && protections.length > 0;
+    const decide: Decide = holds.length > 0
       // A Lock holds whatever the annotation says; with the annotation the
       // references are not named (it would let them through).
-      : this.#decideLocked.bind(this, holds, {
+      ? this.#decideLocked.bind(this, holds, {
         protections: skip ? [] : protections,
         verb: lockOperation === "Delete" ? "delete" : "update",
-      });
+      })
+      : covered && !confirms
+      ? this.#confirmFirst.bind(this, unlocked)
+      : unlocked as Decide;
     const decideInTeardown = async (uid: string, target: Target) => {
       const started = performance.now();
       const verdict = await decide(uid, target);
@@ -326,7 +341,7 @@ export class DeletionValidator {
       });
     };
     if (this.#reviews === undefined) return await decideInTeardown(uid, target);
-    const release = await this.#reviews.acquire(1, {
+    const release = await this.#reviews.acquire(target.cluster, {
       timeoutMs: this.#queueTimeoutMs,
     });
     if (release === undefined) {
@@ -336,7 +351,8 @@ export class DeletionValidator {
           reason: "ServiceUnavailable",
           message:
             `cannot delete ${target.resource.resource}/${target.name}: the dependency webhook is busy ` +
-            `(${this.#reviews.capacity} reviews are reading kcp and more wait); retry the delete`,
+            `with this workspace's deletes (at most ${this.#reviews.maxPerKey} of a workspace's ` +
+            `${this.#reviews.capacity} reviews read kcp at once, and more wait); retry the delete`,
         }),
         outcome: "denied_busy",
       };
@@ -471,6 +487,32 @@ export class DeletionValidator {
   }
 
   /**
+   * Confirms the review against the live object, then decides as `then`
+   * does: how a review of a type that Locks cover is answered when no Lock
+   * holds the object, so that it is answered as a held one would be when
+   * forged. A type the webhook may not read is not confirmed: reading it is
+   * not ours to grant (see `rbac.ts`), and the free object is let through.
+   */
+  async #confirmFirst(
+    then: Decide | Verdict,
+    uid: string,
+    target: Target,
+  ): Promise<Verdict> {
+    const [confirmed] = await Promise.allSettled([this.#confirm(target)]);
+    const forbidden = confirmed.status === "rejected" &&
+      confirmed.reason instanceof Forbidden;
+    if (!forbidden) {
+      const refused = refusal(
+        uid,
+        `${target.resource.resource}/${target.name}`,
+        confirmed,
+      );
+      if (refused !== undefined) return refused;
+    }
+    return then instanceof Function ? await then(uid, target) : then;
+  }
+
+  /**
    * Denies a locked object, naming its Locks (and, for a delete, what still
    * refers to it) once the live object confirms the review: a forged review
    * learns nothing, not even a Lock's reason. A failed list of dependents
@@ -487,6 +529,11 @@ export class DeletionValidator {
       options.protections,
       target,
     );
+    if (
+      confirmed.status === "rejected" && confirmed.reason instanceof Forbidden
+    ) {
+      return lockedUnreadable(uid, { verb: options.verb, shown, target });
+    }
     const refused = refusal(uid, shown, confirmed);
     if (refused !== undefined) return refused;
     const referenced = listed.status === "fulfilled" && listed.value.total > 0
@@ -955,6 +1002,36 @@ function unavailable(
         `${SKIP_PROTECTION_ANNOTATION}=true on the object to delete it anyway`,
     }),
     outcome: "denied_error",
+  };
+}
+
+/**
+ * The denial of a locked object the webhook may not read (a Secret, say:
+ * the grant generator never grants it): without the live object the review
+ * cannot be confirmed, so it names no Lock and no reason, only where to
+ * look.
+ */
+function lockedUnreadable(
+  uid: string,
+  options: { verb: string; shown: string; target: Target },
+): Verdict {
+  const { target } = options;
+  const namespace = target.namespace ??
+    (target.resource.group === "" && target.resource.resource === "namespaces"
+      ? target.name
+      : undefined);
+  const where = namespace === undefined
+    ? "kubectl get locks --all-namespaces"
+    : `kubectl get locks -n ${namespace}`;
+  return {
+    response: deny(uid, {
+      code: 409,
+      reason: "Conflict",
+      message:
+        `cannot ${options.verb} ${options.shown}: a Lock may hold it, and the dependency webhook may not read ` +
+        `${target.resource.resource} to say which: see the Locks in its namespace (${where}); deleting the Lock unlocks it`,
+    }),
+    outcome: "denied_locked",
   };
 }
 

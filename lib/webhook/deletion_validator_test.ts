@@ -12,7 +12,7 @@ import {
   type Verdict,
 } from "./deletion_validator.ts";
 import { KubeApiError } from "../kcp/mod.ts";
-import { Semaphore } from "../runtime/mod.ts";
+import { FairQueue } from "../runtime/mod.ts";
 import {
   type ClusterRule,
   enforcedRules,
@@ -1511,8 +1511,8 @@ for (
 // 20. A bound on the reviews that read kcp at once
 
 Deno.test("DeletionValidator.validate() lets a review wait for a permit, then reads kcp", async () => {
-  const reviews = new Semaphore(1);
-  const held = (await reviews.acquire(1, { timeoutMs: 0 }))!;
+  const reviews = new FairQueue({ capacity: 1 });
+  const held = (await reviews.acquire("consumer1", { timeoutMs: 0 }))!;
   const source = new FakeSource({ virtualmachines: { pages: [[]] } });
   const verdict = validate(registryOf(VM_RULE), source, deleteRequest(), {
     reviews,
@@ -1527,8 +1527,11 @@ Deno.test("DeletionValidator.validate() lets a review wait for a permit, then re
 });
 
 Deno.test("DeletionValidator.validate() denies 503 busy without reading kcp when no permit comes in time", async () => {
-  const reviews = new Semaphore(2);
-  const held = (await reviews.acquire(2, { timeoutMs: 0 }))!;
+  const reviews = new FairQueue({ capacity: 4 });
+  const held = [
+    (await reviews.acquire("consumer1", { timeoutMs: 0 }))!,
+    (await reviews.acquire("consumer1", { timeoutMs: 0 }))!,
+  ];
   const source = new FakeSource({ virtualmachines: { pages: [[]] } });
   const verdict = await validate(
     registryOf(VM_RULE),
@@ -1536,7 +1539,7 @@ Deno.test("DeletionValidator.validate() denies 503 busy without reading kcp when
     deleteRequest(),
     { reviews, queueTimeoutMs: 10 },
   );
-  held();
+  for (const release of held) release();
   assert.deepEqual(verdict, {
     response: {
       uid: UID,
@@ -1545,7 +1548,8 @@ Deno.test("DeletionValidator.validate() denies 503 busy without reading kcp when
         code: 503,
         reason: "ServiceUnavailable",
         message:
-          "cannot delete vpcs/vpc-a: the dependency webhook is busy (2 reviews are reading kcp and more wait); retry the delete",
+          "cannot delete vpcs/vpc-a: the dependency webhook is busy with this workspace's deletes " +
+          "(at most 2 of a workspace's 4 reviews read kcp at once, and more wait); retry the delete",
       },
     },
     outcome: "denied_busy",
@@ -1555,8 +1559,8 @@ Deno.test("DeletionValidator.validate() denies 503 busy without reading kcp when
 });
 
 Deno.test("DeletionValidator.validate() needs no permit for a type no rule protects", async () => {
-  const reviews = new Semaphore(1);
-  const held = (await reviews.acquire(1, { timeoutMs: 0 }))!;
+  const reviews = new FairQueue({ capacity: 1 });
+  const held = (await reviews.acquire("consumer1", { timeoutMs: 0 }))!;
   const verdict = await validate(
     registryOf(VM_RULE),
     new FakeSource(),
@@ -1568,12 +1572,30 @@ Deno.test("DeletionValidator.validate() needs no permit for a type no rule prote
 });
 
 Deno.test("DeletionValidator.validate() gives the permit back when the review fails", async () => {
-  const reviews = new Semaphore(1);
+  const reviews = new FairQueue({ capacity: 1 });
   const source = new FakeSource({ virtualmachines: { error: "boom" } });
   const verdict = await validate(registryOf(VM_RULE), source, deleteRequest(), {
     reviews,
   });
   assert.equal(verdict.outcome, "denied_error");
+  assert.equal(reviews.used, 0);
+});
+
+Deno.test("DeletionValidator.validate() lets another workspace's review through while one workspace's fill their share", async () => {
+  // Two permits, at most one per workspace.
+  const reviews = new FairQueue({ capacity: 2 });
+  const heavy = [(await reviews.acquire("heavy", { timeoutMs: 0 }))!];
+  // The heavy workspace's next review waits behind its own, though a permit is free.
+  const waiting = reviews.acquire("heavy", { timeoutMs: 60_000 });
+  assert.equal(reviews.waiting, 1);
+  const source = new FakeSource({ virtualmachines: { pages: [[]] } });
+  const verdict = await validate(registryOf(VM_RULE), source, deleteRequest(), {
+    reviews,
+    queueTimeoutMs: 0,
+  });
+  assert.deepEqual(verdict, ALLOWED);
+  for (const release of heavy) release();
+  (await waiting)!();
   assert.equal(reviews.used, 0);
 });
 
@@ -2294,4 +2316,96 @@ Deno.test("DeletionValidator.validate() keeps the denial while the workspace is 
     "denied_unconfirmed",
   );
   assert.deepEqual(forged.workspaceQueries, []);
+});
+
+/** An index holding one Lock `prod` in `default` on vpcs/other of `consumer1`: it covers the type, not vpc-a. */
+function otherLocked(): LockIndex {
+  const index = new LockIndex();
+  index.replace([{
+    cluster: "consumer1",
+    lock: validLock("prod", "default", {
+      target: { ...VPCS, name: "other" },
+      reason: "production VPC",
+    }),
+  }]);
+  return index;
+}
+
+Deno.test("DeletionValidator.validate() answers a forged review of a type Locks cover alike, held or not", async () => {
+  const forged = { uid: "someone-else" };
+  const held = await validate(
+    registryOf(),
+    new FakeSource({}, forged),
+    deleteRequest(),
+    { locks: lockIndex() },
+  );
+  const free = await validate(
+    registryOf(),
+    new FakeSource({}, forged),
+    deleteRequest(),
+    { locks: otherLocked() },
+  );
+  assert.equal(held.outcome, "denied_unconfirmed");
+  assert.deepEqual(free, held);
+  // With the skip-protection annotation too.
+  const skipping = deleteRequest({
+    oldObject: vpc("vpc-a", {
+      namespace: "default",
+      annotations: { "kcp.io/cluster": "consumer1", [SKIP]: "true" },
+    }),
+  });
+  assert.deepEqual(
+    await validate(registryOf(), new FakeSource({}, forged), skipping, {
+      locks: otherLocked(),
+    }),
+    held,
+  );
+  // A real review of the free object is allowed after the one read.
+  const source = new FakeSource({});
+  assert.deepEqual(
+    await validate(registryOf(), source, deleteRequest(), {
+      locks: otherLocked(),
+    }),
+    ALLOWED,
+  );
+  assert.equal(source.objectQueries.length, 1);
+});
+
+Deno.test("DeletionValidator.validate() holds a locked object it may not read, naming no Lock and no reason", async () => {
+  const cannotRead = {
+    error: new KubeApiError("GET vpcs/vpc-a: 403", {
+      status: 403,
+      reason: "Forbidden",
+    }),
+  };
+  const verdict = await validate(
+    registryOf(),
+    new FakeSource({}, cannotRead),
+    deleteRequest(),
+    { locks: lockIndex() },
+  );
+  assert.deepEqual(verdict, {
+    response: {
+      uid: UID,
+      allowed: false,
+      status: {
+        code: 409,
+        reason: "Conflict",
+        message:
+          "cannot delete vpcs/vpc-a: a Lock may hold it, and the dependency webhook may not read vpcs to say which: " +
+          "see the Locks in its namespace (kubectl get locks -n default); deleting the Lock unlocks it",
+      },
+    },
+    outcome: "denied_locked",
+  });
+  // A free object of that type is let through: reading it is not ours to grant.
+  assert.deepEqual(
+    await validate(
+      registryOf(),
+      new FakeSource({}, cannotRead),
+      deleteRequest(),
+      { locks: otherLocked() },
+    ),
+    ALLOWED,
+  );
 });

@@ -4,6 +4,13 @@
  * `get` on every protected type, per group and resource, never `*`. Applied
  * in `system:admin` of every shard (it then holds in every workspace there).
  *
+ * What tenants write never widens it: Locks add `get` on their target types
+ * only where an operator allowed the type by name, and no rule or Lock ever
+ * makes it grant a type of {@linkcode NEVER_GRANTED} (Secrets, ConfigMaps,
+ * credentials and RBAC), whose objects would let the webhook read other
+ * tenants' data. A Lock whose type is not granted still holds; its denial
+ * then names no reason (`deletion_validator.ts`).
+ *
  * @example Usage
  * ```ts
  * import { dependentsReaderRole } from "./rbac.ts";
@@ -19,6 +26,29 @@ import { compareStrings } from "../runtime/mod.ts";
 
 /** The ClusterRole's name; `manifests/kcp/system-admin` binds it to the webhook. */
 export const DEPENDENTS_READER_ROLE = "dependency-webhook:dependents-reader";
+
+/**
+ * Types the webhook is never granted, whatever a rule or Lock names, as
+ * `<resource>.<group>` (`<resource>` for core): their objects are tenants'
+ * secrets and credentials, or RBAC.
+ */
+export const NEVER_GRANTED: ReadonlySet<string> = new Set([
+  "secrets",
+  "configmaps",
+  "serviceaccounts",
+  "serviceaccounts/token",
+  "roles.rbac.authorization.k8s.io",
+  "rolebindings.rbac.authorization.k8s.io",
+  "clusterroles.rbac.authorization.k8s.io",
+  "clusterrolebindings.rbac.authorization.k8s.io",
+  "certificatesigningrequests.certificates.k8s.io",
+  "tokenreviews.authentication.k8s.io",
+]);
+
+/** `<resource>.<group>`, or `<resource>` for the core group. */
+export function typeName(group: string, resource: string): string {
+  return group === "" ? resource : `${resource}.${group}`;
+}
 
 /** One RBAC policy rule. */
 export interface PolicyRule {
@@ -42,19 +72,33 @@ export interface ClusterRole {
   rules: PolicyRule[];
 }
 
+/** Options of {@linkcode dependentsReaderRole}. */
+export interface DependentsReaderOptions {
+  /** The Locks; a Lock adds `get` on its target's type only if `lockTypes` names it. */
+  locks?: readonly Lock[];
+  /**
+   * The Lock target types an operator allows the webhook to read, as
+   * `<resource>.<group>` (`<resource>` for core). @default {none}
+   */
+  lockTypes?: ReadonlySet<string>;
+}
+
 /**
  * The ClusterRole that lets the webhook read what `rules` name: `get` and
  * `list` on each dependent type (it lists them), `get` on each protected
- * type (it reads the object under review). One policy rule per group and
- * set of verbs, resources named one by one: never a wildcard, so a
- * provider's rule grants nothing beyond the types it names.
+ * type (it reads the object under review), and `get` on the target types of
+ * Locks that `options.lockTypes` allows. One policy rule per group and set
+ * of verbs, resources named one by one: never a wildcard, so a provider's
+ * rule grants nothing beyond the types it names, and never a type of
+ * {@linkcode NEVER_GRANTED}.
  */
 export function dependentsReaderRole(
   rules: readonly DependencyRule[],
-  options: { locks?: readonly Lock[] } = {},
+  options: DependentsReaderOptions = {},
 ): ClusterRole {
   const verbs = new Map<string, Set<string>>();
   const grant = (group: string, resource: string, ...add: string[]) => {
+    if (NEVER_GRANTED.has(typeName(group, resource))) return;
     const key = JSON.stringify([group, resource]);
     const set = verbs.get(key) ?? new Set<string>();
     for (const verb of add) set.add(verb);
@@ -65,9 +109,13 @@ export function dependentsReaderRole(
     grant(dependent.group, dependent.resource, "get", "list");
     for (const d of dependencies) grant(d.group, d.resource, "get");
   }
-  // A locked object is read (metadata only) before a Lock's denial.
+  // A locked object is read (metadata only) before a Lock's denial, where
+  // the operator allowed its type.
   for (const lock of options.locks ?? []) {
-    grant(lock.spec.target.group, lock.spec.target.resource, "get");
+    const { group, resource } = lock.spec.target;
+    if (options.lockTypes?.has(typeName(group, resource))) {
+      grant(group, resource, "get");
+    }
   }
   const byGroupAndVerbs = new Map<string, PolicyRule>();
   for (

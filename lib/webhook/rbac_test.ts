@@ -74,18 +74,50 @@ Deno.test("dependentsReaderRole() grants nothing without rules", () => {
   assert.deepEqual(dependentsReaderRole([]).rules, []);
 });
 
-Deno.test("dependentsReaderRole() grants get on each locked type", () => {
-  const lock = validLock("home", "team-a", {
-    target: {
-      group: "",
-      version: "v1",
-      resource: "namespaces",
-      name: "team-a",
-    },
-    reason: "r",
+Deno.test("dependentsReaderRole() grants get on a locked type only where the operator allows it", () => {
+  const lock = (resource: string) =>
+    validLock("home", "team-a", {
+      target: { group: "", version: "v1", resource, name: "team-a" },
+      reason: "r",
+    });
+  const locks = [lock("namespaces"), lock("services")];
+  assert.deepEqual(dependentsReaderRole([], { locks }).rules, []);
+  const role = dependentsReaderRole([], {
+    locks,
+    lockTypes: new Set(["namespaces"]),
   });
-  const role = dependentsReaderRole([], { locks: [lock] });
   assert.deepEqual(role.rules, [
     { apiGroups: [""], resources: ["namespaces"], verbs: ["get"] },
   ]);
+});
+
+Deno.test("dependentsReaderRole() never grants Secrets, ConfigMaps or RBAC, whatever rules and Locks name", () => {
+  const secret = validLock("db", "team-a", {
+    target: { group: "", version: "v1", resource: "secrets", name: "db" },
+    reason: "r",
+  });
+  const role = dependentsReaderRole(
+    [
+      validRule("roles", {
+        group: "rbac.authorization.k8s.io",
+        version: "v1",
+        kind: "ClusterRole",
+        resource: "clusterroles",
+      }, [
+        dependency(
+          {
+            group: "rbac.authorization.k8s.io",
+            version: "v1",
+            resource: "roles",
+          },
+          ".metadata.name",
+        ),
+      ]),
+    ],
+    {
+      locks: [secret],
+      lockTypes: new Set(["secrets", "configmaps"]),
+    },
+  );
+  assert.deepEqual(role.rules, []);
 });

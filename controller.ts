@@ -18,14 +18,18 @@ import {
   parseControllerOptions,
   readCaBundle,
   readExport,
+  readLockTarget,
   Reconciler,
   WorkspaceResolver,
 } from "./lib/controller/mod.ts";
 import {
+  DEFAULT_SHUTDOWN_TIMEOUT_MS,
   type Logger,
   MetricsRegistry,
   runEntrypoint,
   serveServiceEndpoints,
+  SHUTDOWN_TIMEOUT_EXIT_CODE,
+  shutdownWithin,
   stopSignal,
 } from "./lib/runtime/mod.ts";
 import {
@@ -71,6 +75,8 @@ async function run(options: ControllerOptions, log: Logger): Promise<number> {
       watcher,
       resolver,
       readExport: (ref, signal) => readExport(client, base, ref, { signal }),
+      readLockTarget: (ref, signal) =>
+        readLockTarget(client, base, ref, { signal }),
       async readSettings() {
         return {
           url: options.webhookUrl,
@@ -133,12 +139,32 @@ async function run(options: ControllerOptions, log: Logger): Promise<number> {
   });
 
   const signal = await stopSignal();
-  log.info("shutting down", { signal });
-  await reconciler?.stop();
-  await stopping;
-  await elector?.stop();
-  await Promise.all([...servers.map((s) => s.shutdown()), watcher.stop()]);
+  log.info("shutting down", { signal, timeoutMs: DEFAULT_SHUTDOWN_TIMEOUT_MS });
+  // In order, under one deadline: the writes stop before the Lease is
+  // released, and the watches the reconciler reads after it. A step still
+  // running at the deadline is logged and left behind, and the process
+  // exits anyway (code 3).
+  const { finished } = await shutdownWithin([
+    [{
+      name: "reconciler",
+      async stop() {
+        await reconciler?.stop();
+        await stopping;
+      },
+    }],
+    ...(elector === undefined
+      ? []
+      : [[{ name: "leader lease release", stop: () => elector.stop() }]]),
+    [
+      ...servers.map((s) => ({
+        name: `http listener :${s.port}`,
+        stop: () => s.shutdown(),
+      })),
+      { name: "export watcher", stop: () => watcher.stop() },
+    ],
+  ], { timeoutMs: DEFAULT_SHUTDOWN_TIMEOUT_MS, log });
   client.close();
+  if (!finished) return SHUTDOWN_TIMEOUT_EXIT_CODE;
   log.info("stopped");
   return 0;
 }

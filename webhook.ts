@@ -8,12 +8,15 @@
  * @module
  */
 import {
+  drainTimeoutWithin,
+  FairQueue,
   type Logger,
   MetricsRegistry,
   runEntrypoint,
-  FairQueue,
   Semaphore,
   serveServiceEndpoints,
+  SHUTDOWN_TIMEOUT_EXIT_CODE,
+  shutdownWithin,
   stopSignal,
 } from "./lib/runtime/mod.ts";
 import {
@@ -113,7 +116,7 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
       requestTimeoutMs: options.readTimeoutMs,
       idleTimeoutMs: options.idleTimeoutMs,
       maxConnections: options.maxConnections,
-      drainTimeoutMs: options.shutdownTimeoutMs,
+      drainTimeoutMs: drainTimeoutWithin(options.shutdownTimeoutMs),
     },
   );
   const ready = () =>
@@ -131,7 +134,7 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
         watcher.failingWatches() + lockWatcher.failingWatches(),
       );
     },
-    drainTimeoutMs: options.shutdownTimeoutMs,
+    drainTimeoutMs: drainTimeoutWithin(options.shutdownTimeoutMs),
   });
   watcher.start();
   lockWatcher.start();
@@ -148,16 +151,22 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
     signal,
     timeoutMs: options.shutdownTimeoutMs,
   });
-  // Every listener drains at once, each for at most --shutdown-timeout, then
-  // closes what is left: no client can hold the process.
-  await Promise.all([
-    admission.shutdown(),
-    ...others.map((s) => s.shutdown()),
-    watcher.stop(),
-    lockWatcher.stop(),
-  ]);
+  // Everything stops at once under one deadline, --shutdown-timeout: the
+  // listeners drain until a second before it, then close what is left; a
+  // step still running at the deadline is logged and left behind, and the
+  // process exits anyway (code 3). No client and no hung watch can hold it.
+  const { finished } = await shutdownWithin([[
+    { name: "admission server", stop: () => admission.shutdown() },
+    ...others.map((s) => ({
+      name: `http listener :${s.port}`,
+      stop: () => s.shutdown(),
+    })),
+    { name: "rule watcher", stop: () => watcher.stop() },
+    { name: "lock watcher", stop: () => lockWatcher.stop() },
+  ]], { timeoutMs: options.shutdownTimeoutMs, log });
   client.close();
   reviewClient.close();
+  if (!finished) return SHUTDOWN_TIMEOUT_EXIT_CODE;
   log.info("stopped");
   return 0;
 }

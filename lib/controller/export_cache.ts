@@ -3,7 +3,9 @@
  * reconciler says which exports it wants at every pass; the cache reads them
  * in the background (one task per export, per-export backoff after a failed
  * read, retried on its own timer), reads every wanted export again on a
- * resync, and calls `onChange` when what it knows changes.
+ * resync, and calls `onChange` when what it knows changes (an answer is
+ * compared whole: a type, a version or a served schema that changed all
+ * count, so a provider's new schema is checked at the next pass).
  *
  * A failed read keeps the last answer and records the failure next to it:
  * the plan goes on deciding from what was last read (see `export_checks.ts`).

@@ -85,3 +85,37 @@ Deno.test("ExportCache records a failure without an answer when the first read f
   assert.deepEqual(c.readings().get(exportKey(B)), { error: "outage" });
   await c.stop();
 });
+
+Deno.test("ExportCache reports a changed schema as a change, and an equal one not", async () => {
+  const answer = (name: string): ExportAnswer => ({
+    found: true,
+    types: [{
+      group: "a.io",
+      resource: "vms",
+      versions: ["v1"],
+      kind: "VM",
+      schemas: {
+        v1: {
+          type: "object",
+          properties: { spec: { type: "object", properties: { [name]: {} } } },
+        },
+      },
+    }],
+  });
+  let field = "volume";
+  const { cache: c, changes } = cache(() => Promise.resolve(answer(field)));
+  c.want([A]);
+  await until(() => changes() === 1);
+  // The same schema read again changes nothing.
+  c.refresh();
+  await new Promise((r) => setTimeout(r, 30));
+  assert.equal(changes(), 1);
+  // The provider renames the field: the plan must run again.
+  field = "volumes";
+  c.refresh();
+  await until(() => changes() === 2);
+  assert.deepEqual(c.readings().get(exportKey(A)), {
+    answer: answer("volumes"),
+  });
+  await c.stop();
+});

@@ -1,8 +1,11 @@
 /**
  * Whether a rule's types exist: its dependent type must be served by the
  * APIExport `spec.dependent.apiExportName` in the rule's own workspace, and
- * each protected type by the APIExport `apiExportRef` names. Pure functions
- * over what `ExportCache` read; reading is the cache's job.
+ * each protected type by the APIExport `apiExportRef` names. And whether its
+ * field paths exist: each dependency's `fieldRef.path` and `namespacePath`
+ * must lead to a string in the dependent's schema, as that export serves it
+ * (see `lib/rules/schema_path.ts`). Pure functions over what `ExportCache`
+ * read; reading is the cache's job.
  *
  * A check fails only on a definite answer (the export does not exist, or
  * it does and does not serve the type). An export that has not been read yet,
@@ -23,7 +26,13 @@
  *
  * @module
  */
-import type { GroupVersionResource } from "../rules/mod.ts";
+import {
+  checkSchemaPath,
+  type Dependency,
+  type GroupVersionResource,
+  type SchemaNode,
+  tryParseFieldPath,
+} from "../rules/mod.ts";
 
 /** An APIExport by workspace (path or logical cluster name) and name. */
 export interface ExportRef {
@@ -43,6 +52,12 @@ export interface ExportedType {
   versions: readonly string[];
   /** Its kind. */
   kind: string;
+  /**
+   * The OpenAPI v3 schema of each served version that has one, pruned to
+   * what field paths are checked against (see `pruneSchema`). Absent when
+   * the schemas were not read: then no path is checked.
+   */
+  schemas?: Readonly<Record<string, SchemaNode>>;
 }
 
 /** What reading an APIExport gave: its types, or that it does not exist. */
@@ -125,6 +140,109 @@ export function checkExported(
         describeTypes(answer.types)
       }${stale}`,
   };
+}
+
+/** The dependent type's schema as its export serves it, for {@linkcode checkFieldRef}. */
+export interface ServedSchema {
+  /** The version the rule names. */
+  version: string;
+  /** That version's schema; absent when its APIResourceSchema has none. */
+  schema?: SchemaNode;
+  /** Appended to messages when the last read failed (the schema is as last read); else empty. */
+  stale: string;
+}
+
+/**
+ * The schema of `type` in the version the rule names, when the export was
+ * read and serves it there with its schemas.
+ *
+ * @param reading What was read for the export that should serve `type`.
+ * @param type The dependent type.
+ * @returns `undefined` when nothing can be checked: the export was not read
+ * (or could not be), does not exist, does not serve `type` in that version
+ * (the export check reports that), or its schemas were not read.
+ */
+export function servedSchema(
+  reading: ExportReading | undefined,
+  type: GroupVersionResource,
+): ServedSchema | undefined {
+  const answer = reading?.answer;
+  if (answer === undefined || !answer.found) return undefined;
+  const served = answer.types.find((t) =>
+    t.group === type.group && t.resource === type.resource
+  );
+  if (
+    served?.schemas === undefined || !served.versions.includes(type.version)
+  ) return undefined;
+  const schema = Object.hasOwn(served.schemas, type.version)
+    ? served.schemas[type.version]
+    : undefined;
+  return {
+    version: type.version,
+    ...(schema === undefined ? {} : { schema }),
+    stale: reading?.error === undefined
+      ? ""
+      : ` (as last read; reading it again failed: ${reading.error})`,
+  };
+}
+
+/** The outcome of {@linkcode checkFieldRef}. */
+export interface FieldRefCheck {
+  /**
+   * One message per path the schema does not have, such as
+   * `spec.dependencies[0].fieldRef.path: .spec.volume: no such field; did you mean .spec.volumes[*].volumeRef.name?`
+   * (reason `FieldNotInSchema`).
+   */
+  problems: string[];
+  /**
+   * One note per path checked only in part, such as
+   * `spec.dependencies[0].fieldRef.path below .spec.config`: the schema
+   * leaves that subtree open.
+   */
+  unchecked: string[];
+}
+
+/**
+ * Checks that a dependency's `fieldRef.path` and `fieldRef.namespacePath`
+ * lead to a string in the dependent's schema (see `checkSchemaPath`). A
+ * `path` that fails finds no name in any dependent, so the dependency
+ * protects nothing; a `namespacePath` that fails finds no namespace, so
+ * every name counts as in the dependent's own namespace.
+ *
+ * @param served The dependent's schema (see {@linkcode servedSchema}).
+ * @param fieldRef The dependency's `fieldRef`.
+ * @param options `index`: the dependency's index in `spec.dependencies`,
+ * for messages.
+ */
+export function checkFieldRef(
+  served: ServedSchema,
+  fieldRef: Dependency["fieldRef"],
+  options: { index: number },
+): FieldRefCheck {
+  const result: FieldRefCheck = { problems: [], unchecked: [] };
+  const fields: [string, string | undefined][] = [
+    ["path", fieldRef.path],
+    ["namespacePath", fieldRef.namespacePath],
+  ];
+  for (const [name, text] of fields) {
+    const path = text === undefined ? undefined : tryParseFieldPath(text);
+    // A path that does not parse fails the rule's validation before this.
+    if (path === undefined) continue;
+    const field = `spec.dependencies[${options.index}].fieldRef.${name}`;
+    if (served.schema === undefined) {
+      result.unchecked.push(`${field} (no schema for ${served.version})`);
+      continue;
+    }
+    const check = checkSchemaPath(served.schema, path);
+    if (!check.ok) {
+      result.problems.push(`${field}: ${check.message}${served.stale}`);
+    } else if (check.open === "") {
+      result.unchecked.push(`${field} (the schema is open)`);
+    } else if (check.open !== undefined) {
+      result.unchecked.push(`${field} below ${check.open}`);
+    }
+  }
+  return result;
 }
 
 /** `subnets.net.io (v1), vpcs.net.io (v1, v2)`, or `nothing`. */

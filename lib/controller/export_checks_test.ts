@@ -1,8 +1,11 @@
 import assert from "node:assert/strict";
+import { pruneSchema } from "../rules/mod.ts";
 import {
   checkExported,
+  checkFieldRef,
   type ExportAnswer,
   exportKey,
+  servedSchema,
 } from "./export_checks.ts";
 
 const NETWORK: ExportAnswer = {
@@ -89,5 +92,129 @@ Deno.test("exportKey() tells workspaces and names apart", () => {
   assert.notEqual(
     exportKey({ workspace: "root:a", name: "b" }),
     exportKey({ workspace: "root", name: "a:b" }),
+  );
+});
+
+const VM_SCHEMA = pruneSchema({
+  type: "object",
+  properties: {
+    spec: {
+      type: "object",
+      properties: {
+        vpcRef: {
+          type: "object",
+          properties: {
+            name: { type: "string" },
+            namespace: { type: "string" },
+          },
+        },
+        config: {
+          type: "object",
+          "x-kubernetes-preserve-unknown-fields": true,
+        },
+      },
+    },
+  },
+});
+const COMPUTE: ExportAnswer = {
+  found: true,
+  types: [{
+    group: "compute.io",
+    resource: "vms",
+    versions: ["v1", "v2"],
+    kind: "VM",
+    schemas: { v1: VM_SCHEMA },
+  }],
+};
+const VMS = { group: "compute.io", version: "v1", resource: "vms" };
+
+Deno.test("servedSchema() gives the schema of the version the rule names, once read", () => {
+  assert.deepEqual(servedSchema({ answer: COMPUTE }, VMS), {
+    version: "v1",
+    schema: VM_SCHEMA,
+    stale: "",
+  });
+  // Served without a schema: known to have none.
+  assert.deepEqual(
+    servedSchema({ answer: COMPUTE }, { ...VMS, version: "v2" }),
+    { version: "v2", stale: "" },
+  );
+  assert.deepEqual(servedSchema({ answer: COMPUTE, error: "timeout" }, VMS), {
+    version: "v1",
+    schema: VM_SCHEMA,
+    stale: " (as last read; reading it again failed: timeout)",
+  });
+  // Nothing to check against: not read, no export, not served, no schemas read.
+  for (
+    const [reading, type] of [
+      [undefined, VMS],
+      [{ error: "403 Forbidden" }, VMS],
+      [{ answer: { found: false } }, VMS],
+      [{ answer: COMPUTE }, { ...VMS, version: "v3" }],
+      [{ answer: COMPUTE }, { ...VMS, resource: "disks" }],
+      [{ answer: NETWORK }, VPCS],
+    ] as const
+  ) {
+    assert.equal(servedSchema(reading, type), undefined);
+  }
+});
+
+Deno.test("checkFieldRef() checks path and namespacePath, naming each by its place in the rule", () => {
+  const served = servedSchema({ answer: COMPUTE }, VMS)!;
+  assert.deepEqual(
+    checkFieldRef(served, {
+      path: ".spec.vpcRef.name",
+      namespacePath: ".spec.vpcRef.namespace",
+    }, { index: 0 }),
+    { problems: [], unchecked: [] },
+  );
+  assert.deepEqual(
+    checkFieldRef(served, {
+      path: ".spec.vpcRefs.name",
+      namespacePath: ".spec.config.ns",
+    }, { index: 2 }),
+    {
+      problems: [
+        "spec.dependencies[2].fieldRef.path: .spec.vpcRefs: no such field; did you mean .spec.vpcRef.name?",
+      ],
+      unchecked: [
+        "spec.dependencies[2].fieldRef.namespacePath below .spec.config",
+      ],
+    },
+  );
+  assert.deepEqual(
+    checkFieldRef(
+      servedSchema({ answer: COMPUTE, error: "timeout" }, VMS)!,
+      { path: ".spec.vpcRef" },
+      { index: 1 },
+    ).problems,
+    [
+      "spec.dependencies[1].fieldRef.path: .spec.vpcRef: is an object, not a string; did you mean .spec.vpcRef.name? (as last read; reading it again failed: timeout)",
+    ],
+  );
+});
+
+Deno.test("checkFieldRef() fails nothing without a schema, and says what it did not check", () => {
+  const none = servedSchema({ answer: COMPUTE }, { ...VMS, version: "v2" })!;
+  assert.deepEqual(
+    checkFieldRef(none, { path: ".spec.nope", namespacePath: ".spec.ns" }, {
+      index: 0,
+    }),
+    {
+      problems: [],
+      unchecked: [
+        "spec.dependencies[0].fieldRef.path (no schema for v2)",
+        "spec.dependencies[0].fieldRef.namespacePath (no schema for v2)",
+      ],
+    },
+  );
+  assert.deepEqual(
+    checkFieldRef({ version: "v1", schema: {}, stale: "" }, {
+      path: ".spec.nope",
+    }, { index: 0 }),
+    {
+      problems: [],
+      unchecked: ["spec.dependencies[0].fieldRef.path (the schema is open)"],
+    },
   );
 });

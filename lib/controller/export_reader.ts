@@ -1,7 +1,10 @@
 /**
  * Reads what an APIExport serves, through the front-proxy: the APIExport
  * (`apis.kcp.io/v1alpha2`) and the APIResourceSchema of each of its
- * resources (served versions, kind). The controller's identity needs `get`
+ * resources (served versions, kind, and each served version's OpenAPI v3
+ * schema, pruned to what field paths are checked against: types, fields,
+ * items, maps and the `x-kubernetes-*` flags that matter, without
+ * descriptions or validations). The controller's identity needs `get`
  * on both in the export's workspace; `manifests/kcp/system-admin` grants it
  * per shard (kcp cannot make `apis.kcp.io` types a permission claim).
  *
@@ -13,6 +16,7 @@ import {
   type KubeClient,
   pathSegment,
 } from "../kcp/mod.ts";
+import { pruneSchema, type SchemaNode } from "../rules/mod.ts";
 import { isRecord } from "../runtime/mod.ts";
 import type { ExportAnswer, ExportedType, ExportRef } from "./export_checks.ts";
 
@@ -66,12 +70,18 @@ export async function readExport(
   return { found: true, types };
 }
 
-/** A schema's served versions and kind; `undefined` when it does not exist. */
+/**
+ * A schema's served versions, kind and each served version's schema;
+ * `undefined` when it does not exist.
+ */
 async function readSchema(
   client: KubeClient,
   url: string,
   options: { signal?: AbortSignal },
-): Promise<{ versions: string[]; kind: string } | undefined> {
+): Promise<
+  | { versions: string[]; kind: string; schemas: Record<string, SchemaNode> }
+  | undefined
+> {
   let object: unknown;
   try {
     object = await client.get(url, options);
@@ -80,14 +90,29 @@ async function readSchema(
     throw error;
   }
   const spec = isRecord(object) && isRecord(object.spec) ? object.spec : {};
-  const versions = (Array.isArray(spec.versions) ? spec.versions : [])
-    .filter((v): v is Record<string, unknown> =>
+  const served = (Array.isArray(spec.versions) ? spec.versions : [])
+    .filter((v): v is Record<string, unknown> & { name: string } =>
       isRecord(v) && typeof v.name === "string" && v.served !== false
-    )
-    .map((v) => v.name as string);
+    );
+  const schemas: [string, SchemaNode][] = [];
+  for (const version of served) {
+    const schema = openApiSchema(version.schema);
+    if (schema !== undefined) schemas.push([version.name, pruneSchema(schema)]);
+  }
   const names = isRecord(spec.names) ? spec.names : {};
   return {
-    versions,
+    versions: served.map((v) => v.name),
     kind: typeof names.kind === "string" ? names.kind : "",
+    // fromEntries: a version named __proto__ stays a key.
+    schemas: Object.fromEntries(schemas),
   };
+}
+
+/**
+ * The OpenAPI v3 schema of an APIResourceSchema version: kcp keeps it in
+ * `schema` itself; a CRD-style `schema.openAPIV3Schema` is read too.
+ */
+function openApiSchema(schema: unknown): Record<string, unknown> | undefined {
+  if (!isRecord(schema)) return undefined;
+  return isRecord(schema.openAPIV3Schema) ? schema.openAPIV3Schema : schema;
 }

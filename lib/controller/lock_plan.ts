@@ -10,7 +10,11 @@
  * it needs the configuration of its own workspace, which must bind the
  * dep-ctrl export and accept its claim like a provider. The configuration
  * covers the target's type for the Lock's operations (DELETE, UPDATE).
-
+ *
+ * Before placing a Lock, it checks what the Lock's workspace said about the
+ * target's type (`lock_targets.ts`): kcp must call the configuration the
+ * Lock is placed in, and a Lock holds only namespaced objects (or its
+ * namespace).
  *
  * @module
  */
@@ -24,6 +28,14 @@ import {
 } from "./export_checks.ts";
 import type { ProtectedType, WebhookOperation } from "./webhook_config.ts";
 import { bindingProblem } from "./binding_check.ts";
+import {
+  checkLockTarget,
+  type LockTargetAnswer,
+  lockTargetKey,
+  type LockTargetReason,
+  type LockTargetRef,
+} from "./lock_targets.ts";
+import type { Reading } from "./read_cache.ts";
 
 /** Why a Lock is not in effect, as its Ready condition says. */
 export type LockProblemReason =
@@ -31,7 +43,7 @@ export type LockProblemReason =
   | "PathNotResolved"
   | "ProviderNotBound"
   | "ClaimNotAccepted"
-  | "TargetTypeUnknown";
+  | LockTargetReason;
 
 /** One Lock's state after placement. */
 export type LockState =
@@ -41,6 +53,11 @@ export type LockState =
     cluster: string;
     /** How messages name that workspace. */
     shown: string;
+    /**
+     * Placed all the same, but not known to be in effect: the check of its
+     * target could not be made (a failed read never weakens protection).
+     */
+    problem?: LockProblem;
   }
   | { state: "pending" }
   | { state: "failed"; reason: LockProblemReason; message: string };
@@ -60,6 +77,8 @@ export interface LockPlacementContext {
   bindings: ReadonlyMap<string, { claimAccepted: boolean }>;
   /** APIExports read, by `exportKey`; absent: nothing checked. */
   exports?: ReadonlyMap<string, ExportReading>;
+  /** What each Lock's workspace said of its target type, by `lockTargetKey`; absent: nothing checked. */
+  targets?: ReadonlyMap<string, Reading<LockTargetAnswer>>;
   /** `<path>:<name>` of the dep-ctrl export, for messages. */
   exportRef: string;
   /** Validates a Lock object. @default {parseLock} */
@@ -76,6 +95,8 @@ export interface LockPlacement {
   providerPaths: Map<string, string>;
   /** APIExports the Locks name (to read). */
   exports: Map<string, ExportRef>;
+  /** The target types to ask the Locks' workspaces about (to read). */
+  targets: Map<string, LockTargetRef>;
   /** Whether any placement is not known yet (then nothing is removed). */
   unsure: boolean;
   /** Each Lock's state, by `<cluster>/<namespace>/<name>`. */
@@ -103,6 +124,7 @@ export function planLockPlacement(
     paths: new Set(),
     providerPaths: new Map(),
     exports: new Map(),
+    targets: new Map(),
     unsure: false,
     states: new Map(),
     locks: new Map(),
@@ -142,6 +164,67 @@ export function planLockPlacement(
 
 /** Where one valid Lock needs the webhook, or why it cannot have it. */
 function placeLock(
+  lock: Lock,
+  cluster: string,
+  context: LockPlacementContext,
+  placement: LockPlacement,
+): LockState {
+  const state = placeChecked(lock, cluster, context, placement);
+  if (state.state !== "ok") return state;
+  // Only then what the Lock's workspace says: a problem of the export
+  // (a type it does not serve) is the more telling message.
+  const checked = checkTarget(lock, cluster, context, placement);
+  if ("state" in checked) return checked.state;
+  return checked.problem === undefined
+    ? state
+    : { ...state, problem: checked.problem };
+}
+
+/** A problem of a Lock that is placed all the same. */
+interface LockProblem {
+  reason: LockProblemReason;
+  message: string;
+}
+
+/**
+ * What the Lock's workspace said of the target's type: a state when the
+ * Lock must not be placed (yet), or whether it is placed with a problem.
+ */
+function checkTarget(
+  lock: Lock,
+  cluster: string,
+  context: LockPlacementContext,
+  placement: LockPlacement,
+): { state: LockState } | { problem?: LockProblem } {
+  if (context.targets === undefined) return {};
+  const { target } = lock.spec;
+  const ref: LockTargetRef = {
+    cluster,
+    group: target.group,
+    version: target.version,
+    resource: target.resource,
+  };
+  const key = lockTargetKey(ref);
+  placement.targets.set(key, ref);
+  const check = checkLockTarget(context.targets.get(key), {
+    target,
+    resolve: (path) => {
+      placement.paths.add(path);
+      const resolution = context.resolutions.get(path);
+      if (resolution === undefined) return undefined;
+      return "cluster" in resolution ? resolution.cluster : null;
+    },
+  });
+  if (check.state === "ok") return {};
+  if (check.state === "pending") return { state: { state: "pending" } };
+  const problem = { reason: check.reason, message: check.message };
+  return check.placed
+    ? { problem }
+    : { state: { state: "failed", ...problem } };
+}
+
+/** Where a Lock needs the webhook by what it names, or why it cannot have it. */
+function placeChecked(
   lock: Lock,
   cluster: string,
   context: LockPlacementContext,

@@ -33,6 +33,7 @@ function plan(
     paths: [],
     stalePaths: [],
     exports: [],
+    lockTargets: [],
     configurations,
     statuses,
     ready: new Map(Object.entries(ready)),

@@ -11,6 +11,7 @@ export * from "./export_checks.ts";
 export * from "./export_reader.ts";
 export * from "./keyed_tasks.ts";
 export * from "./leader_election.ts";
+export * from "./lock_targets.ts";
 export * from "./metrics.ts";
 export * from "./options.ts";
 export * from "./reconcile_plan.ts";

@@ -29,12 +29,16 @@ import { clusterOf, type EndpointObject, type KubeObject } from "../kcp/mod.ts";
 import { compareStrings, isRecord, withArticle } from "../runtime/mod.ts";
 import { bindingProblem } from "./binding_check.ts";
 import { lockKey, type LockPlacement, planLockPlacement } from "./lock_plan.ts";
+import type { LockTargetAnswer, LockTargetRef } from "./lock_targets.ts";
+import type { Reading } from "./read_cache.ts";
 import {
   checkExported,
+  checkFieldRef,
   type ExportCheck,
   exportKey,
   type ExportReading,
   type ExportRef,
+  servedSchema,
 } from "./export_checks.ts";
 import {
   desiredWebhookConfiguration,
@@ -69,6 +73,12 @@ export interface PlanInput {
    * @default {nothing checked}
    */
   exports?: ReadonlyMap<string, ExportReading>;
+  /**
+   * What each Lock's workspace said of its target type, by `lockTargetKey`;
+   * a target without an entry is being read.
+   * @default {nothing checked}
+   */
+  lockTargets?: ReadonlyMap<string, Reading<LockTargetAnswer>>;
   /** Webhook client settings, or why they cannot be read. */
   settings: WebhookClientSettings | { error: string };
   /** The last failed write per provider cluster, if it failed. */
@@ -119,6 +129,8 @@ export interface Plan {
   paths: string[];
   /** Every APIExport a schema-valid rule names, to be read and checked. */
   exports: ExportRef[];
+  /** Every target type a valid Lock names, to ask its workspace about. */
+  lockTargets: LockTargetRef[];
   /** Paths whose cluster has no dep-ctrl binding: resolve them again, the workspace may have been recreated. */
   stalePaths: string[];
   /** Writes that make the configurations equal the desired state. */
@@ -157,6 +169,7 @@ export function planReconcile(input: PlanInput): Plan {
     resolutions: input.resolutions,
     bindings,
     ...(input.exports === undefined ? {} : { exports: input.exports }),
+    ...(input.lockTargets === undefined ? {} : { targets: input.lockTargets }),
     exportRef: input.exportRef,
   });
   mergeLocks(coverage, placement);
@@ -170,6 +183,8 @@ export function planReconcile(input: PlanInput): Plan {
     problems,
     states: coverage.states,
     unverified: coverage.unverified,
+    fieldProblems: coverage.fieldProblems,
+    uncheckedPaths: coverage.uncheckedPaths,
     pendingClusters: new Set(configurations.map((c) => c.cluster)),
   });
   statuses.push(...planLockStatuses(input.locks ?? [], {
@@ -180,6 +195,7 @@ export function planReconcile(input: PlanInput): Plan {
   return {
     paths: [...coverage.paths].sort(),
     exports: [...coverage.exports.values()],
+    lockTargets: [...placement.targets.values()],
     stalePaths: [...coverage.stalePaths].sort(),
     configurations,
     statuses,
@@ -241,12 +257,29 @@ interface Coverage {
   exports: Map<string, ExportRef>;
   /** Per rule key: why some of its types could not be checked. */
   unverified: Map<string, string[]>;
+  /** Per rule key: the field paths its dependent's schema does not have (`FieldNotInSchema`). */
+  fieldProblems: Map<string, string[]>;
+  /** Per rule key: the field paths checked only down to where the schema is open. */
+  uncheckedPaths: Map<string, string[]>;
 }
 
 /**
  * Step 2: for every dependency of every valid rule, where its provider is
  * (resolved path, binding, accepted claim) and so which types each
  * provider's configuration must protect.
+ *
+ * Each dependency's `fieldRef.path` and `namespacePath` are also checked
+ * against the dependent's schema, as its export serves it in
+ * `spec.dependent.version`. A path the schema does not have makes the rule
+ * `FieldNotInSchema`, but its type stays in the configuration and the
+ * webhook keeps applying the rule as written: a path that cannot match
+ * finds nothing and so denies nothing (a `namespacePath` that cannot match
+ * leaves every name in the dependent's own namespace), so keeping the type
+ * denies no delete the wrong path would let through. Dropping it would
+ * remove protection whenever the check is wrong (a schema read before the
+ * provider added the field, a schema construct the walk does not know), and
+ * another rule may need the type anyway. So the check changes status, never
+ * enforcement, like every other check here that reads an APIExport.
  */
 function planCoverage(
   valid: readonly ValidRule[],
@@ -266,6 +299,16 @@ function planCoverage(
     states: new Map(),
     exports: new Map(),
     unverified: new Map(),
+    fieldProblems: new Map(),
+    uncheckedPaths: new Map(),
+  };
+  const note = (
+    notes: Map<string, string[]>,
+    key: string,
+    added: readonly string[],
+  ) => {
+    if (added.length === 0) return;
+    notes.set(key, [...(notes.get(key) ?? []), ...added]);
   };
   /** Checks one type against one export and remembers the export as wanted. */
   /**
@@ -300,12 +343,17 @@ function planCoverage(
     );
     const states: DependencyState[] = [];
     const { dependent } = rule.spec;
-    const served = check(key, {
+    const dependentExport = {
       workspace: cluster,
       name: dependent.apiExportName,
       shown: "the rule's workspace",
-    }, dependent);
-    for (const dependency of rule.spec.dependencies) {
+    };
+    const served = check(key, dependentExport, dependent);
+    // Known only once the export was read and serves the dependent type.
+    const schema = served !== "pending" && served.ok
+      ? servedSchema(input.exports?.get(exportKey(dependentExport)), dependent)
+      : undefined;
+    for (const [index, dependency] of rule.spec.dependencies.entries()) {
       const path = dependency.apiExportRef.path;
       coverage.paths.add(path);
       if (served === "pending") {
@@ -320,6 +368,11 @@ function planCoverage(
           message: `spec.dependent: ${served.message}`,
         });
         continue;
+      }
+      if (schema !== undefined) {
+        const fields = checkFieldRef(schema, dependency.fieldRef, { index });
+        note(coverage.fieldProblems, key, fields.problems);
+        note(coverage.uncheckedPaths, key, fields.unchecked);
       }
       const gvr = {
         group: dependency.group,
@@ -395,6 +448,8 @@ function planStatuses(
     problems: ReadonlyMap<string, readonly RuleProblem[]>;
     states: ReadonlyMap<string, readonly DependencyState[]>;
     unverified: ReadonlyMap<string, readonly string[]>;
+    fieldProblems: ReadonlyMap<string, readonly string[]>;
+    uncheckedPaths: ReadonlyMap<string, readonly string[]>;
     pendingClusters: ReadonlySet<string>;
   },
 ): { statuses: StatusAction[]; ready: Map<string, number> } {
@@ -448,6 +503,8 @@ function planStatuses(
     }
     const readyCondition = readyConditionFor(rule, installed, ruleProblems, {
       unverified: context.unverified.get(key) ?? [],
+      fieldProblems: context.fieldProblems.get(key) ?? [],
+      uncheckedPaths: context.uncheckedPaths.get(key) ?? [],
     });
     count(readyCondition);
     const status = statusFor(source.object, input.now, [
@@ -606,22 +663,41 @@ function installationVerdict(
   });
 }
 
+/**
+ * The Ready condition: WebhooksInstalled's reason while it is False (the
+ * rule's problems added to its message), else the first of the rule's
+ * problems (a cycle, then paths its dependent's schema does not have), else
+ * `Enforced`, saying what could not be checked.
+ */
 function readyConditionFor(
   rule: DependencyRule,
   installed: PlannedCondition,
   problems: readonly RuleProblem[],
-  options: { unverified: readonly string[] },
+  options: {
+    unverified: readonly string[];
+    fieldProblems: readonly string[];
+    uncheckedPaths: readonly string[];
+  },
 ): PlannedCondition {
-  const first = problems[0];
+  const all: { reason: ConditionReason; message: string }[] = [
+    ...problems,
+    ...unique(options.fieldProblems).map((message) => ({
+      reason: "FieldNotInSchema" as const,
+      message,
+    })),
+  ];
   if (installed.status !== "True") {
-    const message = first === undefined
-      ? installed.message
-      : `${installed.message}; ${first.message}`;
+    const added = [
+      ...(problems[0] === undefined ? [] : [problems[0].message]),
+      ...unique(options.fieldProblems),
+    ];
+    const message = [installed.message, ...added].join("; ");
     return condition(READY_CONDITION, "False", installed.reason, { message });
   }
+  const first = all[0];
   if (first !== undefined) {
     return condition(READY_CONDITION, "False", first.reason, {
-      message: problems.map((p) => p.message).join("; "),
+      message: all.map((p) => p.message).join("; "),
     });
   }
   const types = unique(
@@ -633,10 +709,16 @@ function readyConditionFor(
     : `; not checked against the APIExports: ${
       unique(options.unverified).join("; ")
     }`;
+  // So are paths below where the schema is open.
+  const open = options.uncheckedPaths.length === 0
+    ? ""
+    : `; not checked against the schema: ${
+      unique(options.uncheckedPaths).join("; ")
+    }`;
   return condition(READY_CONDITION, "True", "Enforced", {
     message: `deleting ${types} is denied while ${
       withArticle(rule.spec.dependent.kind)
-    } in the same workspace refers to it${unchecked}`,
+    } in the same workspace refers to it${unchecked}${open}`,
   });
 }
 
@@ -664,6 +746,12 @@ function planLockStatuses(
     if (state === undefined || state.state === "pending") continue;
     if (state.state === "failed") {
       ready = lockCondition("False", state.reason, state.message);
+    } else if (state.problem !== undefined) {
+      ready = lockCondition(
+        "False",
+        state.problem.reason,
+        state.problem.message,
+      );
     } else if ("error" in input.settings) {
       ready = lockCondition("False", "InstallFailed", input.settings.error);
     } else if (context.pendingClusters.has(state.cluster)) {

@@ -5,12 +5,14 @@ import {
   DependencyRuleStatusSchema,
   type GroupVersionResource,
   parseDependencyRule,
+  pruneSchema,
   READY_CONDITION,
   WEBHOOKS_INSTALLED_CONDITION,
 } from "../rules/mod.ts";
 import type { EndpointObject, KubeObject } from "../kcp/mod.ts";
 import {
   type ExportAnswer,
+  type ExportedType,
   exportKey,
   type ExportReading,
 } from "./export_checks.ts";
@@ -1244,6 +1246,239 @@ Deno.test("planReconcile() writes nothing for a type whose export is not read ye
     exports: unread,
   });
   assert.deepEqual(restarted.configurations, []);
+});
+
+// ---------------------------------------------------------------------------
+// Field paths checked against the dependent's schema
+
+/** VirtualMachines as the compute export serves them, without schemas. */
+const VM_TYPE: ExportedType = {
+  group: VIRTUAL_MACHINES.group,
+  resource: VIRTUAL_MACHINES.resource,
+  versions: [VIRTUAL_MACHINES.version],
+  kind: "VirtualMachine",
+};
+/** The compute export serving VMs with their schema: vpcRef, nics[*].subnetRef, an open config. */
+const COMPUTE_WITH_SCHEMA: ExportAnswer = {
+  found: true,
+  types: [{
+    ...VM_TYPE,
+    schemas: {
+      [VIRTUAL_MACHINES.version]: pruneSchema({
+        type: "object",
+        properties: {
+          metadata: { type: "object" },
+          spec: {
+            type: "object",
+            properties: {
+              vpcRef: {
+                type: "object",
+                properties: {
+                  name: { type: "string" },
+                  namespace: { type: "string" },
+                },
+              },
+              nics: {
+                type: "array",
+                items: {
+                  type: "object",
+                  properties: {
+                    subnetRef: {
+                      type: "object",
+                      properties: { name: { type: "string" } },
+                    },
+                  },
+                },
+              },
+              config: {
+                type: "object",
+                "x-kubernetes-preserve-unknown-fields": true,
+              },
+            },
+          },
+        },
+      }),
+    },
+  }],
+};
+
+/** A VM rule protecting VPCs through `fieldRef`, in the network provider. */
+function vmRuleAt(fieldRef: Dependency["fieldRef"]): EndpointObject {
+  return rule(VM_RULE, VIRTUAL_MACHINES, [{
+    ...dependency(VPCS, fieldRef.path),
+    fieldRef,
+  }], { generation: 3 });
+}
+
+/** Plans `rules` with VPCs installed and both exports read, the compute one with its schema. */
+function planWithSchema(
+  rules: readonly EndpointObject[],
+  compute: ExportReading = { answer: COMPUTE_WITH_SCHEMA },
+): Plan {
+  return planReconcile({
+    ...networkInput(rules, [VPCS]),
+    exports: exportsRead({ answer: NETWORK_EXPORT }, compute),
+  });
+}
+
+Deno.test("planReconcile() reports a field path the dependent's schema does not have, with the nearest one", () => {
+  const plan = planWithSchema([vmRuleAt({ path: ".spec.vpc.name" })]);
+  assert.deepEqual(summary(statusOf(plan, VM_RULE)), [
+    ["True", "Installed", INSTALLED_NETWORK],
+    [
+      "False",
+      "FieldNotInSchema",
+      "spec.dependencies[0].fieldRef.path: .spec.vpc: no such field; did you mean .spec.vpcRef.name?",
+    ],
+  ]);
+  assert.deepEqual(plan.ready, new Map([["False/FieldNotInSchema", 1]]));
+});
+
+Deno.test("planReconcile() keeps the type of a path not in the schema in the configuration", () => {
+  // A path that cannot match denies nothing; dropping the type would
+  // remove protection whenever the check is wrong. Status alone says it.
+  const installed = planWithSchema([vmRuleAt({ path: ".spec.vpc.name" })]);
+  assert.deepEqual(installed.configurations, []);
+  const fresh = planReconcile({
+    ...networkInput([vmRuleAt({ path: ".spec.vpc.name" })], []),
+    exports: exportsRead({ answer: NETWORK_EXPORT }, {
+      answer: COMPUTE_WITH_SCHEMA,
+    }),
+  });
+  assert.deepEqual(fresh.configurations.map((c) => c.action), ["create"]);
+  assert.deepEqual(
+    protectedTypesOf(fresh.configurations[0]!.object),
+    deleting(VPCS),
+  );
+});
+
+Deno.test("planReconcile() checks namespacePath too, and every problem is in the message", () => {
+  const plan = planWithSchema([vmRuleAt({
+    path: ".spec.nics.subnetRef.name",
+    namespacePath: ".spec.vpcRef.namespce",
+  })]);
+  const ready = conditionOf(statusOf(plan, VM_RULE), READY_CONDITION);
+  assert.deepEqual([ready.status, ready.reason], ["False", "FieldNotInSchema"]);
+  assert.equal(
+    ready.message,
+    "spec.dependencies[0].fieldRef.path: .spec.nics: is a list of objects, not an object; did you mean .spec.nics[*].subnetRef.name?; " +
+      "spec.dependencies[0].fieldRef.namespacePath: .spec.vpcRef.namespce: no such field; did you mean .spec.vpcRef.namespace?",
+  );
+});
+
+Deno.test("planReconcile() enforces paths the schema has, and names those it leaves open", () => {
+  const good = planWithSchema([vmRuleAt({
+    path: ".spec.nics[*].subnetRef.name",
+    namespacePath: ".metadata.namespace",
+  })]);
+  const ready = conditionOf(statusOf(good, VM_RULE), READY_CONDITION);
+  assert.deepEqual([ready.reason, ready.message], ["Enforced", ENFORCED_VPCS]);
+
+  const open = planWithSchema([vmRuleAt({ path: ".spec.config.vpc.name" })]);
+  assert.deepEqual(
+    conditionOf(statusOf(open, VM_RULE), READY_CONDITION).message,
+    `${ENFORCED_VPCS}; not checked against the schema: spec.dependencies[0].fieldRef.path below .spec.config`,
+  );
+
+  // A served version whose APIResourceSchema has no schema: nothing checked.
+  const bare = planWithSchema([vmRuleAt({ path: ".spec.vpc.name" })], {
+    answer: { found: true, types: [{ ...VM_TYPE, schemas: {} }] },
+  });
+  assert.deepEqual(
+    conditionOf(statusOf(bare, VM_RULE), READY_CONDITION).message,
+    `${ENFORCED_VPCS}; not checked against the schema: spec.dependencies[0].fieldRef.path (no schema for v1alpha1)`,
+  );
+});
+
+Deno.test("planReconcile() fails no path on a schema it could not read, and keeps the last one read", () => {
+  const typo = vmRuleAt({ path: ".spec.vpc.name" });
+  const unread = planWithSchema([typo], { error: "403 Forbidden" });
+  const ready = conditionOf(statusOf(unread, VM_RULE), READY_CONDITION);
+  assert.equal(ready.reason, "Enforced");
+  assert.match(ready.message, /not checked against the APIExports: .*403/);
+  // Exports read without schemas (COMPUTE_EXPORT) check no path either.
+  assert.equal(
+    conditionOf(
+      statusOf(planWithSchema([typo], { answer: COMPUTE_EXPORT }), VM_RULE),
+      READY_CONDITION,
+    ).reason,
+    "Enforced",
+  );
+  const stale = planWithSchema([typo], {
+    answer: COMPUTE_WITH_SCHEMA,
+    error: "timeout",
+  });
+  assert.equal(
+    conditionOf(statusOf(stale, VM_RULE), READY_CONDITION).message,
+    "spec.dependencies[0].fieldRef.path: .spec.vpc: no such field; did you mean .spec.vpcRef.name? (as last read; reading it again failed: timeout)",
+  );
+});
+
+Deno.test("planReconcile() reports a cycle before a path, and a failed installation before both", () => {
+  const rules = [
+    rule("virtualmachines-need-vpcs", VIRTUAL_MACHINES, [
+      dependency(VPCS, ".spec.vpc.name"),
+    ]),
+    rule("vpcs-need-virtualmachines", VPCS_DEPENDENT, [
+      dependency(VIRTUAL_MACHINES, ".spec.vmRef.name"),
+    ]),
+  ];
+  const types = [VPCS, VIRTUAL_MACHINES].map((
+    { group, version, resource },
+  ) => ({ group, version, resource }));
+  const plan = planReconcile({
+    ...networkInput(rules, types),
+    exports: new Map([
+      [
+        exportKey({ workspace: NETWORK_PATH, name: VPCS.group }),
+        { answer: NETWORK_EXPORT },
+      ],
+      [
+        exportKey({ workspace: NETWORK_PATH, name: VIRTUAL_MACHINES.group }),
+        { answer: COMPUTE_WITH_SCHEMA },
+      ],
+      [
+        exportKey({ workspace: CONSUMER, name: VIRTUAL_MACHINES.group }),
+        { answer: COMPUTE_WITH_SCHEMA },
+      ],
+      [
+        exportKey({ workspace: CONSUMER, name: VPCS.group }),
+        { answer: NETWORK_EXPORT },
+      ],
+    ]),
+  });
+  const ready = conditionOf(
+    statusOf(plan, "virtualmachines-need-vpcs"),
+    READY_CONDITION,
+  );
+  assert.equal(ready.reason, "DependencyCycle");
+  assert.match(ready.message, /^dependency cycle: /);
+  assert.match(
+    ready.message,
+    /; spec\.dependencies\[0\]\.fieldRef\.path: \.spec\.vpc: no such field; did you mean \.spec\.vpcRef\.name\?$/,
+  );
+
+  const unresolved = planReconcile({
+    ...input({
+      rules: [vmRuleAt({ path: ".spec.vpc.name" })],
+      bindings: [binding(NETWORK)],
+      configurations: [],
+      resolutions: new Map([[NETWORK_PATH, {
+        reason: "NotFound",
+        message: "workspace root:providers:network does not exist",
+        definitive: true,
+      }]]),
+    }),
+    exports: exportsRead({ answer: NETWORK_EXPORT }, {
+      answer: COMPUTE_WITH_SCHEMA,
+    }),
+  });
+  const failed = conditionOf(statusOf(unresolved, VM_RULE), READY_CONDITION);
+  assert.deepEqual([failed.status, failed.reason, failed.message], [
+    "False",
+    "PathNotResolved",
+    "workspace root:providers:network does not exist; spec.dependencies[0].fieldRef.path: .spec.vpc: no such field; did you mean .spec.vpcRef.name?",
+  ]);
 });
 
 // ---------------------------------------------------------------------------

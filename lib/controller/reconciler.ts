@@ -25,6 +25,12 @@ import { Applier } from "./applier.ts";
 import { PathCache } from "./path_cache.ts";
 import { LOCKS_PATH } from "../locks/mod.ts";
 import { ExportCache } from "./export_cache.ts";
+import {
+  type LockTargetAnswer,
+  lockTargetKey,
+  type LockTargetRef,
+} from "./lock_targets.ts";
+import { ReadCache } from "./read_cache.ts";
 import type { ExportAnswer, ExportRef } from "./export_checks.ts";
 import { type Plan, planReconcile } from "./reconcile_plan.ts";
 import {
@@ -83,6 +89,16 @@ export interface ReconcilerOptions {
    * @default {no checks}
    */
   readExport?: (ref: ExportRef, signal: AbortSignal) => Promise<ExportAnswer>;
+  /**
+   * Asks a Lock's workspace what it serves of the Lock's target type and
+   * where it comes from (see `lock_targets.ts`), to check that the Lock is
+   * placed where kcp calls it.
+   * @default {no checks}
+   */
+  readLockTarget?: (
+    ref: LockTargetRef,
+    signal: AbortSignal,
+  ) => Promise<LockTargetAnswer>;
   /** Reads the webhook's URL, CA bundle and timeout (at the first pass, every resync, and after a failed read). */
   readSettings: () => Promise<WebhookClientSettings>;
   /** `<workspace path>:<export name>` of the dep-ctrl export, for messages. */
@@ -111,6 +127,7 @@ export class Reconciler {
   readonly #options: ReconcilerOptions;
   readonly #paths: PathCache;
   readonly #exports: ExportCache | undefined;
+  readonly #lockTargets: ReadCache<LockTargetRef, LockTargetAnswer> | undefined;
   readonly #applier: Applier;
   /** Each rule object's validation, kept as long as the watch cache keeps the object. */
   readonly #parsed = new WeakMap<KubeObject, DependencyRuleParseResult>();
@@ -142,6 +159,22 @@ export class Reconciler {
       : new ExportCache({
         read: options.readExport,
         log: options.log,
+        backoff,
+        onChange: () => this.trigger(),
+      });
+    this.#lockTargets = options.readLockTarget === undefined
+      ? undefined
+      : new ReadCache({
+        key: lockTargetKey,
+        read: options.readLockTarget,
+        log: options.log,
+        what: "a Lock's target type",
+        describe: (ref, reading) => ({
+          cluster: ref.cluster,
+          type: `${ref.resource}.${ref.group}`,
+          version: ref.version,
+          ...reading,
+        }),
         backoff,
         onChange: () => this.trigger(),
       });
@@ -212,6 +245,7 @@ export class Reconciler {
     await Promise.all([
       this.#paths.stop(),
       this.#exports?.stop(),
+      this.#lockTargets?.stop(),
       this.#applier.stop(),
     ]);
   }
@@ -237,6 +271,9 @@ export class Reconciler {
       ...(this.#exports === undefined
         ? {}
         : { exports: this.#exports.readings() }),
+      ...(this.#lockTargets === undefined
+        ? {}
+        : { lockTargets: this.#lockTargets.readings() }),
       settings,
       installErrors: this.#applier.failures(),
       exportRef: this.#options.exportRef,
@@ -249,9 +286,11 @@ export class Reconciler {
       bound: plan.boundClusters,
     });
     this.#exports?.want(plan.exports);
+    this.#lockTargets?.want(plan.lockTargets);
     if (resync) {
       this.#paths.refresh();
       this.#exports?.refresh();
+      this.#lockTargets?.refresh();
     }
     this.#applier.apply(plan, { configurations, rules, locks });
     this.#options.log.debug("reconciled", {

@@ -47,6 +47,12 @@ export interface ExportWatcherOptions<C extends string> {
   backoff?: BackoffOptions;
   /** Server-side watch timeout. @default {300} */
   watchTimeoutSeconds?: number;
+  /**
+   * How long each list+watch waits at `stop()` for its request in flight
+   * to end after the abort; a request that takes longer is left behind.
+   * @default {1_000}
+   */
+  stopTimeoutMs?: number;
 }
 
 /** The URL of a collection across all workspaces of one endpoint. */
@@ -85,7 +91,11 @@ export class ExportWatcher<C extends string> {
     this.#slice.start();
   }
 
-  /** Stops every list+watch and waits for them to end. */
+  /**
+   * Stops every list+watch and waits for them to end: each aborts its
+   * request in flight and waits at most `stopTimeoutMs` for it, so a hung
+   * request cannot hold `stop()`.
+   */
   async stop(): Promise<void> {
     this.#stopped = true;
     await Promise.all([
@@ -219,11 +229,13 @@ export class ExportWatcher<C extends string> {
   #informerTuning(): {
     backoff?: BackoffOptions;
     watchTimeoutSeconds?: number;
+    stopTimeoutMs?: number;
   } {
-    const { backoff, watchTimeoutSeconds } = this.#options;
+    const { backoff, watchTimeoutSeconds, stopTimeoutMs } = this.#options;
     return {
       ...(backoff === undefined ? {} : { backoff }),
       ...(watchTimeoutSeconds === undefined ? {} : { watchTimeoutSeconds }),
+      ...(stopTimeoutMs === undefined ? {} : { stopTimeoutMs }),
     };
   }
 }

@@ -651,6 +651,47 @@ Deno.test("ExportWatcher.stop() right after a slice change waits for the informe
   );
 });
 
+Deno.test("ExportWatcher.stop() returns while the requests of an endpoint hang and ignore their abort", async () => {
+  const base = "https://kcp.invalid";
+  const signals: { url: string; signal: AbortSignal }[] = [];
+  const client = {
+    list(url: string, options: { signal: AbortSignal }) {
+      signals.push({ url, signal: options.signal });
+      return url.endsWith(SLICE_PATH)
+        ? Promise.resolve(list([endpointSlice(base, [E1])]))
+        : new Promise(() => {});
+    },
+    async *watch(url: string, options: { signal: AbortSignal }) {
+      signals.push({ url, signal: options.signal });
+      await new Promise(() => {});
+      yield undefined as never;
+    },
+  } as unknown as KubeClient;
+  const watcher = new ExportWatcher<Name>({
+    client,
+    workspaceUrl: `${base}${DEP_CTRL_PATH}`,
+    apiExportName: EXPORT,
+    collections: COLLECTIONS,
+    log: createLogger({ write: () => {} }),
+    onChange: () => {},
+    stopTimeoutMs: 0,
+  });
+  watcher.start();
+  // The slice's list and watch, and a list of each collection of E1.
+  await waitUntil("every request", () => signals.length === 4, 10_000);
+  await watcher.stop();
+  assert.deepEqual(
+    signals.map((s) => [s.url.slice(base.length), s.signal.aborted]).sort(),
+    [
+      [SLICE_PATH, true],
+      [SLICE_PATH, true],
+      [collectionPath(E1, "configurations"), true],
+      [collectionPath(E1, "rules"), true],
+    ],
+  );
+  assert.deepEqual(watcher.endpoints(), []);
+});
+
 Deno.test("wildcardUrl() is a collection across all clusters of an endpoint", () => {
   assert.equal(
     wildcardUrl(

@@ -40,6 +40,13 @@ export interface InformerOptions {
   watchTimeoutSeconds?: number;
   /** Reconnect backoff. */
   backoff?: BackoffOptions;
+  /**
+   * How long {@linkcode Informer.stop} waits, after aborting, for the list
+   * or watch request in flight to end; a request that takes longer (a hung
+   * stream) is left behind.
+   * @default {1_000}
+   */
+  stopTimeoutMs?: number;
 }
 
 /**
@@ -64,6 +71,44 @@ export function objectKey(object: KubeObject): string {
   return `${clusterOf(object)}/${metadata.namespace ?? ""}/${
     metadata.name ?? ""
   }`;
+}
+
+/** What {@linkcode untilAborted} resolves with once its signal aborted. */
+const ABORTED: unique symbol = Symbol("aborted");
+
+/**
+ * `promise`, or {@linkcode ABORTED} as soon as `signal` aborts, whichever
+ * comes first; a later rejection of `promise` is then ignored.
+ */
+function untilAborted<T>(
+  promise: Promise<T>,
+  signal: AbortSignal,
+): Promise<T | typeof ABORTED> {
+  if (signal.aborted) {
+    promise.catch(() => {});
+    return Promise.resolve(ABORTED);
+  }
+  return new Promise((resolve, reject) => {
+    const aborted = () => resolve(ABORTED);
+    signal.addEventListener("abort", aborted, { once: true });
+    promise.then(resolve, (error) => {
+      if (signal.aborted) resolve(ABORTED);
+      else reject(error);
+    }).finally(() => signal.removeEventListener("abort", aborted));
+  });
+}
+
+/** Resolves once `promise` settles, or after `ms`, whichever comes first. */
+async function settledWithin(
+  promise: Promise<unknown>,
+  ms: number,
+): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([
+    promise.then(() => {}, () => {}),
+    new Promise<void>((resolve) => (timer = setTimeout(resolve, ms))),
+  ]);
+  clearTimeout(timer);
 }
 
 /** Keeps a store of one collection in step with the server. */
@@ -107,7 +152,12 @@ export class Informer {
     this.#running ??= this.#run();
   }
 
-  /** Stops and waits until the background loop has ended. */
+  /**
+   * Stops and waits until the background loop has ended. The abort cancels
+   * the list or watch request in flight; the loop waits at most
+   * `stopTimeoutMs` for that request to end, so a stream that ignores the
+   * abort cannot hold `stop()`.
+   */
   async stop(): Promise<void> {
     this.#abort.abort();
     await this.#running;
@@ -122,18 +172,24 @@ export class Informer {
       fieldSelector,
       pageSize = 500,
       watchTimeoutSeconds = 300,
+      stopTimeoutMs = 1_000,
     } = this.#options;
     const signal = this.#abort.signal;
     let resourceVersion: string | undefined;
     while (!signal.aborted) {
       try {
         if (resourceVersion === undefined) {
-          const list = await client.list(url, {
+          const listing = client.list(url, {
             limit: pageSize,
             signal,
             ...(labelSelector === undefined ? {} : { labelSelector }),
             ...(fieldSelector === undefined ? {} : { fieldSelector }),
           });
+          const list = await untilAborted(listing, signal);
+          if (list === ABORTED) {
+            await settledWithin(listing, stopTimeoutMs);
+            break;
+          }
           this.#store.clear();
           for (const item of list.items) {
             this.#store.set(objectKey(item), slim(item));
@@ -150,24 +206,32 @@ export class Informer {
         }
         const watchStarted = Date.now();
         let events = 0;
-        for await (
-          const event of client.watch(url, {
-            signal,
-            timeoutSeconds: watchTimeoutSeconds,
-            ...(resourceVersion === "" ? {} : { resourceVersion }),
-            ...(labelSelector === undefined ? {} : { labelSelector }),
-            ...(fieldSelector === undefined ? {} : { fieldSelector }),
-          })
-        ) {
-          resourceVersion = event.object.metadata?.resourceVersion ??
-            resourceVersion;
-          this.#succeeded();
-          events++;
-          if (event.type === "BOOKMARK") continue;
-          const key = objectKey(event.object);
-          if (event.type === "DELETED") this.#store.delete(key);
-          else this.#store.set(key, slim(event.object));
-          this.#options.onChange();
+        const stream = client.watch(url, {
+          signal,
+          timeoutSeconds: watchTimeoutSeconds,
+          ...(resourceVersion === "" ? {} : { resourceVersion }),
+          ...(labelSelector === undefined ? {} : { labelSelector }),
+          ...(fieldSelector === undefined ? {} : { fieldSelector }),
+        });
+        try {
+          for (;;) {
+            const next = await untilAborted(stream.next(), signal);
+            if (next === ABORTED || next.done) break;
+            const event = next.value;
+            resourceVersion = event.object.metadata?.resourceVersion ??
+              resourceVersion;
+            this.#succeeded();
+            events++;
+            if (event.type === "BOOKMARK") continue;
+            const key = objectKey(event.object);
+            if (event.type === "DELETED") this.#store.delete(key);
+            else this.#store.set(key, slim(event.object));
+            this.#options.onChange();
+          }
+        } finally {
+          // Closes the stream; after an abort, a read that hangs regardless
+          // holds the loop for stopTimeoutMs at most.
+          await settledWithin(stream.return(undefined), stopTimeoutMs);
         }
         // A watch that the server ends at once, empty, is treated like an
         // error (as client-go does), so a misbehaving server is not hammered.

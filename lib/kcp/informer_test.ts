@@ -388,6 +388,68 @@ Deno.test("Informer.stop() during a pending list resolves without an error being
   });
 });
 
+/**
+ * A client whose requests never answer and ignore their abort signal, as a
+ * wedged connection would; it records the signals it was given.
+ */
+function hungClient(options: { listed?: boolean } = {}) {
+  const signals: { kind: "list" | "watch"; signal: AbortSignal }[] = [];
+  const client = {
+    list(_url: string, list: { signal: AbortSignal }) {
+      signals.push({ kind: "list", signal: list.signal });
+      return options.listed
+        ? Promise.resolve({ metadata: { resourceVersion: "1" }, items: [] })
+        : new Promise(() => {});
+    },
+    async *watch(_url: string, watch: { signal: AbortSignal }) {
+      signals.push({ kind: "watch", signal: watch.signal });
+      await new Promise(() => {});
+      yield undefined as never;
+    },
+  } as unknown as KubeClient;
+  return { client, signals };
+}
+
+Deno.test("Informer.stop() aborts a list and returns while the list hangs regardless", async () => {
+  const { client, signals } = hungClient();
+  const informer = new Informer({
+    client,
+    url: `https://kcp.invalid${PATH}`,
+    log: createLogger({ write: () => {} }),
+    onChange: () => {},
+    stopTimeoutMs: 0,
+  });
+  informer.start();
+  await waitUntil("the list", () => signals.length === 1);
+  await informer.stop();
+  assert.deepEqual(signals.map((s) => [s.kind, s.signal.aborted]), [[
+    "list",
+    true,
+  ]]);
+  assert.equal(informer.synced, false);
+  assert.equal(informer.lastError, undefined);
+});
+
+Deno.test("Informer.stop() aborts a watch and returns while its stream hangs regardless", async () => {
+  const { client, signals } = hungClient({ listed: true });
+  const informer = new Informer({
+    client,
+    url: `https://kcp.invalid${PATH}`,
+    log: createLogger({ write: () => {} }),
+    onChange: () => {},
+    stopTimeoutMs: 0,
+  });
+  informer.start();
+  await waitUntil("the watch", () => signals.length === 2);
+  await informer.stop();
+  assert.deepEqual(signals.map((s) => [s.kind, s.signal.aborted]), [
+    ["list", true],
+    ["watch", true],
+  ]);
+  assert.equal(informer.synced, true);
+  assert.equal(informer.lastError, undefined);
+});
+
 Deno.test("Informer.stop() before start() resolves, and start() after stop() does nothing", async () => {
   const api = new FakeApi(() => json({ metadata: {}, items: [] }));
   const client = new KubeClient(connection(api.url));

@@ -81,6 +81,7 @@ export const CONDITION_REASONS = [
   "DependencyCycle",
   "TypeNotExported",
   "APIExportNotFound",
+  "FieldNotInSchema",
 ] as const;
 /** One of {@linkcode CONDITION_REASONS}. */
 export type ConditionReason = typeof CONDITION_REASONS[number];

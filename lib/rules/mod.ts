@@ -1,6 +1,6 @@
 /**
- * DependencyRules: the API types and their validation, field paths and the
- * references they find in a dependent, the
+ * DependencyRules: the API types and their validation, field paths, the
+ * references they find in a dependent and their check against a schema, the
  * shared rule types (a rule in its logical cluster, group/version/resource),
  * the rule graph that decides which rules are enforced, and the watcher that
  * follows rules through the dep-ctrl virtual workspaces.
@@ -12,4 +12,5 @@ export * from "./field_path.ts";
 export * from "./references.ts";
 export * from "./rule_graph.ts";
 export * from "./rule_watcher.ts";
+export * from "./schema_path.ts";
 export * from "./types.ts";

@@ -3,7 +3,11 @@ import {
   createLogger,
   createSampler,
   type LoggerOptions,
+  MAX_LOG_ITEMS,
+  MAX_LOG_LINE_BYTES,
+  MAX_LOG_STRING_CHARS,
   parseLogLevel,
+  truncateText,
 } from "./log.ts";
 
 const TIME = "2024-05-01T12:00:00.000Z";
@@ -275,8 +279,231 @@ Deno.test("createLogger() writes to stderr by default, looping over partial writ
   assert.ok(chunks.length > 1);
   assert.equal(
     new TextDecoder().decode(new Uint8Array(chunks.flatMap((c) => [...c]))),
-    `{"time":"${TIME}","level":"info","msg":"h\u00e9llo"}\n`,
+    // Non-ASCII is written escaped: the line is ASCII.
+    `{"time":"${TIME}","level":"info","msg":"h\\u00e9llo"}\n`,
   );
+});
+
+/** Asserts `line` is printable ASCII within the line bound, and parses it. */
+function bounded(line: string | undefined): Record<string, unknown> {
+  assert.ok(line !== undefined);
+  assert.ok(
+    line.length <= MAX_LOG_LINE_BYTES,
+    `line of ${line.length} bytes`,
+  );
+  assert.match(line, /^[\x20-\x7e]*$/);
+  return JSON.parse(line);
+}
+
+Deno.test("truncateText() keeps short text and cuts long text with a count of what it left out", () => {
+  assert.equal(truncateText("abc", 3), "abc");
+  assert.equal(truncateText("abcdef", 4), "abcd...(+2 chars)");
+  assert.equal(truncateText("", 0), "");
+  // A surrogate pair is not split: the cut moves one code unit back.
+  assert.equal(truncateText("ab\u{1F600}cd", 3), "ab...(+4 chars)");
+  assert.equal(truncateText("ab\u{1F600}cd", 4), "ab\u{1F600}...(+2 chars)");
+});
+
+Deno.test("createLogger() cuts a long string value, at any depth, to MAX_LOG_STRING_CHARS", () => {
+  const { lines, log } = capture();
+  const long = "x".repeat(MAX_LOG_STRING_CHARS + 10);
+  const exact = "y".repeat(MAX_LOG_STRING_CHARS);
+  // One field a line: the cut, not the line bound, shortens them.
+  log.info("m", { long });
+  log.info("m", { exact });
+  log.info("m", { nested: { deep: [long] } });
+  log.info("m", { big: 10n ** 5000n });
+  const [first, second, third, fourth] = lines.map(bounded);
+  const cut = `${"x".repeat(MAX_LOG_STRING_CHARS)}...(+10 chars)`;
+  assert.equal(first?.long, cut);
+  assert.equal(second?.exact, exact);
+  assert.deepEqual(third?.nested, { deep: [cut] });
+  assert.match(String(fourth?.big), /^10{4095}\.\.\.\(\+905 chars\)$/);
+});
+
+Deno.test("createLogger() keeps MAX_LOG_ITEMS items of arrays, Sets, Maps and objects and counts the rest", () => {
+  const { lines, log } = capture();
+  const numbers = Array.from({ length: MAX_LOG_ITEMS + 5 }, (_, i) => i);
+  const keyed = Object.fromEntries(numbers.map((i) => [`k${i}`, i]));
+  log.info("m", {
+    array: numbers,
+    set: new Set(numbers),
+    map: new Map(numbers.map((i) => [i, i])),
+    object: keyed,
+    fits: numbers.slice(0, MAX_LOG_ITEMS),
+  });
+  const record = bounded(lines[0]);
+  const kept = numbers.slice(0, MAX_LOG_ITEMS);
+  assert.deepEqual(record.array, [...kept, "...(+5 items)"]);
+  assert.deepEqual(record.set, [...kept, "...(+5 items)"]);
+  assert.deepEqual(
+    record.map,
+    { ...Object.fromEntries(kept.map((i) => [i, i])), "...": "(+5 keys)" },
+  );
+  assert.deepEqual(
+    record.object,
+    {
+      ...Object.fromEntries(kept.map((i) => [`k${i}`, i])),
+      "...": "(+5 keys)",
+    },
+  );
+  assert.deepEqual(record.fits, kept);
+});
+
+Deno.test("createLogger() writes 100 000 groups as a bounded line", () => {
+  const { lines, log } = capture();
+  const groups = Array.from({ length: 100_000 }, (_, i) => `group-${i}`);
+  log.info("admission review denied", { groups, outcome: "denied" });
+  const record = bounded(lines[0]);
+  const written = record.groups as string[];
+  assert.equal(written.length, MAX_LOG_ITEMS + 1);
+  assert.equal(written.at(-1), `...(+${100_000 - MAX_LOG_ITEMS} items)`);
+  assert.equal(record.outcome, "denied");
+});
+
+Deno.test("createLogger() cuts the largest fields to an equal share when a line would be too long, keeping small fields whole", () => {
+  const { lines, log } = capture();
+  const fields: Record<string, unknown> = { first: "kept", count: 7 };
+  for (let i = 0; i < 10; i++) fields[`s${i}`] = `${i}`.repeat(4_000);
+  fields.object = { list: Array.from({ length: 100 }, () => "z".repeat(100)) };
+  fields.last = true;
+  log.warn("big", fields);
+  const record = bounded(lines[0]);
+  assert.ok(lines[0]!.length > MAX_LOG_LINE_BYTES - 200, "room left unused");
+  assert.equal(record.first, "kept");
+  assert.equal(record.count, 7);
+  assert.equal(record.last, true);
+  assert.equal(record.logTruncated, undefined);
+  const shares = new Set<number>();
+  for (let i = 0; i < 10; i++) {
+    const value = String(record[`s${i}`]);
+    const match = value.match(/^(\d+)\.\.\.\(\+(\d+) chars\)$/);
+    assert.ok(match, value.slice(0, 40));
+    assert.equal(match[1], `${i}`.repeat(match[1]!.length));
+    assert.equal(match[1]!.length + Number(match[2]), 4_000);
+    shares.add(JSON.stringify(value).length);
+  }
+  assert.ok(Math.max(...shares) - Math.min(...shares) <= 1, "unequal shares");
+  assert.match(
+    String(record.object),
+    /^\{"list":\["zzz.*\.\.\.\(\+\d+ chars\)$/,
+  );
+});
+
+Deno.test("createLogger() keeps MAX_LOG_ITEMS fields and drops the rest, saying so in logTruncated", () => {
+  const { lines, log } = capture({ fields: { component: "webhook" } });
+  const fields = Object.fromEntries(
+    Array.from({ length: 250 }, (_, i) => [`f${i}`, i]),
+  );
+  log.info("many", fields);
+  const record = bounded(lines[0]);
+  assert.equal(record.component, "webhook");
+  assert.equal(record.f98, 98);
+  assert.equal(record.f99, undefined);
+  assert.equal(
+    record.logTruncated,
+    `151 more fields dropped to stay within ${MAX_LOG_LINE_BYTES} bytes`,
+  );
+});
+
+Deno.test("createLogger() drops fields from the end when even their names do not fit", () => {
+  const { lines, log } = capture();
+  const fields = Object.fromEntries(
+    Array.from({ length: MAX_LOG_ITEMS }, (_, i) => [
+      `${i}`.padStart(3, "0") + "k".repeat(1_000),
+      "v".repeat(1_000),
+    ]),
+  );
+  log.info("long names", fields);
+  const record = bounded(lines[0]);
+  const names = Object.keys(record).filter((k) => /^\d{3}k/.test(k));
+  assert.ok(
+    names.length > 10 && names.length < MAX_LOG_ITEMS,
+    `${names.length}`,
+  );
+  assert.equal(names[0], `000${"k".repeat(253)}...(+747 chars)`);
+  assert.equal(
+    record.logTruncated,
+    `${
+      MAX_LOG_ITEMS - names.length
+    } more fields dropped to stay within ${MAX_LOG_LINE_BYTES} bytes`,
+  );
+});
+
+Deno.test("createLogger() cuts a long msg and a long logError", () => {
+  const { lines, log } = capture();
+  log.info("m".repeat(5_000));
+  const hostile = {
+    get boom(): never {
+      throw new Error("e".repeat(1_000_000));
+    },
+  };
+  log.warn("w".repeat(5_000), { hostile });
+  const first = bounded(lines[0]);
+  const second = bounded(lines[1]);
+  assert.match(String(first.msg), /^m{1000,}\.\.\.\(\+\d+ chars\)$/);
+  assert.ok(String(first.msg).length < 1_024);
+  assert.match(String(second.msg), /^w+\.\.\.\(\+\d+ chars\)$/);
+  assert.match(
+    String(second.logError),
+    /^Cannot serialize log fields: Error: e+\.\.\.\(\+\d+ chars\)$/,
+  );
+  assert.ok(lines[1]!.length < 2_200);
+});
+
+Deno.test("createLogger() reads a bounded part of a huge nested value", () => {
+  const { lines, log } = capture();
+  let reads = 0;
+  const leaf = {
+    get v(): string {
+      reads++;
+      return "leaf";
+    },
+  };
+  const level2 = Array.from({ length: 100 }, () => leaf);
+  const level1 = Array.from({ length: 100 }, () => level2);
+  const wide = Array.from({ length: 100 }, () => level1);
+  log.info("wide", { wide });
+  const record = bounded(lines[0]);
+  // 1 000 000 leaves; only about a line's worth of them is read.
+  assert.ok(reads > 100 && reads < 5_000, `${reads} reads`);
+  assert.match(
+    String(record.wide),
+    /^\[\[\[\{"v":"leaf"\},.*\.\.\.\(\+\d+ chars\)$/,
+  );
+});
+
+Deno.test("createLogger() writes control, separator and bidi characters escaped, so no value forges a line", () => {
+  const { lines, log } = capture();
+  const forged = '\n{"time":"x","level":"error","msg":"forged"}\r';
+  const odd =
+    "a\u0000b\u001b[31mc\u007fd\u0085e\u009bf\u2028g\u2029h\u202ei\u2066j\ud800k\u{1F600}";
+  log.error(`msg${forged}`, { [`key${forged}`]: forged, odd, list: [odd] });
+  assert.equal(lines.length, 1);
+  const record = bounded(lines[0]);
+  assert.equal(record.msg, `msg${forged}`);
+  assert.equal(record[`key${forged}`], forged);
+  assert.equal(record.odd, odd);
+  assert.deepEqual(record.list, [odd]);
+  for (
+    const escape of [
+      "\\n",
+      "\\r",
+      "\\u0000",
+      "\\u001b",
+      "\\u007f",
+      "\\u0085",
+      "\\u009b",
+      "\\u2028",
+      "\\u2029",
+      "\\u202e",
+      "\\u2066",
+      "\\ud800",
+      "\\ud83d\\ude00",
+    ]
+  ) {
+    assert.ok(lines[0]!.includes(escape), escape);
+  }
 });
 
 Deno.test("parseLogLevel() accepts levels in any case and rejects the rest", () => {

@@ -25,6 +25,7 @@ import {
   type Logger,
   type RunningServer,
   type Semaphore,
+  truncateText,
 } from "../runtime/mod.ts";
 
 /** What the admission app reports per review. */
@@ -61,6 +62,17 @@ export interface AdmissionAppDeps {
 const READ_ANNOTATIONS = [CLUSTER_ANNOTATION, SKIP_PROTECTION_ANNOTATION];
 
 /**
+ * The most characters of one string from a review (uid, name, namespace,
+ * user, group, ...) in a log line; longer ones end in `...(+N chars)`. A
+ * Kubernetes name has at most 253.
+ */
+export const LOGGED_TEXT_CHARS = 256;
+/** The most groups of `userInfo` in a log line; `groupCount` has them all. */
+export const LOGGED_GROUPS = 5;
+/** The most characters of a denial or error message in a log line. */
+export const LOGGED_MESSAGE_CHARS = 1_024;
+
+/**
  * The admission app: `POST /validate` takes an AdmissionReview v1 and
  * answers one, applying every rule about the reviewed type; `POST
  * /validate/<provider workspace path>` (the URL the controller writes into
@@ -94,7 +106,7 @@ export function createAdmissionApp(deps: AdmissionAppDeps): Hono {
     sampleRejects((suppressed) =>
       log.warn("rejected malformed admission review", {
         status,
-        error: message,
+        error: truncateText(message, LOGGED_MESSAGE_CHARS),
         suppressedSinceLast: suppressed,
       })
     );
@@ -214,7 +226,11 @@ async function readAtMost(
 /**
  * One line per decided DELETE: denials and deletes let through by the
  * skip-protection annotation (the audit of break-glass) at info, with who
- * asked; other allowed deletes at debug.
+ * asked; other allowed deletes at debug. Everything from the review is
+ * bounded, as the caller controls it: strings to
+ * {@linkcode LOGGED_TEXT_CHARS}, the groups to the first
+ * {@linkcode LOGGED_GROUPS} and their count, the message to
+ * {@linkcode LOGGED_MESSAGE_CHARS}.
  */
 function logReview(
   log: Logger,
@@ -227,20 +243,27 @@ function logReview(
   const annotations = isRecord(metadata.annotations)
     ? metadata.annotations
     : undefined;
+  const groups = request.userInfo?.groups;
+  const message = verdict.response.status?.message;
   const fields = {
-    uid: request.uid,
-    resource: `${request.resource.resource}.${request.resource.group}`,
-    workspace: annotations?.[CLUSTER_ANNOTATION],
-    namespace: request.namespace,
-    name: request.name || metadata.name,
+    uid: shortText(request.uid),
+    resource: shortText(
+      `${request.resource.resource}.${request.resource.group}`,
+    ),
+    workspace: shortText(annotations?.[CLUSTER_ANNOTATION]),
+    namespace: shortText(request.namespace),
+    name: shortText(request.name || metadata.name),
     dryRun: request.dryRun ?? false,
-    user: request.userInfo?.username,
-    groups: request.userInfo?.groups,
+    user: shortText(request.userInfo?.username),
+    ...(groups === undefined ? {} : {
+      groups: groups.slice(0, LOGGED_GROUPS).map((g) => shortText(g)),
+      groupCount: groups.length,
+    }),
     outcome: verdict.outcome,
     durationMs: Math.round(seconds * 1000),
-    ...(verdict.response.allowed
+    ...(verdict.response.allowed || message === undefined
       ? {}
-      : { message: verdict.response.status?.message }),
+      : { message: truncateText(message, LOGGED_MESSAGE_CHARS) }),
   };
   if (verdict.outcome === "allowed_skip") {
     log.info(
@@ -257,6 +280,16 @@ function logReview(
   } else {
     log.info("admission review denied", fields);
   }
+}
+
+/**
+ * A string from a review, cut to {@linkcode LOGGED_TEXT_CHARS}; anything
+ * else (absent, or not a string where one belongs) is left out.
+ */
+function shortText(value: unknown): string | undefined {
+  return typeof value === "string"
+    ? truncateText(value, LOGGED_TEXT_CHARS)
+    : undefined;
 }
 
 /**

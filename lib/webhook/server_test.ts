@@ -13,7 +13,11 @@ import {
   untilClosed,
   waitUntil,
 } from "../../testing/mod.ts";
-import { type AdmissionRequest, MAX_REVIEW_BYTES } from "./admission_review.ts";
+import {
+  type AdmissionRequest,
+  deny,
+  MAX_REVIEW_BYTES,
+} from "./admission_review.ts";
 import { parseDependencyRule } from "../rules/mod.ts";
 import {
   DeletionValidator,
@@ -24,12 +28,20 @@ import {
   type Outcome,
   type Verdict,
 } from "./deletion_validator.ts";
-import { createLogger, Semaphore } from "../runtime/mod.ts";
+import {
+  createLogger,
+  MAX_LOG_LINE_BYTES,
+  Semaphore,
+  truncateText,
+} from "../runtime/mod.ts";
 import { RuleRegistry } from "./rule_registry.ts";
 import type { ConnectionLimits } from "./bounded_server.ts";
 import {
   type AdmissionObserver,
   createAdmissionApp,
+  LOGGED_GROUPS,
+  LOGGED_MESSAGE_CHARS,
+  LOGGED_TEXT_CHARS,
   serveTls,
 } from "./server.ts";
 import deleteVpc from "./testdata/admission_review_delete_vpc.json" with {
@@ -343,6 +355,91 @@ Deno.test("createAdmissionApp() logs a delete let through by skip-protection at 
   assert.equal(record?.resource, "vpcs.net.example.io");
   assert.equal(record?.name, "vpc-a");
   assert.equal(record?.outcome, "allowed_skip");
+});
+
+Deno.test("createAdmissionApp() logs a denial of a hostile review in a short line: groups counted, strings cut", async () => {
+  const long = (c: string) => c.repeat(100_000);
+  const h = admission();
+  const groups = Array.from({ length: 100_000 }, (_, i) => `g${i}`);
+  groups[1] = long("g");
+  const oldObject = structuredClone(deleteVpc.request.oldObject);
+  oldObject.metadata.name = long("n");
+  const response = await h.request({
+    body: reviewWith({
+      uid: long("u"),
+      name: long("n"),
+      namespace: long("s"),
+      userInfo: { username: `alice\n${long("a")}`, groups },
+      oldObject,
+    }),
+  });
+  assert.equal((await response.json()).response.allowed, false);
+  const record = h.logs.find((r) => r.msg === "admission review denied");
+  assert.ok(record);
+  const size = JSON.stringify(record).length;
+  assert.ok(size < 4_096, `${size} characters`);
+  assert.equal(record.uid, truncateText(long("u"), LOGGED_TEXT_CHARS));
+  assert.equal(record.name, truncateText(long("n"), LOGGED_TEXT_CHARS));
+  assert.equal(record.namespace, truncateText(long("s"), LOGGED_TEXT_CHARS));
+  assert.equal(
+    record.user,
+    truncateText(`alice\n${long("a")}`, LOGGED_TEXT_CHARS),
+  );
+  assert.deepEqual(record.groups, [
+    "g0",
+    truncateText(long("g"), LOGGED_TEXT_CHARS),
+    "g2",
+    "g3",
+    "g4",
+  ]);
+  assert.equal(LOGGED_GROUPS, 5);
+  assert.equal(record.groupCount, 100_000);
+});
+
+Deno.test("createAdmissionApp() cuts a long denial message in its log line, not in the answer", async () => {
+  const message = `cannot delete vpcs/vpc-a: ${"m".repeat(100_000)}`;
+  const denying = {
+    validate(request: AdmissionRequest): Promise<Verdict> {
+      return Promise.resolve({
+        response: deny(request.uid, { code: 409, reason: "Conflict", message }),
+        outcome: "denied_referenced",
+      });
+    },
+  } as unknown as DeletionValidator;
+  const h = admission({ validator: denying });
+  const response = await h.request({ body: JSON.stringify(deleteVpc) });
+  assert.equal((await response.json()).response.status.message, message);
+  const record = h.logs.find((r) => r.msg === "admission review denied");
+  assert.equal(record?.message, truncateText(message, LOGGED_MESSAGE_CHARS));
+});
+
+Deno.test("createAdmissionApp() logs a short review whole, with every group and their count", async () => {
+  const h = admission();
+  await h.request({ body: JSON.stringify(deleteVpc) });
+  const record = h.logs.find((r) => r.msg === "admission review");
+  assert.equal(record?.uid, UID);
+  assert.equal(record?.name, "vpc-a");
+  assert.deepEqual(record?.groups, deleteVpc.request.userInfo.groups);
+  assert.equal(record?.groupCount, 2);
+});
+
+Deno.test("createAdmissionApp() cuts the error of a malformed review in its log line", async () => {
+  const h = admission();
+  const key = "k".repeat(100_000);
+  const response = await h.request({
+    body: reviewWith({
+      userInfo: { username: "u", extra: { [key]: 1 } },
+    }),
+  });
+  assert.equal(response.status, 400);
+  const record = h.logs.find((r) =>
+    r.msg === "rejected malformed admission review"
+  );
+  const error = String(record?.error);
+  assert.match(error, /^Cannot parse AdmissionReview: invalid request: .*kkk/);
+  assert.match(error, /\.\.\.\(\+\d+ chars\)$/);
+  assert.ok(error.length <= LOGGED_MESSAGE_CHARS + 20, `${error.length}`);
+  assert.ok(JSON.stringify(record).length < MAX_LOG_LINE_BYTES);
 });
 
 Deno.test("createAdmissionApp() answers 503 with Retry-After while the body bytes in flight are taken, and reads nothing", async () => {

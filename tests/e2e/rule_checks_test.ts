@@ -3,8 +3,12 @@
  * mistyped protected group, a mistyped dependent resource and a wrong export
  * name each give `Ready=False` with the reason that says so and no webhook
  * rule for the type that does not exist; fixing the typo in place makes the
- * rule `Enforced` and the protection real. The controller reads the exports
- * with the RBAC `manifests/kcp/system-admin` grants it, nothing more.
+ * rule `Enforced` and the protection real. A field path the dependent's
+ * schema does not have gives `FieldNotInSchema` with the nearest path (its
+ * type stays in the configuration, and nothing is protected through it);
+ * fixed in place, the rule is `Enforced` and denies the delete. The
+ * controller reads the exports with the RBAC `manifests/kcp/system-admin`
+ * grants it, nothing more.
  */
 import assert from "node:assert/strict";
 import {
@@ -61,6 +65,31 @@ function vmRule(
         version: "v1alpha1",
         resource: "vpcs",
         fieldRef: { path: ".spec.vpcRef.name" },
+      }],
+    },
+  };
+}
+
+/** A rule in which VirtualMachines refer to Subnets at `path`. */
+function vmSubnetRule(path: string): unknown {
+  return {
+    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
+    kind: "DependencyRule",
+    metadata: { name: "typo-field" },
+    spec: {
+      dependent: {
+        apiExportName: "compute.example.com",
+        group: "compute.example.com",
+        version: "v1alpha1",
+        kind: "VirtualMachine",
+        resource: "virtualmachines",
+      },
+      dependencies: [{
+        apiExportRef: { path: NETWORK, name: "network.example.com" },
+        group: "network.example.com",
+        version: "v1alpha1",
+        resource: "subnets",
+        fieldRef: { path },
       }],
     },
   };
@@ -130,7 +159,7 @@ kcpTest(
           },
           {
             group: "network.example.com",
-            resources: ["vpcs"],
+            resources: ["vpcs", "subnets"],
             verbs: ["get", "list"],
           },
         ]);
@@ -229,6 +258,111 @@ kcpTest(
             return /still referenced by VirtualMachine\/vm-1/.test(r.stderr) ||
               undefined;
           }, { timeoutMs: 30_000, intervalMs: 250 });
+        },
+      );
+
+      await step(
+        "a mistyped field path: FieldNotInSchema with the nearest path; the type stays installed and nothing is protected through it",
+        async () => {
+          await applyObjects(kcp, COMPUTE, [
+            vmSubnetRule(".spec.nic[*].subnetRef.name"),
+          ]);
+          const ready = await waitForReady(kcp, "typo-field", {
+            status: "False",
+            reason: "FieldNotInSchema",
+          });
+          assert.equal(
+            ready.message,
+            "spec.dependencies[0].fieldRef.path: .spec.nic: no such field; did you mean .spec.nics[*].subnetRef.name?",
+          );
+          const shown = await kcp.kubectlOk(["get", "dependencyrules"], {
+            workspace: COMPUTE,
+          });
+          assert.match(shown, /typo-field\s+False\s+FieldNotInSchema/);
+          // Settled with Ready=False FieldNotInSchema: installed, yet not enforced.
+          assert.deepEqual((await protectedTypes(kcp)).sort(), [
+            "network.example.com/subnets",
+            "network.example.com/vpcs",
+          ]);
+          const c1 = topo.consumers[0]!.path;
+          await waitFor("subnets to be served", async () => {
+            const r = await kcp.kubectl(["get", "subnets", "-A"], {
+              workspace: c1,
+            });
+            return r.code === 0 || undefined;
+          });
+          await applyObjects(kcp, c1, [
+            {
+              apiVersion: "network.example.com/v1alpha1",
+              kind: "Subnet",
+              metadata: { name: "subnet-a", namespace: "default" },
+              spec: {},
+            },
+            {
+              apiVersion: "compute.example.com/v1alpha1",
+              kind: "VirtualMachine",
+              metadata: { name: "vm-2", namespace: "default" },
+              spec: { nics: [{ subnetRef: { name: "subnet-a" } }] },
+            },
+          ]);
+          // What the status says: the wrong path finds no reference.
+          const r = await kcp.kubectl(
+            [
+              "delete",
+              "subnet",
+              "subnet-a",
+              "-n",
+              "default",
+              "--dry-run=server",
+            ],
+            { workspace: c1 },
+          );
+          assert.equal(r.code, 0, r.stderr);
+        },
+      );
+
+      await step(
+        "the field path fixed in place: Enforced, and a real delete is denied",
+        async () => {
+          await applyObjects(kcp, COMPUTE, [
+            vmSubnetRule(".spec.nics[*].subnetRef.name"),
+          ]);
+          const ready = await waitForReady(kcp, "typo-field", {
+            status: "True",
+            reason: "Enforced",
+          });
+          assert.equal(
+            ready.message,
+            "deleting subnets.network.example.com is denied while a VirtualMachine in the same workspace refers to it",
+          );
+          const c1 = topo.consumers[0]!.path;
+          // The webhook reads rules through its own watch: wait for it.
+          await waitFor("the webhook to apply the fixed rule", async () => {
+            const r = await kcp.kubectl(
+              [
+                "delete",
+                "subnet",
+                "subnet-a",
+                "-n",
+                "default",
+                "--dry-run=server",
+              ],
+              { workspace: c1 },
+            );
+            return r.code !== 0 || undefined;
+          }, { timeoutMs: 30_000, intervalMs: 250 });
+          const denied = await kcp.kubectl(
+            ["delete", "subnet", "subnet-a", "-n", "default"],
+            { workspace: c1 },
+          );
+          assert.notEqual(denied.code, 0);
+          assert.match(
+            denied.stderr,
+            /still referenced by VirtualMachine\/vm-2 \(\.spec\.nics\[0\]\.subnetRef\.name\)/,
+          );
+          await kcp.kubectlOk(["get", "subnet", "subnet-a", "-n", "default"], {
+            workspace: c1,
+          });
         },
       );
     } finally {

@@ -17,11 +17,11 @@ import {
   LeaderElector,
   parseControllerOptions,
   readCaBundle,
-  readExport,
   readLockTarget,
   Reconciler,
   WorkspaceResolver,
 } from "./lib/controller/mod.ts";
+import { readExport } from "./lib/exports/mod.ts";
 import {
   DEFAULT_SHUTDOWN_TIMEOUT_MS,
   type Logger,

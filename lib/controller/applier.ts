@@ -27,7 +27,7 @@ import {
   pathSegment,
 } from "../kcp/mod.ts";
 import { LOCK_PLURAL } from "../locks/mod.ts";
-import { KeyedTasks } from "./keyed_tasks.ts";
+import { KeyedTasks } from "../runtime/mod.ts";
 import type {
   ConfigurationAction,
   Plan,

@@ -25,7 +25,7 @@ import {
   exportKey,
   type ExportReading,
   type ExportRef,
-} from "./export_checks.ts";
+} from "../exports/mod.ts";
 import type { ProtectedType, WebhookOperation } from "./webhook_config.ts";
 import { bindingProblem } from "./binding_check.ts";
 import {
@@ -35,7 +35,7 @@ import {
   type LockTargetReason,
   type LockTargetRef,
 } from "./lock_targets.ts";
-import type { Reading } from "./read_cache.ts";
+import type { Reading } from "../runtime/mod.ts";
 
 /** Why a Lock is not in effect, as its Ready condition says. */
 export type LockProblemReason =

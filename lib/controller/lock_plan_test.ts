@@ -1,13 +1,13 @@
 import assert from "node:assert/strict";
 import type { EndpointObject } from "../kcp/mod.ts";
-import { exportKey, type ExportReading } from "./export_checks.ts";
+import { exportKey, type ExportReading } from "../exports/mod.ts";
 import {
   lockKey,
   type LockPlacementContext,
   planLockPlacement,
 } from "./lock_plan.ts";
 import { type LockTargetAnswer, lockTargetKey } from "./lock_targets.ts";
-import type { Reading } from "./read_cache.ts";
+import type { Reading } from "../runtime/mod.ts";
 
 const CONSUMER = "consumercluster";
 const NETWORK = "networkcluster";

@@ -37,7 +37,7 @@ import {
   pathSegment,
 } from "../kcp/mod.ts";
 import { isRecord } from "../runtime/mod.ts";
-import type { Reading } from "./read_cache.ts";
+import type { Reading } from "../runtime/mod.ts";
 
 /** The type a Lock names, in the Lock's workspace. */
 export interface LockTargetRef {

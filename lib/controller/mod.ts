@@ -7,9 +7,6 @@
  * @module
  */
 export * from "./ca_bundle.ts";
-export * from "./export_checks.ts";
-export * from "./export_reader.ts";
-export * from "./keyed_tasks.ts";
 export * from "./leader_election.ts";
 export * from "./lock_targets.ts";
 export * from "./metrics.ts";

@@ -16,7 +16,7 @@
  * @module
  */
 import type { BackoffOptions, Logger } from "../runtime/mod.ts";
-import { KeyedTasks } from "./keyed_tasks.ts";
+import { KeyedTasks } from "../runtime/mod.ts";
 import type { Resolution } from "./reconcile_plan.ts";
 import {
   WorkspaceResolutionError,

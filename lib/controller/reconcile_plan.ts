@@ -30,7 +30,7 @@ import { compareStrings, isRecord, withArticle } from "../runtime/mod.ts";
 import { bindingProblem } from "./binding_check.ts";
 import { lockKey, type LockPlacement, planLockPlacement } from "./lock_plan.ts";
 import type { LockTargetAnswer, LockTargetRef } from "./lock_targets.ts";
-import type { Reading } from "./read_cache.ts";
+import type { Reading } from "../runtime/mod.ts";
 import {
   checkExported,
   checkFieldRef,
@@ -39,7 +39,7 @@ import {
   type ExportReading,
   type ExportRef,
   servedSchema,
-} from "./export_checks.ts";
+} from "../exports/mod.ts";
 import {
   desiredWebhookConfiguration,
   type ProtectedType,

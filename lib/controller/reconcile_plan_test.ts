@@ -15,7 +15,7 @@ import {
   type ExportedType,
   exportKey,
   type ExportReading,
-} from "./export_checks.ts";
+} from "../exports/mod.ts";
 import {
   type Plan,
   type PlanInput,

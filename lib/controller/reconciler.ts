@@ -24,14 +24,17 @@ import type {
 import { Applier } from "./applier.ts";
 import { PathCache } from "./path_cache.ts";
 import { LOCKS_PATH } from "../locks/mod.ts";
-import { ExportCache } from "./export_cache.ts";
 import {
   type LockTargetAnswer,
   lockTargetKey,
   type LockTargetRef,
 } from "./lock_targets.ts";
-import { ReadCache } from "./read_cache.ts";
-import type { ExportAnswer, ExportRef } from "./export_checks.ts";
+import { ReadCache, type Reading } from "../runtime/mod.ts";
+import {
+  type ExportAnswer,
+  exportKey,
+  type ExportRef,
+} from "../exports/mod.ts";
 import { type Plan, planReconcile } from "./reconcile_plan.ts";
 import {
   MANAGED_BY_LABEL,
@@ -126,7 +129,7 @@ type Settings = WebhookClientSettings | { error: string };
 export class Reconciler {
   readonly #options: ReconcilerOptions;
   readonly #paths: PathCache;
-  readonly #exports: ExportCache | undefined;
+  readonly #exports: ReadCache<ExportRef, ExportAnswer> | undefined;
   readonly #lockTargets: ReadCache<LockTargetRef, LockTargetAnswer> | undefined;
   readonly #applier: Applier;
   /** Each rule object's validation, kept as long as the watch cache keeps the object. */
@@ -156,9 +159,12 @@ export class Reconciler {
     });
     this.#exports = options.readExport === undefined
       ? undefined
-      : new ExportCache({
+      : new ReadCache({
+        key: exportKey,
         read: options.readExport,
         log: options.log,
+        what: "APIExport",
+        describe: describeExport,
         backoff,
         onChange: () => this.trigger(),
       });
@@ -325,4 +331,18 @@ export class Reconciler {
     }
     return parsed;
   }
+}
+
+/** The fields of the log line of an APIExport read. */
+function describeExport(
+  ref: ExportRef,
+  reading: Reading<ExportAnswer>,
+): Record<string, unknown> {
+  return {
+    workspace: ref.workspace,
+    name: ref.name,
+    found: reading.answer?.found,
+    types: reading.answer?.found ? reading.answer.types.length : undefined,
+    error: reading.error,
+  };
 }

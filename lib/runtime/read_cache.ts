@@ -13,7 +13,7 @@
  * @example Usage
  * ```ts
  * import { ReadCache } from "./read_cache.ts";
- * import { createLogger } from "../runtime/mod.ts";
+ * import { createLogger } from "./log.ts";
  *
  * const cache = new ReadCache<{ name: string }, number>({
  *   key: (ref) => ref.name,
@@ -28,8 +28,9 @@
  *
  * @module
  */
-import type { BackoffOptions, Logger } from "../runtime/mod.ts";
-import { errorText } from "../runtime/mod.ts";
+import type { BackoffOptions } from "./backoff.ts";
+import type { Logger } from "./log.ts";
+import { errorText } from "./values.ts";
 import { KeyedTasks } from "./keyed_tasks.ts";
 
 /** The last answer read for a reference, and the last read's failure if it failed. */

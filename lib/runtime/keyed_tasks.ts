@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { Backoff, type BackoffOptions } from "../runtime/mod.ts";
+import { Backoff, type BackoffOptions } from "./backoff.ts";
 
 /** Options for {@linkcode KeyedTasks}. */
 export interface KeyedTasksOptions {

@@ -1,12 +1,22 @@
 import assert from "node:assert/strict";
-import { createLogger } from "../runtime/mod.ts";
-import { ExportCache } from "./export_cache.ts";
-import type { ExportAnswer, ExportRef } from "./export_checks.ts";
-import { exportKey } from "./export_checks.ts";
+import { createLogger } from "./log.ts";
+import { ReadCache } from "./read_cache.ts";
 
-const A: ExportRef = { workspace: "root:a", name: "a.io" };
-const B: ExportRef = { workspace: "root:b", name: "b.io" };
-const FOUND: ExportAnswer = { found: true, types: [] };
+/** A reference as the tests read it. */
+interface Ref {
+  workspace: string;
+  name: string;
+}
+/** What a read gives, shaped like an APIExport's answer. */
+type Answer = { found: true; types: string[] } | { found: false };
+
+function exportKey(ref: Ref): string {
+  return `${ref.workspace}\n${ref.name}`;
+}
+
+const A: Ref = { workspace: "root:a", name: "a.io" };
+const B: Ref = { workspace: "root:b", name: "b.io" };
+const FOUND: Answer = { found: true, types: [] };
 
 /** Resolves when `check` holds, polling the event loop. */
 async function until(check: () => boolean): Promise<void> {
@@ -17,10 +27,12 @@ async function until(check: () => boolean): Promise<void> {
 }
 
 function cache(
-  read: (ref: ExportRef) => Promise<ExportAnswer>,
-): { cache: ExportCache; changes: () => number } {
+  read: (ref: Ref) => Promise<Answer>,
+): { cache: ReadCache<Ref, Answer>; changes: () => number } {
   let changes = 0;
-  const c = new ExportCache({
+  const c = new ReadCache<Ref, Answer>({
+    key: exportKey,
+    what: "thing",
     read,
     log: createLogger({ level: "error", write: () => {} }),
     onChange: () => changes++,
@@ -29,7 +41,7 @@ function cache(
   return { cache: c, changes: () => changes };
 }
 
-Deno.test("ExportCache reads the wanted exports once and calls onChange", async () => {
+Deno.test("ReadCache reads the wanted exports once and calls onChange", async () => {
   const reads: string[] = [];
   const { cache: c, changes } = cache((ref) => {
     reads.push(ref.name);
@@ -51,7 +63,7 @@ Deno.test("ExportCache reads the wanted exports once and calls onChange", async 
   await c.stop();
 });
 
-Deno.test("ExportCache keeps the last answer beside a failed read, and retries with backoff", async () => {
+Deno.test("ReadCache keeps the last answer beside a failed read, and retries with backoff", async () => {
   let fail = false;
   let reads = 0;
   const { cache: c } = cache(() => {
@@ -78,7 +90,7 @@ Deno.test("ExportCache keeps the last answer beside a failed read, and retries w
   await c.stop();
 });
 
-Deno.test("ExportCache records a failure without an answer when the first read fails", async () => {
+Deno.test("ReadCache records a failure without an answer when the first read fails", async () => {
   const { cache: c } = cache(() => Promise.reject(new Error("outage")));
   c.want([B]);
   await until(() => c.readings().has(exportKey(B)));
@@ -86,21 +98,10 @@ Deno.test("ExportCache records a failure without an answer when the first read f
   await c.stop();
 });
 
-Deno.test("ExportCache reports a changed schema as a change, and an equal one not", async () => {
-  const answer = (name: string): ExportAnswer => ({
+Deno.test("ReadCache reports a changed answer as a change, and an equal one not", async () => {
+  const answer = (name: string): Answer => ({
     found: true,
-    types: [{
-      group: "a.io",
-      resource: "vms",
-      versions: ["v1"],
-      kind: "VM",
-      schemas: {
-        v1: {
-          type: "object",
-          properties: { spec: { type: "object", properties: { [name]: {} } } },
-        },
-      },
-    }],
+    types: [`spec.${name}`],
   });
   let field = "volume";
   const { cache: c, changes } = cache(() => Promise.resolve(answer(field)));
@@ -110,7 +111,7 @@ Deno.test("ExportCache reports a changed schema as a change, and an equal one no
   c.refresh();
   await new Promise((r) => setTimeout(r, 30));
   assert.equal(changes(), 1);
-  // The provider renames the field: the plan must run again.
+  // The answer changes: the plan must run again.
   field = "volumes";
   c.refresh();
   await until(() => changes() === 2);

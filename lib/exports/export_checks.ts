@@ -33,6 +33,7 @@ import {
   type SchemaNode,
   tryParseFieldPath,
 } from "../rules/mod.ts";
+import type { Reading } from "../runtime/mod.ts";
 
 /** An APIExport by workspace (path or logical cluster name) and name. */
 export interface ExportRef {
@@ -66,12 +67,7 @@ export type ExportAnswer =
   | { found: false };
 
 /** The last answer read for an export, and the last read's failure if it failed. */
-export interface ExportReading {
-  /** The last answer read, if any read succeeded. */
-  answer?: ExportAnswer;
-  /** Why the last read failed, if it did. */
-  error?: string;
-}
+export type ExportReading = Reading<ExportAnswer>;
 
 /** The outcome of one check. */
 export type ExportCheck =

@@ -26,12 +26,14 @@ import {
   FrontProxyBypassAuthorizer,
   FrontProxyDependentSource,
   parseWebhookOptions,
+  RuleAdmitter,
   RuleRegistry,
   serveTls,
   WEBHOOK_FLAGS,
   type WebhookOptions,
 } from "./lib/webhook/mod.ts";
 import { KubeClient, loadKubeConnection } from "./lib/kcp/mod.ts";
+import { readExport } from "./lib/exports/mod.ts";
 import { enforcedRules, RuleWatcher } from "./lib/rules/mod.ts";
 import { LockIndex, LockWatcher } from "./lib/locks/mod.ts";
 
@@ -56,14 +58,29 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
   });
   const metricsRegistry = new MetricsRegistry();
   const metrics = createWebhookMetrics(metricsRegistry);
+  const base = options.kcpBaseHost ?? connection.base;
   const registry = new RuleRegistry();
+  // Only rules whose own workspace exports their dependent type are
+  // enforced: a tenant's rule reaches no other tenant.
+  const admitter = new RuleAdmitter({
+    read: (ref, signal) => readExport(client, base, ref, { signal }),
+    log,
+    onAdmitted(admission) {
+      registry.replace(admission.admitted);
+      metrics.admission({
+        admitted: admission.admitted.length,
+        refused: admission.refused.length,
+        pending: admission.pending.length,
+      }, registry.protectedTypes);
+    },
+  });
   const watcher = new RuleWatcher({
     client,
     workspaceUrl: connection.server,
     apiExportName: options.apiExportName,
     log,
     onChange(snapshot) {
-      if (snapshot.synced) registry.replace(enforcedRules(snapshot.rules));
+      if (snapshot.synced) admitter.update(enforcedRules(snapshot.rules));
       metrics.rules(snapshot, registry.protectedTypes);
       log.debug("rules changed", {
         rules: snapshot.rules.length,
@@ -82,7 +99,6 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
       if (snapshot.synced) locks.replace(snapshot.locks);
     },
   });
-  const base = options.kcpBaseHost ?? connection.base;
   const source = new FrontProxyDependentSource(reviewClient, base, {
     pageSize: options.listPageSize,
   });
@@ -162,6 +178,7 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
       stop: () => s.shutdown(),
     })),
     { name: "rule watcher", stop: () => watcher.stop() },
+    { name: "rule admission", stop: () => admitter.stop() },
     { name: "lock watcher", stop: () => lockWatcher.stop() },
   ]], { timeoutMs: options.shutdownTimeoutMs, log });
   client.close();

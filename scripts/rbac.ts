@@ -2,7 +2,9 @@
  * Prints the least-privilege ClusterRole the webhook needs for the live
  * DependencyRules (`get,list` on each dependent type, `get` on each
  * protected type), read the way the webhook reads them: through the dep-ctrl
- * APIExport's virtual workspaces, with the webhook's own kubeconfig.
+ * APIExport's virtual workspaces, with the webhook's own kubeconfig. Only
+ * the rules the webhook enforces count: those whose own workspace exports
+ * their dependent type, so a tenant's rule never widens the grant.
  *
  * ```sh
  * deno task rbac --kubeconfig=webhook.kubeconfig \
@@ -29,6 +31,7 @@ import {
   loadKubeConnection,
 } from "../lib/kcp/mod.ts";
 import {
+  errorText,
   type FlagSpec,
   type Logger,
   parseDuration,
@@ -43,7 +46,13 @@ import {
   type RuleSnapshot,
   RuleWatcher,
 } from "../lib/rules/mod.ts";
-import { dependentsReaderRole } from "../lib/webhook/mod.ts";
+import { admitRules, dependentsReaderRole } from "../lib/webhook/mod.ts";
+import {
+  type ExportAnswer,
+  exportKey,
+  type ExportReading,
+  readExport,
+} from "../lib/exports/mod.ts";
 import { type LockSnapshot, LockWatcher } from "../lib/locks/mod.ts";
 
 const FLAGS: readonly FlagSpec[] = [
@@ -144,7 +153,36 @@ async function run(options: RbacOptions, log: Logger): Promise<number> {
       return 1;
     }
     const [snapshot, lockSnapshot] = read;
-    const rules = enforcedRules(snapshot.rules).map((r) => r.rule);
+    const enforced = enforcedRules(snapshot.rules);
+    // The webhook's own check, once: only rules their workspace exports.
+    const readings = new Map<string, ExportReading>();
+    const signal = AbortSignal.timeout(options.timeoutMs);
+    await Promise.all(
+      admitRules(enforced, readings).exports.map(async (ref) => {
+        let reading: ExportReading;
+        try {
+          const answer: ExportAnswer = await readExport(
+            client,
+            connection.base,
+            ref,
+            { signal },
+          );
+          reading = { answer };
+        } catch (error) {
+          reading = { error: errorText(error) };
+        }
+        readings.set(exportKey(ref), reading);
+      }),
+    );
+    const admission = admitRules(enforced, readings);
+    for (const { rule, reason } of admission.refused) {
+      log.warn("leaving out a rule the webhook does not enforce", {
+        workspace: rule.cluster,
+        name: rule.rule.metadata.name,
+        reason,
+      });
+    }
+    const rules = admission.admitted.map((r) => r.rule);
     const locks = lockSnapshot.locks.map((l) => l.lock);
     console.log(
       [

@@ -17,6 +17,16 @@ import type { AdmissionObserver } from "./server.ts";
 export interface WebhookMetrics extends AdmissionObserver {
   /** Publishes the state of the rules after a change. */
   rules(snapshot: RuleSnapshot, protectedTypes: number): void;
+  /**
+   * Publishes how many valid rules are enforced (`admitted`), not enforced
+   * because their own workspace does not export their dependent type
+   * (`refused`), and waiting for that check (`pending`), and the protected
+   * types of the admitted ones.
+   */
+  admission(
+    counts: { admitted: number; refused: number; pending: number },
+    protectedTypes: number,
+  ): void;
   /** Refreshes the process's memory gauges (call before each scrape). */
   collectProcess(): void;
   /** Publishes how many list+watch loops are retrying after an error. */
@@ -54,7 +64,8 @@ export function createWebhookMetrics(
   });
   const rules = registry.gauge({
     name: "dependency_webhook_rules",
-    help: "DependencyRules seen, by validity",
+    help:
+      "DependencyRules seen, by state: valid, invalid; of the valid, admitted (enforced), refused (their workspace does not export their dependent type) and pending",
     labelNames: ["state"],
   });
   const protectedTypes = registry.gauge({
@@ -98,6 +109,12 @@ export function createWebhookMetrics(
       protectedTypes.set(types);
       synced.set(snapshot.synced ? 1 : 0);
       endpoints.set(snapshot.endpoints.length);
+    },
+    admission(counts, types) {
+      rules.set({ state: "admitted" }, counts.admitted);
+      rules.set({ state: "refused" }, counts.refused);
+      rules.set({ state: "pending" }, counts.pending);
+      protectedTypes.set(types);
     },
   };
 }

@@ -335,3 +335,13 @@ Deno.test("WebhookMetrics.reviewed() counts reads kcp refused by verb, group and
   );
   assert.equal(sample(text, `${LIST_ERRORS}`), 4);
 });
+
+Deno.test("WebhookMetrics.admission() counts admitted, refused and pending rules", async () => {
+  const { registry, metrics } = setup();
+  metrics.admission({ admitted: 3, refused: 1, pending: 2 }, 2);
+  const text = await registry.render();
+  assert.equal(sample(text, `${RULES}{state="admitted"}`), 3);
+  assert.equal(sample(text, `${RULES}{state="refused"}`), 1);
+  assert.equal(sample(text, `${RULES}{state="pending"}`), 2);
+  assert.equal(sample(text, PROTECTED_TYPES), 2);
+});

@@ -13,5 +13,6 @@ export * from "./dependent_lister.ts";
 export * from "./metrics.ts";
 export * from "./options.ts";
 export * from "./rbac.ts";
+export * from "./rule_admission.ts";
 export * from "./rule_registry.ts";
 export * from "./server.ts";

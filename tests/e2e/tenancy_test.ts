@@ -1,0 +1,942 @@
+/**
+ * Tenancy on a real kcp, acted on with kubectl as tenants and providers do:
+ * what a tenant writes reaches only its own objects, and every status that
+ * says `Enforced` is true. A Lock's target is checked by the controller (a
+ * cluster-scoped type is refused and not held; a Lock without
+ * `apiExportRef` on a bound type names the ref to set, and once fixed in
+ * place holds). A Lock on a Secret holds it without the webhook ever being
+ * granted Secrets, so its denial names no reason. A tenant that bound the
+ * dep-ctrl export to write Locks cannot write DependencyRules that reach
+ * other tenants: a rule about an export it does not have is
+ * `APIExportNotFound` and blocks nothing anywhere, and one naming a dependent
+ * the webhook may not list makes no delete fail. Last, every rule and Lock
+ * of the test's workspaces whose `Ready` is `True`/`Enforced` is made to
+ * prove it: a dry-run delete of what it covers is denied. Components run as
+ * their own processes and identities.
+ */
+import assert from "node:assert/strict";
+import {
+  applyObjects,
+  applySystemAdminOverlay,
+  bindExport,
+  buildTopology,
+  type ComponentProcess,
+  DEP_CTRL_EXPORT,
+  grantWebhookReads,
+  KcpRequestError,
+  type KcpServer,
+  kcpTest,
+  sample,
+  startController,
+  startWebhook,
+  type Topology,
+  VWC_CLAIM,
+  waitFor,
+  type WebhookProcess,
+} from "../../testing/mod.ts";
+
+const NETWORK = "root:providers:network";
+const COMPUTE = "root:providers:compute";
+/** Tenant A: binds the dep-ctrl export to write Locks (and tries rules). */
+const C1 = "root:consumers:c1";
+/** Tenant B: another consumer of the same providers. */
+const C2 = "root:consumers:c2";
+const NS = "team-a";
+const RULE_FILE = new URL(
+  "../../testing/fixtures/compute/dependencyrule-vm-vpc.yaml",
+  import.meta.url,
+).pathname;
+const NETWORK_REF = { path: NETWORK, name: "network.example.com" };
+const COMPUTE_REF = { path: COMPUTE, name: "compute.example.com" };
+const SECRET_REASON = "database credentials, ask #dba";
+const WAIT = { timeoutMs: 90_000, intervalMs: 250 };
+
+interface Condition {
+  type: string;
+  status: string;
+  reason?: string;
+  message?: string;
+}
+
+/** A DependencyRule or a Lock as kubectl prints it. */
+interface StatusObject {
+  metadata: { name: string; namespace?: string; generation?: number };
+  spec: Record<string, unknown>;
+  status?: { observedGeneration?: number; conditions?: Condition[] };
+}
+
+interface TypeRef {
+  group: string;
+  version: string;
+  resource: string;
+}
+
+interface RuleSpec {
+  dependent: TypeRef & { apiExportName: string; kind: string };
+  dependencies: (TypeRef & {
+    fieldRef: { path: string; namespacePath?: string };
+  })[];
+}
+
+interface LockSpec {
+  target: TypeRef & { name: string };
+  reason: string;
+  operations?: string[];
+}
+
+function vpc(name: string, namespace = NS): unknown {
+  return {
+    apiVersion: "network.example.com/v1alpha1",
+    kind: "VPC",
+    metadata: { name, namespace },
+    spec: {},
+  };
+}
+
+function vm(
+  name: string,
+  spec: Record<string, unknown> = {},
+  namespace = NS,
+): unknown {
+  return {
+    apiVersion: "compute.example.com/v1alpha1",
+    kind: "VirtualMachine",
+    metadata: { name, namespace },
+    spec,
+  };
+}
+
+function lock(
+  name: string,
+  target: Record<string, unknown>,
+  reason = "kept by the tenant",
+): unknown {
+  return {
+    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
+    kind: "Lock",
+    metadata: { name, namespace: NS },
+    spec: { target, reason },
+  };
+}
+
+/**
+ * A tenant's rule: `dependent` (whose `apiExportName` the tenant's
+ * workspace does not have) refers to the network provider's VPCs through
+ * `.metadata.name`, a field every object has.
+ */
+function tenantRule(
+  name: string,
+  dependent: RuleSpec["dependent"],
+): unknown {
+  return {
+    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
+    kind: "DependencyRule",
+    metadata: { name },
+    spec: {
+      dependent,
+      dependencies: [{
+        apiExportRef: NETWORK_REF,
+        group: "network.example.com",
+        version: "v1alpha1",
+        resource: "vpcs",
+        fieldRef: { path: ".metadata.name" },
+      }],
+    },
+  };
+}
+
+/** `<resource>.<group>`, or `<resource>` for core: what kubectl takes. */
+function kubectlType(t: { group: string; resource: string }): string {
+  return t.group === "" ? t.resource : `${t.resource}.${t.group}`;
+}
+
+function readyOf(object: StatusObject): Condition | undefined {
+  return object.status?.conditions?.find((c) => c.type === "Ready");
+}
+
+/**
+ * Waits until `resource`/`name` (a DependencyRule, or a Lock in
+ * `namespace`) shows `Ready` with `want`'s status and reason for its
+ * current generation, and returns the condition.
+ */
+async function waitForReady(
+  kcp: KcpServer,
+  workspace: string,
+  target: { resource: "dependencyrule" | "lock"; name: string; ns?: string },
+  want: { status: string; reason: string },
+): Promise<Condition> {
+  let last = "no status yet";
+  try {
+    return await waitFor(
+      `${target.resource} ${target.name} in ${workspace} to be Ready=${want.status} (${want.reason})`,
+      async () => {
+        const object = JSON.parse(
+          await kcp.kubectlOk([
+            "get",
+            target.resource,
+            target.name,
+            ...(target.ns === undefined ? [] : ["-n", target.ns]),
+            "-o",
+            "json",
+          ], { workspace }),
+        ) as StatusObject;
+        const ready = readyOf(object);
+        last = JSON.stringify(object.status ?? {});
+        const current = (object.status?.observedGeneration ??
+          object.metadata.generation) === object.metadata.generation;
+        return current && ready?.status === want.status &&
+            ready.reason === want.reason
+          ? ready
+          : undefined;
+      },
+      WAIT,
+    );
+  } catch (error) {
+    throw new Error(`${(error as Error).message}; last status: ${last}`);
+  }
+}
+
+/** Runs kubectl in `workspace`; the error text, or `""` when it succeeded. */
+async function attempt(
+  kcp: KcpServer,
+  workspace: string,
+  args: string[],
+): Promise<string> {
+  const r = await kcp.kubectl(args, { workspace });
+  return r.code === 0 ? "" : r.stderr;
+}
+
+/** Polls `args` (a dry run) until it is denied with a message matching `expected`. */
+async function waitForDenial(
+  kcp: KcpServer,
+  workspace: string,
+  args: string[],
+  expected: RegExp,
+): Promise<string> {
+  return await waitFor(
+    `kubectl ${
+      args.join(" ")
+    } in ${workspace} to be denied (${expected.source})`,
+    async () => {
+      const error = await attempt(kcp, workspace, args);
+      if (expected.test(error)) return error;
+      throw new Error(error === "" ? "allowed" : error);
+    },
+    WAIT,
+  );
+}
+
+/** The webhook's rule counts by state, from its metrics. */
+async function ruleStates(
+  webhook: WebhookProcess,
+): Promise<Record<string, number | undefined>> {
+  const { text } = await webhook.get(webhook.metricsPort, "/metrics");
+  return Object.fromEntries(
+    ["valid", "admitted", "refused", "pending"].map((state) => [
+      state,
+      sample(text, `dependency_webhook_rules{state="${state}"}`),
+    ]),
+  );
+}
+
+/**
+ * Waits until the webhook has seen `valid` rules and judged each (admitted
+ * or refused, none pending): only then does an allowed delete say anything
+ * about a rule just created.
+ */
+async function waitForWebhookToJudge(
+  webhook: WebhookProcess,
+  valid: number,
+): Promise<void> {
+  let last: Record<string, number | undefined> = {};
+  try {
+    await waitFor(
+      `the webhook to judge all ${valid} rules`,
+      async () => {
+        last = await ruleStates(webhook);
+        const judged = (last.admitted ?? NaN) + (last.refused ?? NaN);
+        return last.valid === valid && last.pending === 0 &&
+            judged === valid || undefined;
+      },
+      WAIT,
+    );
+  } catch (error) {
+    throw new Error(
+      `${(error as Error).message}; last rule states: ${JSON.stringify(last)}`,
+    );
+  }
+}
+
+/**
+ * Deletes `type`/`name` in `namespace` of `workspace` and asserts it went:
+ * first dry runs until one is allowed (the webhook may still be reading
+ * what just changed), then the real delete, which must succeed at once.
+ */
+async function deleteSucceeds(
+  kcp: KcpServer,
+  webhook: WebhookProcess,
+  workspace: string,
+  args: { type: string; name: string; namespace: string },
+): Promise<void> {
+  const target = [args.type, args.name, "-n", args.namespace];
+  await waitFor(
+    `a dry-run delete of ${args.type}/${args.name} in ${workspace} to be allowed`,
+    async () => {
+      const error = await attempt(kcp, workspace, [
+        "delete",
+        ...target,
+        "--dry-run=server",
+      ]);
+      if (error === "") return true;
+      throw new Error(error);
+    },
+    { timeoutMs: 30_000, intervalMs: 250 },
+  );
+  const r = await kcp.kubectl(["delete", ...target], { workspace });
+  assert.equal(
+    r.code,
+    0,
+    `deleting ${args.type}/${args.name} in ${workspace} failed: ${r.stderr.trim()} (webhook rule states: ${
+      JSON.stringify(await ruleStates(webhook))
+    })`,
+  );
+  assert.doesNotMatch(r.stderr, /Conflict|ServiceUnavailable|denied/);
+  const gone = await kcp.kubectl(["get", ...target], { workspace });
+  assert.notEqual(gone.code, 0);
+  assert.match(gone.stderr, /NotFound|not found/);
+}
+
+/** What discovery in `workspace` says of a type: its kind and scope, if served. */
+async function discover(
+  kcp: KcpServer,
+  workspace: string,
+  type: TypeRef,
+): Promise<{ kind: string; namespaced: boolean } | undefined> {
+  const path = type.group === ""
+    ? `/clusters/${workspace}/api/${type.version}`
+    : `/clusters/${workspace}/apis/${type.group}/${type.version}`;
+  try {
+    const list = await kcp.request<{
+      resources: { name: string; kind: string; namespaced: boolean }[];
+    }>("GET", path);
+    return list.resources.find((r) => r.name === type.resource);
+  } catch (error) {
+    if (error instanceof KcpRequestError && error.status === 404) {
+      return undefined;
+    }
+    throw error;
+  }
+}
+
+/**
+ * Sets the string at a rule's field path in `object`, creating objects and
+ * one-element lists for `[*]` on the way (an existing list's first element
+ * is reused, so a namespace path lands beside its name).
+ */
+function setAtPath(
+  object: Record<string, unknown>,
+  path: string,
+  value: string,
+): void {
+  const segments = path.replace(/^\./, "").split(".");
+  let node = object;
+  segments.forEach((segment, i) => {
+    const match = /^([A-Za-z_][A-Za-z0-9_]*)((?:\[\*\])*)$/.exec(segment);
+    assert.ok(match, `unexpected field path segment ${segment} in ${path}`);
+    const key = match[1]!;
+    const lists = match[2]!.length / 3;
+    const last = i === segments.length - 1;
+    if (lists === 0) {
+      if (last) node[key] = value;
+      else {
+        node[key] ??= {};
+        node = node[key] as Record<string, unknown>;
+      }
+      return;
+    }
+    let list = (node[key] ??= []) as unknown[];
+    for (let l = 1; l < lists; l++) list = (list[0] ??= []) as unknown[];
+    if (last) list[0] = value;
+    else node = (list[0] ??= {}) as Record<string, unknown>;
+  });
+}
+
+/**
+ * Every DependencyRule (`dependencyrules`) or Lock (`locks`) in the
+ * workspaces, with the workspace it is in; a workspace that does not serve
+ * the type holds none.
+ */
+async function listAll(
+  kcp: KcpServer,
+  workspaces: readonly string[],
+  resource: "dependencyrules" | "locks",
+): Promise<{ workspace: string; object: StatusObject }[]> {
+  const found: { workspace: string; object: StatusObject }[] = [];
+  for (const workspace of workspaces) {
+    const r = await kcp.kubectl(["get", resource, "-A", "-o", "json"], {
+      workspace,
+    });
+    if (r.code !== 0) {
+      assert.match(
+        r.stderr,
+        /doesn't have a resource type/,
+        `listing ${resource} in ${workspace}`,
+      );
+      continue;
+    }
+    const list = JSON.parse(r.stdout) as { items: StatusObject[] };
+    for (const object of list.items) found.push({ workspace, object });
+  }
+  return found;
+}
+
+function isEnforced(object: StatusObject): boolean {
+  const ready = readyOf(object);
+  return ready?.status === "True" && ready.reason === "Enforced";
+}
+
+/**
+ * Proves an Enforced rule: for each of its dependencies, in a workspace of
+ * the test serving both types (its own first), a protected object and a
+ * dependent naming it through the rule's field; a dry-run delete of the
+ * protected object must be denied naming the dependent.
+ */
+async function proveRule(
+  kcp: KcpServer,
+  candidates: readonly string[],
+  found: { workspace: string; object: StatusObject },
+  serial: () => number,
+): Promise<void> {
+  const { workspace: home, object } = found;
+  const spec = object.spec as unknown as RuleSpec;
+  const shown = `DependencyRule ${object.metadata.name} in ${home}`;
+  for (const [index, dependency] of spec.dependencies.entries()) {
+    let place:
+      | {
+        workspace: string;
+        dependent: { kind: string; namespaced: boolean };
+        protectedType: { kind: string; namespaced: boolean };
+      }
+      | undefined;
+    for (const workspace of [home, ...candidates]) {
+      const dependent = await discover(kcp, workspace, spec.dependent);
+      const protectedType = await discover(kcp, workspace, dependency);
+      if (dependent && protectedType) {
+        place = { workspace, dependent, protectedType };
+        break;
+      }
+    }
+    assert.ok(
+      place,
+      `${shown} says Ready=True Enforced, but no workspace of the test serves both ${
+        kubectlType(spec.dependent)
+      } and ${kubectlType(dependency)} to prove it`,
+    );
+    const n = serial();
+    const namespace = "status-truth";
+    await applyObjects(kcp, place.workspace, [{
+      apiVersion: "v1",
+      kind: "Namespace",
+      metadata: { name: namespace },
+    }]);
+    const protectedName = `truth-${n}`;
+    const protectedObject = {
+      apiVersion: dependency.group === ""
+        ? dependency.version
+        : `${dependency.group}/${dependency.version}`,
+      kind: place.protectedType.kind,
+      metadata: {
+        name: protectedName,
+        ...(place.protectedType.namespaced ? { namespace } : {}),
+      },
+    };
+    const dependentObject: Record<string, unknown> = {
+      apiVersion: `${spec.dependent.group}/${spec.dependent.version}`,
+      kind: place.dependent.kind,
+      metadata: {
+        name: `truth-${n}-dependent`,
+        ...(place.dependent.namespaced ? { namespace } : {}),
+      },
+    };
+    setAtPath(dependentObject, dependency.fieldRef.path, protectedName);
+    if (dependency.fieldRef.namespacePath !== undefined) {
+      setAtPath(dependentObject, dependency.fieldRef.namespacePath, namespace);
+    }
+    await applyObjects(kcp, place.workspace, [protectedObject]);
+    await applyObjects(kcp, place.workspace, [dependentObject]);
+    const args = [
+      "delete",
+      kubectlType(dependency),
+      protectedName,
+      ...(place.protectedType.namespaced ? ["-n", namespace] : []),
+      "--dry-run=server",
+    ];
+    try {
+      await waitForDenial(kcp, place.workspace, args, /still referenced by/);
+    } catch (error) {
+      assert.fail(
+        `${shown} says Ready=True Enforced, but its dependency ${index} (${
+          kubectlType(dependency)
+        } at ${dependency.fieldRef.path}) is not: ${(error as Error).message}`,
+      );
+    }
+  }
+}
+
+/**
+ * Proves an Enforced Lock: its target (reused, or created empty) in its
+ * namespace; a dry-run delete (or, for a Lock on updates only, update) of
+ * it must be denied by a Lock.
+ */
+async function proveLock(
+  kcp: KcpServer,
+  found: { workspace: string; object: StatusObject },
+): Promise<void> {
+  const { workspace, object } = found;
+  const spec = object.spec as unknown as LockSpec;
+  const { target } = spec;
+  const namespace = object.metadata.namespace!;
+  const shown = `Lock ${namespace}/${object.metadata.name} in ${workspace}`;
+  const isNamespace = target.group === "" && target.resource === "namespaces";
+  const where = isNamespace ? [] : ["-n", namespace];
+  const type = kubectlType(target);
+  const exists = await kcp.kubectl(["get", type, target.name, ...where], {
+    workspace,
+  });
+  if (exists.code !== 0) {
+    const served = await discover(kcp, workspace, target);
+    assert.ok(
+      served,
+      `${shown} says Ready=True Enforced, but its workspace does not serve ${type}`,
+    );
+    await applyObjects(kcp, workspace, [{
+      apiVersion: target.group === ""
+        ? target.version
+        : `${target.group}/${target.version}`,
+      kind: served.kind,
+      metadata: {
+        name: target.name,
+        ...(served.namespaced ? { namespace } : {}),
+      },
+    }]);
+  }
+  const operations = spec.operations ?? ["Delete"];
+  const args = operations.includes("Delete")
+    ? ["delete", type, target.name, ...where, "--dry-run=server"]
+    : [
+      "label",
+      type,
+      target.name,
+      ...where,
+      `status-truth=${crypto.randomUUID().slice(0, 8)}`,
+      "--overwrite",
+      "--dry-run=server",
+    ];
+  try {
+    await waitForDenial(
+      kcp,
+      workspace,
+      args,
+      /locked by Lock|a Lock may hold it/,
+    );
+  } catch (error) {
+    assert.fail(
+      `${shown} says Ready=True Enforced, but ${type}/${target.name} is not held: ${
+        (error as Error).message
+      }`,
+    );
+  }
+}
+
+kcpTest(
+  "tenancy: a tenant's Locks and rules reach only its own objects, and every Enforced status is true",
+  async (kcp, step) => {
+    let topo!: Topology;
+    let webhook: WebhookProcess | undefined;
+    let controller: ComponentProcess | undefined;
+    try {
+      await step(
+        "the topology, a provider's rule and the components; tenant A binds the dep-ctrl export to write Locks",
+        async () => {
+          topo = await buildTopology(kcp, {
+            networkPath: NETWORK,
+            computePath: COMPUTE,
+            consumerPaths: [C1, C2],
+          });
+          await bindExport(kcp, C1, {
+            exportPath: "root:dep-ctrl",
+            exportName: DEP_CTRL_EXPORT,
+            acceptClaims: [VWC_CLAIM],
+          });
+          await applySystemAdminOverlay(kcp, [
+            {
+              group: "compute.example.com",
+              resources: ["virtualmachines"],
+              verbs: ["get", "list"],
+            },
+            {
+              group: "network.example.com",
+              resources: ["vpcs"],
+              verbs: ["get"],
+            },
+          ]);
+          await kcp.kubectlOk(["apply", "-f", RULE_FILE], {
+            workspace: COMPUTE,
+          });
+          webhook = await startWebhook(kcp);
+          controller = await startController(kcp, { webhook });
+          for (const workspace of [C1, C2]) {
+            await kcp.kubectlOk(["create", "namespace", NS], { workspace });
+          }
+          await waitForReady(kcp, COMPUTE, {
+            resource: "dependencyrule",
+            name: "vm-dependencies",
+          }, { status: "True", reason: "Enforced" });
+        },
+      );
+
+      await step(
+        "a Lock on a cluster-scoped type is ClusterScopedTarget and holds nothing: the VPCAttachment and the ClusterRole it names can be deleted",
+        async () => {
+          await applyObjects(kcp, C1, [{
+            apiVersion: "compute.example.com/v1alpha1",
+            kind: "VPCAttachment",
+            metadata: { name: "attachment" },
+            spec: { vpcRef: { name: "core", namespace: NS } },
+          }]);
+          await kcp.kubectlOk([
+            "create",
+            "clusterrole",
+            "tenant-role",
+            "--verb=get",
+            "--resource=configmaps",
+          ], { workspace: C1 });
+          await applyObjects(kcp, C1, [
+            lock("attachment", {
+              apiExportRef: COMPUTE_REF,
+              group: "compute.example.com",
+              version: "v1alpha1",
+              resource: "vpcattachments",
+              name: "attachment",
+            }),
+            lock("role", {
+              group: "rbac.authorization.k8s.io",
+              version: "v1",
+              resource: "clusterroles",
+              name: "tenant-role",
+            }),
+          ]);
+          for (
+            const [name, type] of [
+              ["attachment", "vpcattachments.compute.example.com"],
+              ["role", "clusterroles.rbac.authorization.k8s.io"],
+            ] as const
+          ) {
+            const ready = await waitForReady(
+              kcp,
+              C1,
+              { resource: "lock", name, ns: NS },
+              { status: "False", reason: "ClusterScopedTarget" },
+            );
+            assert.match(
+              ready.message ?? "",
+              new RegExp(`${type}.*cluster-scoped`),
+            );
+          }
+          // The status is honest: nothing holds either object.
+          for (
+            const [type, name] of [
+              ["vpcattachment", "attachment"],
+              ["clusterrole", "tenant-role"],
+            ] as const
+          ) {
+            const r = await kcp.kubectl(["delete", type, name], {
+              workspace: C1,
+            });
+            assert.equal(r.code, 0, `deleting ${type}/${name}: ${r.stderr}`);
+            const gone = await kcp.kubectl(["get", type, name], {
+              workspace: C1,
+            });
+            assert.match(gone.stderr, /NotFound|not found/);
+          }
+        },
+      );
+
+      await step(
+        "a Lock without apiExportRef on a bound type is ProviderMismatch naming the ref to set; fixed in place it is Enforced and the delete is denied",
+        async () => {
+          await applyObjects(kcp, C1, [
+            vpc("core"),
+            lock("prod", {
+              group: "network.example.com",
+              version: "v1alpha1",
+              resource: "vpcs",
+              name: "core",
+            }),
+          ]);
+          const mismatch = await waitForReady(
+            kcp,
+            C1,
+            { resource: "lock", name: "prod", ns: NS },
+            { status: "False", reason: "ProviderMismatch" },
+          );
+          assert.ok(
+            (mismatch.message ?? "").includes(
+              "set spec.target.apiExportRef to {path: root:providers:network, name: network.example.com}",
+            ),
+            String(mismatch.message),
+          );
+          await applyObjects(kcp, C1, [
+            lock("prod", {
+              apiExportRef: NETWORK_REF,
+              group: "network.example.com",
+              version: "v1alpha1",
+              resource: "vpcs",
+              name: "core",
+            }),
+          ]);
+          await waitForReady(
+            kcp,
+            C1,
+            { resource: "lock", name: "prod", ns: NS },
+            { status: "True", reason: "Enforced" },
+          );
+          await waitForDenial(
+            kcp,
+            C1,
+            ["delete", "vpc", "core", "-n", NS, "--dry-run=server"],
+            /locked by Lock team-a\/prod/,
+          );
+          const r = await kcp.kubectl(["delete", "vpc", "core", "-n", NS], {
+            workspace: C1,
+          });
+          assert.notEqual(r.code, 0);
+          assert.match(r.stderr, /\(Conflict\)/);
+          assert.match(
+            r.stderr,
+            /cannot delete vpcs\/core: locked by Lock team-a\/prod/,
+          );
+          await kcp.kubectlOk(["get", "vpc", "core", "-n", NS], {
+            workspace: C1,
+          });
+        },
+      );
+
+      await step(
+        "a Lock on a Secret holds it, naming no reason; deno task rbac grants no Secrets or ConfigMaps; the webhook cannot read a tenant's Secret; deleting the Lock unlocks",
+        async () => {
+          for (const workspace of [C1, C2]) {
+            await kcp.kubectlOk([
+              "create",
+              "secret",
+              "generic",
+              "db",
+              "-n",
+              NS,
+              "--from-literal=password=s3cret",
+            ], { workspace });
+          }
+          await applyObjects(kcp, C1, [
+            lock("db", {
+              group: "",
+              version: "v1",
+              resource: "secrets",
+              name: "db",
+            }, SECRET_REASON),
+          ]);
+          await waitForReady(
+            kcp,
+            C1,
+            { resource: "lock", name: "db", ns: NS },
+            { status: "True", reason: "Enforced" },
+          );
+          await waitForDenial(
+            kcp,
+            C1,
+            ["delete", "secret", "db", "-n", NS, "--dry-run=server"],
+            /a Lock may hold it/,
+          );
+          const r = await kcp.kubectl(["delete", "secret", "db", "-n", NS], {
+            workspace: C1,
+          });
+          assert.notEqual(r.code, 0);
+          assert.match(r.stderr, /\(Conflict\)/);
+          assert.match(r.stderr, /a Lock may hold it/);
+          assert.ok(
+            r.stderr.includes("kubectl get locks -n team-a"),
+            r.stderr,
+          );
+          assert.ok(!r.stderr.includes(SECRET_REASON), r.stderr);
+          assert.doesNotMatch(r.stderr, /locked by Lock|team-a\/db/);
+          await kcp.kubectlOk(["get", "secret", "db", "-n", NS], {
+            workspace: C1,
+          });
+
+          const role = await grantWebhookReads(kcp);
+          assert.match(role, /kind: ClusterRole/);
+          assert.match(role, /virtualmachines/);
+          assert.doesNotMatch(role, /secrets/);
+          assert.doesNotMatch(role, /configmaps/);
+
+          for (const ws of topo.consumers) {
+            const error = await kcp.request(
+              "GET",
+              `/clusters/${ws.cluster}/api/v1/namespaces/${NS}/secrets/db`,
+              { identity: "webhook" },
+            ).then(() => undefined, (e: unknown) => e);
+            assert.ok(
+              error instanceof KcpRequestError,
+              `the webhook read the Secret in ${ws.path}`,
+            );
+            assert.equal(error.status, 403, `${ws.path}: ${error.message}`);
+          }
+
+          await kcp.kubectlOk(["delete", "lock", "db", "-n", NS], {
+            workspace: C1,
+          });
+          await waitFor(
+            "the Secret to be deleted",
+            async () =>
+              await attempt(kcp, C1, ["delete", "secret", "db", "-n", NS]) ===
+                "" || undefined,
+            WAIT,
+          );
+          const gone = await kcp.kubectl(["get", "secret", "db", "-n", NS], {
+            workspace: C1,
+          });
+          assert.match(gone.stderr, /NotFound|not found/);
+        },
+      );
+
+      await step(
+        "a tenant's rule about an export it does not have is APIExportNotFound and blocks no delete, in another tenant's workspace or its own",
+        async () => {
+          // The provider's rule is live in tenant B: a VM naming a VPC in
+          // .spec.vpcRef.name holds it, so the webhook is called for VPCs.
+          await applyObjects(kcp, C2, [
+            vpc("used"),
+            vm("user", { vpcRef: { name: "used" } }),
+            vpc("shared"),
+            vm("shared"),
+          ]);
+          await waitForDenial(
+            kcp,
+            C2,
+            ["delete", "vpc", "used", "-n", NS, "--dry-run=server"],
+            /still referenced by VirtualMachine\/user \(\.spec\.vpcRef\.name\)/,
+          );
+          await applyObjects(kcp, C1, [vpc("own"), vm("own")]);
+
+          await applyObjects(kcp, C1, [
+            tenantRule("reach-vpcs", {
+              apiExportName: "compute.example.com",
+              group: "compute.example.com",
+              version: "v1alpha1",
+              kind: "VirtualMachine",
+              resource: "virtualmachines",
+            }),
+          ]);
+          const ready = await waitForReady(kcp, C1, {
+            resource: "dependencyrule",
+            name: "reach-vpcs",
+          }, { status: "False", reason: "APIExportNotFound" });
+          assert.match(
+            ready.message ?? "",
+            /no APIExport compute\.example\.com in the rule's workspace/,
+          );
+          await waitForWebhookToJudge(webhook!, 2);
+
+          // Tenant B's VM names its VPC only through .metadata.name.
+          await deleteSucceeds(kcp, webhook!, C2, {
+            type: "vpc",
+            name: "shared",
+            namespace: NS,
+          });
+          await deleteSucceeds(kcp, webhook!, C1, {
+            type: "vpc",
+            name: "own",
+            namespace: NS,
+          });
+        },
+      );
+
+      await step(
+        "a tenant's rule naming a dependent the webhook may not list makes no delete fail with 503, in either tenant",
+        async () => {
+          await applyObjects(kcp, C1, [
+            tenantRule("reach-roles", {
+              apiExportName: "rbac.authorization.k8s.io",
+              group: "rbac.authorization.k8s.io",
+              version: "v1",
+              kind: "ClusterRole",
+              resource: "clusterroles",
+            }),
+          ]);
+          await waitForReady(kcp, C1, {
+            resource: "dependencyrule",
+            name: "reach-roles",
+          }, { status: "False", reason: "APIExportNotFound" });
+          for (const workspace of [C1, C2]) {
+            await applyObjects(kcp, workspace, [vpc("spare")]);
+          }
+          await waitForWebhookToJudge(webhook!, 3);
+          for (const workspace of [C1, C2]) {
+            await deleteSucceeds(kcp, webhook!, workspace, {
+              type: "vpc",
+              name: "spare",
+              namespace: NS,
+            });
+          }
+          // Re-running deno task rbac with the tenant's rules live grants
+          // the webhook no RBAC type either.
+          const role = await grantWebhookReads(kcp);
+          assert.doesNotMatch(role, /clusterroles/);
+        },
+      );
+
+      await step(
+        "every rule and Lock whose Ready is True/Enforced in the test's workspaces denies a delete of what it covers",
+        async () => {
+          const workspaces = [
+            topo.depCtrl.path,
+            NETWORK,
+            COMPUTE,
+            ...topo.consumers.map((c) => c.path),
+          ];
+          const consumers = topo.consumers.map((c) => c.path);
+          const rules = await listAll(kcp, workspaces, "dependencyrules");
+          const locks = await listAll(kcp, workspaces, "locks");
+          let n = 0;
+          const serial = () => n++;
+          const enforcedRules = rules.filter((r) => isEnforced(r.object));
+          const enforcedLocks = locks.filter((l) => isEnforced(l.object));
+          for (const found of enforcedRules) {
+            await proveRule(kcp, consumers, found, serial);
+          }
+          for (const found of enforcedLocks) await proveLock(kcp, found);
+          const shown = (list: typeof rules) =>
+            list.map(({ workspace, object }) =>
+              `${workspace}/${
+                object.metadata.namespace === undefined
+                  ? ""
+                  : `${object.metadata.namespace}/`
+              }${object.metadata.name}`
+            ).join(", ");
+          console.log(
+            `proved ${enforcedRules.length} Enforced rule(s) (${
+              shown(enforcedRules)
+            }) and ${enforcedLocks.length} Enforced Lock(s) (${
+              shown(enforcedLocks)
+            }), of ${rules.length} rule(s) and ${locks.length} Lock(s)`,
+          );
+          // The check is not vacuous: the provider's rule and the VPC Lock.
+          assert.ok(enforcedRules.length >= 1, shown(rules));
+          assert.ok(enforcedLocks.length >= 1, shown(locks));
+        },
+      );
+    } finally {
+      await controller?.stop();
+      await webhook?.stop();
+    }
+  },
+);

@@ -652,7 +652,18 @@ export class DeletionValidator {
       return live === target.uid;
     } catch (error) {
       if (error instanceof KubeApiError && error.status === 403) {
-        throw new Forbidden("get", target.resource);
+        // kcp answers 403 alike for a type not granted and for a logical
+        // cluster that does not exist: only the first is a missing grant.
+        const known = await Promise.race([
+          this.#source.workspaceDeletedAt(target.cluster, stop.signal).then(
+            () => true,
+            () => false,
+          ),
+          stopped.catch(() => false),
+        ]);
+        throw known
+          ? new Forbidden("get", target.resource)
+          : new UnknownWorkspace(target.cluster);
       }
       throw error;
     } finally {
@@ -780,10 +791,12 @@ function refusal(
 ): Verdict | undefined {
   if (confirmed.status === "rejected") {
     return unavailable(uid, shown, {
-      what: confirmed.reason instanceof Forbidden
+      what: confirmed.reason instanceof Forbidden ||
+          confirmed.reason instanceof UnknownWorkspace
         ? confirmed.reason.message
         : `cannot read the object itself (${errorText(confirmed.reason)})`,
-      until: confirmed.reason instanceof Forbidden
+      until: confirmed.reason instanceof Forbidden ||
+          confirmed.reason instanceof UnknownWorkspace
         ? "it may"
         : "it can be read",
       error: confirmed.reason,
@@ -867,6 +880,20 @@ class Forbidden extends Error {
 }
 
 /** The deadline of a review passed. */
+/**
+ * The workspace of a review could not be read at all: it does not exist (a
+ * forged review), or the webhook has no access on its shard.
+ */
+class UnknownWorkspace extends Error {
+  constructor(cluster: string) {
+    super(
+      `the dependency webhook cannot read the workspace ${quote(cluster)}: ` +
+        "it does not exist, or the webhook's access is not granted on its shard " +
+        "(manifests/kcp/system-admin in that shard's system:admin)",
+    );
+  }
+}
+
 class DeadlineExceeded extends Error {
   constructor(timeoutMs: number, pending: readonly string[]) {
     super(

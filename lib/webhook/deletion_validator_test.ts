@@ -2409,3 +2409,32 @@ Deno.test("DeletionValidator.validate() holds a locked object it may not read, n
     ALLOWED,
   );
 });
+
+Deno.test("DeletionValidator.validate() does not report a workspace it cannot read at all as a missing grant", async () => {
+  const denied = new KubeApiError("403", { status: 403, reason: "Forbidden" });
+  const source = new FakeSource({ virtualmachines: { pages: [[]] } }, {
+    error: denied,
+  });
+  // The LogicalCluster is refused too: the workspace does not exist (kcp
+  // answers 403 for it), or the webhook has no access on its shard.
+  source.deletedAt = { error: denied };
+  const verdict = await validate(registryOf(VM_RULE), source, deleteRequest());
+  assert.equal(verdict.outcome, "denied_error");
+  assert.equal(verdict.forbidden, undefined);
+  assert.equal(
+    verdict.response.status?.message,
+    'cannot delete vpcs/vpc-a: the dependency webhook cannot read the workspace "consumer1": ' +
+      "it does not exist, or the webhook's access is not granted on its shard " +
+      "(manifests/kcp/system-admin in that shard's system:admin); the delete is denied until it may: " +
+      "retry later, or set the annotation dependencies.opendefense.cloud/skip-protection=true on the object to delete it anyway",
+  );
+  assert.deepEqual(source.workspaceQueries, ["consumer1"]);
+  // When the workspace can be read, the 403 is the missing grant it says.
+  const granted = new FakeSource({ virtualmachines: { pages: [[]] } }, {
+    error: denied,
+  });
+  assert.deepEqual(
+    await validate(registryOf(VM_RULE), granted, deleteRequest()),
+    forbidden("get", VPCS),
+  );
+});

@@ -18,6 +18,7 @@ import {
   parseControllerOptions,
   readCaBundle,
   readLockTarget,
+  readWebhookAccess,
   Reconciler,
   WorkspaceResolver,
 } from "./lib/controller/mod.ts";
@@ -77,6 +78,14 @@ async function run(options: ControllerOptions, log: Logger): Promise<number> {
       readExport: (ref, signal) => readExport(client, base, ref, { signal }),
       readLockTarget: (ref, signal) =>
         readLockTarget(client, base, ref, { signal }),
+      webhookAccess: {
+        read: (ref, signal) =>
+          readWebhookAccess(client, base, ref, {
+            user: options.webhookUser,
+            signal,
+          }),
+        user: options.webhookUser,
+      },
       async readSettings() {
         return {
           url: options.webhookUrl,

@@ -99,8 +99,13 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
       if (snapshot.synced) locks.replace(snapshot.locks);
     },
   });
+  // List pages are read up to a byte cap, and all reviews' pages together
+  // under one byte budget: the lists' memory stays bounded whatever the
+  // tenants' objects and however many reviews run.
   const source = new FrontProxyDependentSource(reviewClient, base, {
     pageSize: options.listPageSize,
+    maxPageBytes: options.maxListPageBytes,
+    bytesInFlight: new Semaphore(options.maxListBytesInFlight),
   });
   const validator = new DeletionValidator(registry, source, {
     timeoutMs: options.listTimeoutMs,

@@ -34,6 +34,7 @@ function plan(
     stalePaths: [],
     exports: [],
     lockTargets: [],
+    webhookAccess: [],
     configurations,
     statuses,
     ready: new Map(Object.entries(ready)),

@@ -13,5 +13,6 @@ export * from "./metrics.ts";
 export * from "./options.ts";
 export * from "./reconcile_plan.ts";
 export * from "./reconciler.ts";
+export * from "./webhook_access.ts";
 export * from "./webhook_config.ts";
 export * from "./workspace_resolver.ts";

@@ -45,6 +45,12 @@ export const CONTROLLER_FLAGS: readonly FlagSpec[] = [
       "How long kcp waits for the webhook, whole seconds from 1s to 30s (timeoutSeconds)",
   },
   {
+    name: "webhook-user",
+    default: "dependency-webhook",
+    help:
+      "The webhook's kcp user name: a rule is Enforced only while kcp says this user may read what the rule names (a SubjectAccessReview in the rule's workspace)",
+  },
+  {
     name: "resync-period",
     default: "5m",
     help: "How often to reconcile everything again",
@@ -84,6 +90,8 @@ export interface ControllerOptions extends ComponentOptions {
   webhookCaBundlePath: string;
   /** The webhook configuration's timeoutSeconds. */
   webhookTimeoutSeconds: number;
+  /** The webhook's kcp user name, asked about in SubjectAccessReviews. */
+  webhookUser: string;
   /** Resync period, ms. */
   resyncPeriodMs: number;
   /** Writes to kcp running at once. */
@@ -134,6 +142,17 @@ export function parseControllerOptions(
         "webhook-timeout",
         () => parseWebhookTimeout(v["webhook-timeout"]!),
       ),
+      webhookUser: parseFlag("webhook-user", () => {
+        const user = v["webhook-user"]!;
+        if (user === "" || user.length > 253 || /[\s\p{C}]/u.test(user)) {
+          throw new TypeError(
+            `must be a user name without spaces or control characters: current value is ${
+              JSON.stringify(user.slice(0, 64))
+            }`,
+          );
+        }
+        return user;
+      }),
       resyncPeriodMs: parseFlag(
         "resync-period",
         () => parseDuration(v["resync-period"]!),

@@ -28,6 +28,7 @@ Deno.test("parseControllerOptions() applies the reference's defaults", () => {
     webhookUrl: "https://webhook.example:9443/validate",
     webhookCaBundlePath: "/etc/webhook-ca/ca.crt",
     webhookTimeoutSeconds: 10,
+    webhookUser: "dependency-webhook",
     resyncPeriodMs: 300_000,
     maxWritesInFlight: 8,
     healthBind: { hostname: "0.0.0.0", port: 8081 },
@@ -50,6 +51,7 @@ Deno.test("parseControllerOptions() reads every flag", () => {
       "--webhook-url=https://10.0.0.1/hooks/deps",
       "--webhook-ca-bundle-path=/ca.pem",
       "--webhook-timeout=30s",
+      "--webhook-user=system:serviceaccount:deps:webhook",
       "--resync-period=90s",
       "--max-writes-in-flight=3",
       "--health-probe-bind-address=127.0.0.1:9001",
@@ -69,6 +71,7 @@ Deno.test("parseControllerOptions() reads every flag", () => {
         webhookUrl: "https://10.0.0.1/hooks/deps",
         webhookCaBundlePath: "/ca.pem",
         webhookTimeoutSeconds: 30,
+        webhookUser: "system:serviceaccount:deps:webhook",
         resyncPeriodMs: 90_000,
         maxWritesInFlight: 3,
         healthBind: { hostname: "127.0.0.1", port: 9001 },
@@ -245,6 +248,7 @@ Deno.test("CONTROLLER_FLAGS lists the flags in --help order", () => {
     "webhook-url",
     "webhook-ca-bundle-path",
     "webhook-timeout",
+    "webhook-user",
     "resync-period",
     "max-writes-in-flight",
     "health-probe-bind-address",
@@ -259,4 +263,13 @@ Deno.test("CONTROLLER_FLAGS lists the flags in --help order", () => {
   assert.match(text, /--leader-elect\n/);
   assert.match(text, /--webhook-timeout=<value>\n.*\(default "10s"\)/);
   assert.match(text, /--kubeconfig=<value>\n.*\(env KUBECONFIG\)/);
+});
+
+Deno.test("parseControllerOptions() refuses a webhook user with spaces or control characters", () => {
+  for (const user of ["", "a b", "a\nb"]) {
+    assert.throws(
+      () => parse([`--webhook-user=${user}`]),
+      /--webhook-user: must be a user name without spaces or control characters/,
+    );
+  }
 });

@@ -30,6 +30,12 @@ import { compareStrings, isRecord, withArticle } from "../runtime/mod.ts";
 import { bindingProblem } from "./binding_check.ts";
 import { lockKey, type LockPlacement, planLockPlacement } from "./lock_plan.ts";
 import type { LockTargetAnswer, LockTargetRef } from "./lock_targets.ts";
+import {
+  accessKey,
+  accessNeeded,
+  accessProblems,
+  type AccessRef,
+} from "./webhook_access.ts";
 import type { Reading } from "../runtime/mod.ts";
 import {
   checkExported,
@@ -79,6 +85,15 @@ export interface PlanInput {
    * @default {nothing checked}
    */
   lockTargets?: ReadonlyMap<string, Reading<LockTargetAnswer>>;
+  /**
+   * Whether the webhook's identity may make each read a rule needs, by
+   * `accessKey`; absent: nothing checked.
+   */
+  webhookAccess?: {
+    readings: ReadonlyMap<string, Reading<boolean>>;
+    /** The webhook's user name, for messages. */
+    user: string;
+  };
   /** Webhook client settings, or why they cannot be read. */
   settings: WebhookClientSettings | { error: string };
   /** The last failed write per provider cluster, if it failed. */
@@ -131,6 +146,8 @@ export interface Plan {
   exports: ExportRef[];
   /** Every target type a valid Lock names, to ask its workspace about. */
   lockTargets: LockTargetRef[];
+  /** Every read the webhook must be allowed for a valid rule, to ask kcp about. */
+  webhookAccess: AccessRef[];
   /** Paths whose cluster has no dep-ctrl binding: resolve them again, the workspace may have been recreated. */
   stalePaths: string[];
   /** Writes that make the configurations equal the desired state. */
@@ -196,6 +213,7 @@ export function planReconcile(input: PlanInput): Plan {
     paths: [...coverage.paths].sort(),
     exports: [...coverage.exports.values()],
     lockTargets: [...placement.targets.values()],
+    webhookAccess: uniqueAccess(valid),
     stalePaths: [...coverage.stalePaths].sort(),
     configurations,
     statuses,
@@ -501,8 +519,17 @@ function planStatuses(
       }
       installed = verdict;
     }
+    const access = input.webhookAccess === undefined
+      ? { missing: [], unverified: [] }
+      : accessProblems(
+        accessNeeded(cluster, rule),
+        input.webhookAccess.readings,
+        { user: input.webhookAccess.user },
+      );
     const readyCondition = readyConditionFor(rule, installed, ruleProblems, {
       unverified: context.unverified.get(key) ?? [],
+      cannotRead: access.missing,
+      accessUnverified: access.unverified,
       fieldProblems: context.fieldProblems.get(key) ?? [],
       uncheckedPaths: context.uncheckedPaths.get(key) ?? [],
     });
@@ -675,6 +702,8 @@ function readyConditionFor(
   problems: readonly RuleProblem[],
   options: {
     unverified: readonly string[];
+    cannotRead: readonly string[];
+    accessUnverified: readonly string[];
     fieldProblems: readonly string[];
     uncheckedPaths: readonly string[];
   },
@@ -683,6 +712,10 @@ function readyConditionFor(
     ...problems,
     ...unique(options.fieldProblems).map((message) => ({
       reason: "FieldNotInSchema" as const,
+      message,
+    })),
+    ...unique(options.cannotRead).map((message) => ({
+      reason: "WebhookCannotRead" as const,
       message,
     })),
   ];
@@ -715,10 +748,16 @@ function readyConditionFor(
     : `; not checked against the schema: ${
       unique(options.uncheckedPaths).join("; ")
     }`;
+  // And reads the webhook could not be asked about.
+  const reads = options.accessUnverified.length === 0
+    ? ""
+    : `; not checked whether the webhook may read: ${
+      unique(options.accessUnverified).join("; ")
+    }`;
   return condition(READY_CONDITION, "True", "Enforced", {
     message: `deleting ${types} is denied while ${
       withArticle(rule.spec.dependent.kind)
-    } in the same workspace refers to it${unchecked}${open}`,
+    } in the same workspace refers to it${unchecked}${open}${reads}`,
   });
 }
 
@@ -945,4 +984,15 @@ export function protectedTypesOf(object: KubeObject): ProtectedType[] {
 
 function unique(values: readonly string[]): string[] {
   return [...new Set(values)];
+}
+
+/** Every read the webhook must be allowed for the valid rules, once each. */
+function uniqueAccess(valid: readonly ValidRule[]): AccessRef[] {
+  const refs = new Map<string, AccessRef>();
+  for (const { cluster, rule } of valid) {
+    for (const ref of accessNeeded(cluster, rule)) {
+      refs.set(accessKey(ref), ref);
+    }
+  }
+  return [...refs.values()];
 }

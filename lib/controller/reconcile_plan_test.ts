@@ -25,6 +25,7 @@ import {
   type StatusAction,
   statusUpToDate,
 } from "./reconcile_plan.ts";
+import { accessKey } from "./webhook_access.ts";
 import {
   desiredWebhookConfiguration,
   type ProtectedType,
@@ -1594,4 +1595,68 @@ Deno.test("planReconcile() writes a Lock's Ready once its configuration is in pl
   const failed = typo.statuses[0]?.status.conditions?.[0];
   assert.equal(failed?.status, "False");
   assert.equal(failed?.reason, "TargetTypeUnknown");
+});
+
+Deno.test("planReconcile() says WebhookCannotRead while kcp says the webhook may not read what a rule names, and asks about each read", () => {
+  const base = networkInput([vmRule()], [VPCS]);
+  const asked = planReconcile(base);
+  assert.deepEqual(
+    asked.webhookAccess.map((r) => `${r.verb} ${r.resource}`),
+    ["list virtualmachines", "get virtualmachines", "get vpcs"],
+  );
+  const readings = new Map(
+    asked.webhookAccess.map((ref) => [
+      accessKey(ref),
+      { answer: !(ref.verb === "list" && ref.resource === "virtualmachines") },
+    ]),
+  );
+  const plan = planReconcile({
+    ...base,
+    webhookAccess: { readings, user: "dependency-webhook" },
+  });
+  const ready = conditionOf(statusOf(plan, VM_RULE), READY_CONDITION);
+  assert.equal(ready.status, "False");
+  assert.equal(ready.reason, "WebhookCannotRead");
+  assert.match(
+    ready.message,
+    /dependency-webhook may not list virtualmachines\.compute\.example\.com.*deno task rbac/,
+  );
+  // The configuration stays: the webhook denies (503) rather than allows.
+  assert.deepEqual(plan.configurations, []);
+  // Granted, it is Enforced; not asked yet, too (nothing known against it);
+  // not answered, Enforced with a note.
+  const granted = new Map(
+    asked.webhookAccess.map((ref) => [accessKey(ref), { answer: true }]),
+  );
+  assert.equal(
+    conditionOf(
+      statusOf(
+        planReconcile({
+          ...base,
+          webhookAccess: { readings: granted, user: "dependency-webhook" },
+        }),
+        VM_RULE,
+      ),
+      READY_CONDITION,
+    ).reason,
+    "Enforced",
+  );
+  const failed = new Map(
+    asked.webhookAccess.map((ref) => [accessKey(ref), { error: "403" }]),
+  );
+  const noted = conditionOf(
+    statusOf(
+      planReconcile({
+        ...base,
+        webhookAccess: { readings: failed, user: "dependency-webhook" },
+      }),
+      VM_RULE,
+    ),
+    READY_CONDITION,
+  );
+  assert.equal(noted.reason, "Enforced");
+  assert.match(
+    noted.message,
+    /not checked whether the webhook may read: whether dependency-webhook may list virtualmachines/,
+  );
 });

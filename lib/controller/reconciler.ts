@@ -36,6 +36,7 @@ import {
   type ExportRef,
 } from "../exports/mod.ts";
 import { type Plan, planReconcile } from "./reconcile_plan.ts";
+import { accessKey, type AccessRef } from "./webhook_access.ts";
 import {
   MANAGED_BY_LABEL,
   MANAGED_BY_VALUE,
@@ -102,6 +103,15 @@ export interface ReconcilerOptions {
     ref: LockTargetRef,
     signal: AbortSignal,
   ) => Promise<LockTargetAnswer>;
+  /**
+   * Asks kcp whether the webhook's identity may make a read a rule needs
+   * (see `webhook_access.ts`), with the webhook's user name for messages.
+   * @default {no checks}
+   */
+  webhookAccess?: {
+    read: (ref: AccessRef, signal: AbortSignal) => Promise<boolean>;
+    user: string;
+  };
   /** Reads the webhook's URL, CA bundle and timeout (at the first pass, every resync, and after a failed read). */
   readSettings: () => Promise<WebhookClientSettings>;
   /** `<workspace path>:<export name>` of the dep-ctrl export, for messages. */
@@ -131,6 +141,7 @@ export class Reconciler {
   readonly #paths: PathCache;
   readonly #exports: ReadCache<ExportRef, ExportAnswer> | undefined;
   readonly #lockTargets: ReadCache<LockTargetRef, LockTargetAnswer> | undefined;
+  readonly #access: ReadCache<AccessRef, boolean> | undefined;
   readonly #applier: Applier;
   /** Each rule object's validation, kept as long as the watch cache keeps the object. */
   readonly #parsed = new WeakMap<KubeObject, DependencyRuleParseResult>();
@@ -180,6 +191,23 @@ export class Reconciler {
           type: `${ref.resource}.${ref.group}`,
           version: ref.version,
           ...reading,
+        }),
+        backoff,
+        onChange: () => this.trigger(),
+      });
+    this.#access = options.webhookAccess === undefined
+      ? undefined
+      : new ReadCache({
+        key: accessKey,
+        read: options.webhookAccess.read,
+        log: options.log,
+        what: "whether the webhook may read a type",
+        describe: (ref, reading) => ({
+          cluster: ref.cluster,
+          verb: ref.verb,
+          type: `${ref.resource}.${ref.group}`,
+          allowed: reading.answer,
+          error: reading.error,
         }),
         backoff,
         onChange: () => this.trigger(),
@@ -252,6 +280,7 @@ export class Reconciler {
       this.#paths.stop(),
       this.#exports?.stop(),
       this.#lockTargets?.stop(),
+      this.#access?.stop(),
       this.#applier.stop(),
     ]);
   }
@@ -280,6 +309,15 @@ export class Reconciler {
       ...(this.#lockTargets === undefined
         ? {}
         : { lockTargets: this.#lockTargets.readings() }),
+      ...(this.#access === undefined ||
+          this.#options.webhookAccess === undefined
+        ? {}
+        : {
+          webhookAccess: {
+            readings: this.#access.readings(),
+            user: this.#options.webhookAccess.user,
+          },
+        }),
       settings,
       installErrors: this.#applier.failures(),
       exportRef: this.#options.exportRef,
@@ -293,10 +331,12 @@ export class Reconciler {
     });
     this.#exports?.want(plan.exports);
     this.#lockTargets?.want(plan.lockTargets);
+    this.#access?.want(plan.webhookAccess);
     if (resync) {
       this.#paths.refresh();
       this.#exports?.refresh();
       this.#lockTargets?.refresh();
+      this.#access?.refresh();
     }
     this.#applier.apply(plan, { configurations, rules, locks });
     this.#options.log.debug("reconciled", {

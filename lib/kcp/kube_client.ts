@@ -6,8 +6,20 @@
  *
  * @module
  */
-import { errorText } from "../runtime/mod.ts";
+import { errorText, type Semaphore } from "../runtime/mod.ts";
 import type { KubeConnection } from "./kube_config.ts";
+
+/**
+ * `KubeApiError.reason` of an answer whose body is over the request's
+ * `maxBytes`: the body was cancelled, not read to its end.
+ */
+export const RESPONSE_TOO_LARGE = "ResponseTooLarge";
+
+/**
+ * `KubeApiError.reason` of a request that got no room under its
+ * `byteBudget` within its deadline: nothing was sent.
+ */
+export const RESPONSE_BUDGET_EXHAUSTED = "ResponseBudgetExhausted";
 
 /** A Kubernetes object as JSON. */
 export type KubeObject = {
@@ -103,12 +115,54 @@ export interface RequestOptions {
   contentType?: string;
   /** The `Accept` header. @default {"application/json"} */
   accept?: string;
+  /**
+   * Most bytes of the answer to read, counted as `measure` says. The body
+   * is read chunk by chunk, counting; once the count passes `maxBytes` (or
+   * a `Content-Length` says it will) the body is cancelled and the request
+   * fails with reason {@linkcode RESPONSE_TOO_LARGE} and the answer's HTTP
+   * status, so no more than `maxBytes` of it are ever held. Error answers
+   * are bounded too. @default {no bound: the whole body is read}
+   */
+  maxBytes?: number;
+  /**
+   * What `maxBytes` and `byteBudget` count: `"body"`, the body's bytes;
+   * `"memory"`, the memory the answer takes while it is decoded and
+   * parsed, estimated from its JSON as it arrives (see
+   * {@linkcode estimateMemory}). A count of bytes does not bound the heap:
+   * 4 MiB of `[{},{},...]` parse into about 84 MB.
+   * @default {"body"}
+   */
+  measure?: "body" | "memory";
+  /**
+   * Bytes of answers that may be held at once by every request sharing
+   * this semaphore (weight = bytes, counted as `measure` says). Before it
+   * is sent, a request takes its whole `maxBytes` from it up-front (the
+   * whole capacity without `maxBytes`): a body's size is unknown until it
+   * has been read, and taking room chunk by chunk could let several
+   * half-read answers each wait for room the others hold, until all fail.
+   * The price is that a small answer holds as much room as the largest
+   * allowed while it is read. The room is given back once the answer is
+   * decoded; a page of {@linkcode KubeClient.listPages} keeps it until its
+   * consumer asks for the next page or stops (`return()`), since the
+   * parsed page is alive until then. Waiting for room counts against the
+   * request's deadline (`timeoutMs`) and ends with `signal`; without room
+   * in time the request fails with reason
+   * {@linkcode RESPONSE_BUDGET_EXHAUSTED}, having sent nothing.
+   * @default {no bound}
+   */
+  byteBudget?: Semaphore;
 }
 
 /** Options of a list. */
 export interface ListOptions {
   /** Page size. @default {500} */
   limit?: number;
+  /**
+   * A `continue` token of an earlier page of the same list: the list
+   * resumes there (e.g. to ask for the same page again with a smaller
+   * `limit`). @default {from the start}
+   */
+  continue?: string;
   /** Label selector. */
   labelSelector?: string;
   /** Field selector. */
@@ -117,6 +171,16 @@ export interface ListOptions {
   signal?: AbortSignal;
   /** Deadline of each page request. */
   timeoutMs?: number;
+  /** Most bytes of one page: see {@linkcode RequestOptions.maxBytes}. */
+  maxBytes?: number;
+  /** What `maxBytes` counts: see {@linkcode RequestOptions.measure}. */
+  measure?: "body" | "memory";
+  /**
+   * Bytes of pages in flight across lists: see
+   * {@linkcode RequestOptions.byteBudget}. A page holds its share until
+   * the consumer asks for the next one or stops.
+   */
+  byteBudget?: Semaphore;
 }
 
 /** Options of a watch. */
@@ -180,38 +244,23 @@ export class KubeClient {
   }
 
   /**
-   * Sends a request and decodes the JSON answer.
+   * Sends a request and decodes the JSON answer. With `maxBytes`, reads at
+   * most that much of the body; with `byteBudget`, first waits for room to
+   * hold it (see {@linkcode RequestOptions}).
    *
-   * @throws {KubeApiError} On a non-2xx answer, a transport error or the deadline.
+   * @throws {KubeApiError} On a non-2xx answer, a transport error, the
+   * deadline, a body over `maxBytes` (reason {@linkcode RESPONSE_TOO_LARGE})
+   * or no room under `byteBudget` in time (reason
+   * {@linkcode RESPONSE_BUDGET_EXHAUSTED}).
    */
   async request<T>(
     method: string,
     url: string,
     options: RequestOptions = {},
   ): Promise<T> {
-    const { response, done } = await this.#fetch(method, url, options);
-    let text: string;
-    try {
-      text = await response.text();
-    } catch (error) {
-      throw transportError(method, url, error);
-    } finally {
-      done();
-    }
-    if (!response.ok) throw statusError(method, url, response.status, text);
-    if (text === "") return undefined as T;
-    try {
-      return JSON.parse(text) as T;
-    } catch (error) {
-      throw new KubeApiError(
-        `${method} ${url}: ${response.status} with a body that is not JSON`,
-        {
-          status: response.status,
-          reason: "InvalidResponse",
-          cause: error,
-        },
-      );
-    }
+    const { value, release } = await this.#exchange<T>(method, url, options);
+    release();
+    return value;
   }
 
   /** GET a URL. See {@linkcode KubeClient.request}. */
@@ -220,11 +269,15 @@ export class KubeClient {
   }
 
   /**
-   * Lists a collection page by page, following `continue` tokens. Each
-   * page is requested only when the previous one has been consumed, so
-   * memory stays bounded whatever the collection's size.
+   * Lists a collection page by page, following `continue` tokens (from
+   * `options.continue` when given). Each page is requested only when the
+   * previous one has been consumed, so memory stays bounded by a page
+   * whatever the collection's size; `maxBytes` bounds the page itself,
+   * whatever its objects' size, and `byteBudget` the pages of all lists
+   * at once.
    *
-   * @throws {KubeApiError} On any failed page.
+   * @throws {KubeApiError} On any failed page (reason
+   * {@linkcode RESPONSE_TOO_LARGE} for one over `maxBytes`).
    */
   async *listPages(
     url: string,
@@ -232,20 +285,39 @@ export class KubeClient {
   ): AsyncGenerator<KubeList> {
     const { limit = 500, labelSelector, fieldSelector, signal, timeoutMs } =
       options;
-    let token: string | undefined;
+    let token = options.continue || undefined;
     do {
       const query = new URLSearchParams({ limit: String(limit) });
       if (labelSelector) query.set("labelSelector", labelSelector);
       if (fieldSelector) query.set("fieldSelector", fieldSelector);
       if (token) query.set("continue", token);
-      const page = await this.request<KubeList>("GET", withQuery(url, query), {
-        ...(signal === undefined ? {} : { signal }),
-        ...(timeoutMs === undefined ? {} : { timeoutMs }),
-      });
-      page.items ??= [];
-      page.metadata ??= {};
-      yield page;
-      token = page.metadata.continue || undefined;
+      const { value: page, release } = await this.#exchange<KubeList>(
+        "GET",
+        withQuery(url, query),
+        {
+          ...(signal === undefined ? {} : { signal }),
+          ...(timeoutMs === undefined ? {} : { timeoutMs }),
+          ...(options.maxBytes === undefined
+            ? {}
+            : { maxBytes: options.maxBytes }),
+          ...(options.measure === undefined
+            ? {}
+            : { measure: options.measure }),
+          ...(options.byteBudget === undefined
+            ? {}
+            : { byteBudget: options.byteBudget }),
+        },
+      );
+      // The page's room under the byte budget is kept while the consumer
+      // holds the page, and given back when it asks for the next or stops.
+      try {
+        page.items ??= [];
+        page.metadata ??= {};
+        yield page;
+        token = page.metadata.continue || undefined;
+      } finally {
+        release();
+      }
     } while (token !== undefined);
   }
 
@@ -354,6 +426,80 @@ export class KubeClient {
   }
 
   /**
+   * Takes room under the byte budget, sends the request and decodes the
+   * answer. The room is the caller's to give back with `release` once it
+   * no longer holds the value; on failure it is given back here.
+   */
+  async #exchange<T>(
+    method: string,
+    url: string,
+    options: RequestOptions,
+  ): Promise<{ value: T; release: () => void }> {
+    const started = performance.now();
+    const release = await this.#reserve(method, url, options);
+    try {
+      const { response, done } = await this.#fetch(method, url, {
+        ...options,
+        waitedMs: performance.now() - started,
+      });
+      let text: string;
+      try {
+        text = options.maxBytes === undefined
+          ? await response.text()
+          : await boundedText(response, {
+            method,
+            url,
+            maxBytes: options.maxBytes,
+            memory: options.measure === "memory",
+          });
+      } catch (error) {
+        if (error instanceof KubeApiError) throw error;
+        throw transportError(method, url, error);
+      } finally {
+        done();
+      }
+      return { value: decoded<T>(method, url, { response, text }), release };
+    } catch (error) {
+      release();
+      throw error;
+    }
+  }
+
+  /**
+   * Waits for room for the answer under `options.byteBudget`, within the
+   * request's deadline, and returns what gives it back (nothing to give
+   * back without a budget).
+   */
+  async #reserve(
+    method: string,
+    url: string,
+    options: RequestOptions,
+  ): Promise<() => void> {
+    const { byteBudget: budget, signal } = options;
+    if (budget === undefined) return () => {};
+    if (signal?.aborted) throw transportError(method, url, signal.reason);
+    const weight = Math.min(
+      options.maxBytes ?? budget.capacity,
+      budget.capacity,
+    );
+    const timeoutMs = options.timeoutMs ?? this.#timeoutMs;
+    const release = await budget.acquire(weight, {
+      timeoutMs,
+      ...(signal === undefined ? {} : { signal }),
+    });
+    if (release !== undefined) return release;
+    if (signal?.aborted) throw transportError(method, url, signal.reason);
+    throw new KubeApiError(
+      `${method} ${url}: no room within ${timeoutMs} ms to read an answer of up to ${
+        formatBytes(weight)
+      }: answers may hold ${
+        formatBytes(budget.capacity)
+      } at once and that much is taken`,
+      { status: 0, reason: RESPONSE_BUDGET_EXHAUSTED },
+    );
+  }
+
+  /**
    * Sends a request whose deadline covers the answer's headers and, until
    * `done()` is called, its body: a watch calls `done()` once the headers
    * are in, so only the server's `timeoutSeconds` bounds the stream.
@@ -361,7 +507,7 @@ export class KubeClient {
   async #fetch(
     method: string,
     url: string,
-    options: RequestOptions,
+    options: RequestOptions & { waitedMs?: number },
   ): Promise<{ response: Response; done: () => void }> {
     const refused = this.#refusal(url);
     if (refused !== undefined) {
@@ -372,9 +518,10 @@ export class KubeClient {
     }
     const timeoutMs = options.timeoutMs ?? this.#timeoutMs;
     const deadline = new AbortController();
+    // What is left of the deadline after waiting for room to read the answer.
     const timer = setTimeout(
       () => deadline.abort(new DOMException("deadline", "TimeoutError")),
-      timeoutMs,
+      Math.max(0, timeoutMs - (options.waitedMs ?? 0)),
     );
     const done = () => clearTimeout(timer);
     const signal = options.signal === undefined
@@ -430,6 +577,143 @@ export class KubeClient {
     }
     return transportError(method, url, error);
   }
+}
+
+/**
+ * A byte count as people read it: `4 MiB`, `512 KiB`, or `1000 bytes` when
+ * it is no whole number of either.
+ */
+export function formatBytes(bytes: number): string {
+  if (bytes >= MIB && bytes % MIB === 0) return `${bytes / MIB} MiB`;
+  if (bytes >= KIB && bytes % KIB === 0) return `${bytes / KIB} KiB`;
+  return `${bytes} ${bytes === 1 ? "byte" : "bytes"}`;
+}
+
+const KIB = 1024;
+const MIB = 1024 * KIB;
+
+/** The JSON value of an answer's text, or the error it stands for. */
+function decoded<T>(
+  method: string,
+  url: string,
+  answer: { response: Response; text: string },
+): T {
+  const { response, text } = answer;
+  if (!response.ok) throw statusError(method, url, response.status, text);
+  if (text === "") return undefined as T;
+  try {
+    return JSON.parse(text) as T;
+  } catch (error) {
+    throw new KubeApiError(
+      `${method} ${url}: ${response.status} with a body that is not JSON`,
+      {
+        status: response.status,
+        reason: "InvalidResponse",
+        cause: error,
+      },
+    );
+  }
+}
+
+/**
+ * What one byte of JSON text costs in memory while it is decoded and
+ * parsed (see {@linkcode estimateMemory}), by byte value.
+ */
+const MEMORY_WEIGHTS: Uint8Array = (() => {
+  // The text, and its copy in what it parses into.
+  const weights = new Uint8Array(256).fill(2);
+  // Outside ASCII, the text may be a two-byte (UTF-16) string.
+  weights.fill(3, 0x80);
+  // An object or an array: V8 takes about 60 bytes for an empty one.
+  weights[0x7b] = weights[0x5b] = 66;
+  // A string's header (two quotes), a value's or a property's slot.
+  weights[0x22] = weights[0x2c] = weights[0x3a] = 10;
+  return weights;
+})();
+
+/**
+ * The memory that JSON text takes while it is decoded and parsed,
+ * estimated from its bytes alone (so it can be counted as they arrive):
+ * each byte counts 2 (the text, and its copy in the parsed value), 3
+ * outside ASCII (UTF-16 text); each `{` and `[` 64 more (the object or
+ * array it opens); each `"`, `,` and `:` 8 more (a string's header, a
+ * value's slot). Measured against V8's heap (Deno 2.9, text and parsed
+ * value) on 4 MiB of each shape, the estimate is 1.0 to 2.6 times what
+ * is taken (long strings 1.0, empty objects 1.2, nested arrays 1.3,
+ * Kubernetes objects with `managedFields` 2.1), except 0.84 times for
+ * short strings outside ASCII and 0.6 times for objects whose keys all
+ * differ (each a new hidden class); a count of bytes is off by up to 25
+ * times (`[[[[]]]]`).
+ */
+export function estimateMemory(bytes: Uint8Array): number {
+  let total = 0;
+  for (let i = 0; i < bytes.length; i++) total += MEMORY_WEIGHTS[bytes[i]!]!;
+  return total;
+}
+
+/**
+ * The body of `response` as text, read chunk by chunk and given up (the
+ * body cancelled) as soon as its count (bytes, or estimated memory with
+ * `limit.memory`) is over `limit.maxBytes`: no more than that is ever
+ * held.
+ *
+ * @throws {KubeApiError} With reason {@linkcode RESPONSE_TOO_LARGE} and the
+ * answer's status when the body is over the limit; the stream's own error
+ * when reading fails.
+ */
+async function boundedText(
+  response: Response,
+  limit: { method: string; url: string; maxBytes: number; memory: boolean },
+): Promise<string> {
+  /** `basis`: what the memory was estimated from. */
+  const tooLarge = (basis: string) =>
+    new KubeApiError(
+      `${limit.method} ${limit.url}: ${
+        limit.memory
+          ? `the answer would take over ${
+            formatBytes(limit.maxBytes)
+          } of memory (estimated from ${basis})`
+          : `the answer is over ${formatBytes(limit.maxBytes)}`
+      }; stopped reading it`,
+      { status: response.status, reason: RESPONSE_TOO_LARGE },
+    );
+  const body = response.body;
+  if (body === null) return "";
+  // Each byte counts at least 1, or 2 in memory.
+  const declared = Number(response.headers.get("content-length") ?? 0);
+  if (declared * (limit.memory ? 2 : 1) > limit.maxBytes) {
+    await body.cancel().catch(() => {});
+    throw tooLarge(`its Content-Length, ${formatBytes(declared)}`);
+  }
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  let counted = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    counted += limit.memory ? estimateMemory(value) : value.byteLength;
+    if (counted > limit.maxBytes) {
+      chunks.length = 0;
+      await reader.cancel().catch(() => {});
+      throw tooLarge(`its first ${formatBytes(total)}`);
+    }
+    chunks.push(value);
+  }
+  let bytes: Uint8Array;
+  if (chunks.length === 1) {
+    bytes = chunks[0]!;
+  } else {
+    bytes = new Uint8Array(total);
+    let at = 0;
+    for (const chunk of chunks) {
+      bytes.set(chunk, at);
+      at += chunk.byteLength;
+    }
+  }
+  chunks.length = 0;
+  return new TextDecoder().decode(bytes);
 }
 
 /** Appends a query to a URL that may already have one. */

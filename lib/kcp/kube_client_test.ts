@@ -11,12 +11,17 @@ import {
   waitUntil,
 } from "../../testing/mod.ts";
 import {
+  estimateMemory,
+  formatBytes,
   KubeApiError,
   KubeClient,
   type KubeClientOptions,
   type KubeList,
+  RESPONSE_BUDGET_EXHAUSTED,
+  RESPONSE_TOO_LARGE,
   type WatchEvent,
 } from "./kube_client.ts";
+import { Semaphore } from "../runtime/mod.ts";
 
 /** Runs `fn` with a fake API and a client of it, and cleans both up. */
 async function withApi(
@@ -699,4 +704,400 @@ Deno.test("KubeClient.watch() keeps streaming past the client's per-request time
     stream.end();
     assert.equal((await events.next()).done, true);
   }, { timeoutMs: 1_000 });
+});
+
+// ---------------------------------------------------------------------------
+// Bounded answers: maxBytes and byteBudget
+
+/** What an {@linkcode endless} answer has sent, and whether the client cancelled it. */
+interface Sent {
+  bytes: number;
+  cancelled: boolean;
+}
+
+/** Where {@linkcode endless} gives up: far past any limit a test sets. */
+const ENDLESS_BYTES = 64 * 1024 * 1024;
+
+/**
+ * An answer that does not end for a client with a limit: `{"items":[` and
+ * then `0,` chunks of 64 KiB for as long as the client reads (up to 64 MiB,
+ * then the stream ends, still not JSON), counting the bytes it hands to the
+ * connection in `sent`.
+ */
+function endless(sent: Sent): Response {
+  const encoder = new TextEncoder();
+  const filler = encoder.encode("0,".repeat(32 * 1024));
+  let started = false;
+  return new Response(
+    new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent.bytes >= ENDLESS_BYTES) {
+          controller.close();
+          return;
+        }
+        const chunk = started ? filler : encoder.encode('{"items":[');
+        started = true;
+        sent.bytes += chunk.byteLength;
+        controller.enqueue(chunk);
+      },
+      cancel() {
+        sent.cancelled = true;
+      },
+    }),
+    { headers: { "content-type": "application/json" } },
+  );
+}
+
+Deno.test("KubeClient.request() with maxBytes stops reading an endless body, cancels it and fails with ResponseTooLarge naming the URL and the limit", async () => {
+  const sent: Sent = { bytes: 0, cancelled: false };
+  await withApi(() => endless(sent), async (api, client) => {
+    const error = await apiError(
+      client.get(`${api.url}/apis/g/v1/things`, { maxBytes: 1024 * 1024 }),
+    );
+    assert.equal(error.reason, RESPONSE_TOO_LARGE);
+    assert.equal(error.status, 200);
+    assert.equal(error.notFound, false);
+    assert.equal(
+      error.message,
+      `GET ${api.url}/apis/g/v1/things: the answer is over 1 MiB; stopped reading it`,
+    );
+    // The client went away: the server's stream is cancelled, not drained.
+    await waitUntil(
+      "the server to see the body cancelled",
+      () => sent.cancelled,
+    );
+    assert.ok(sent.bytes > 1024 * 1024, `sent only ${sent.bytes} bytes`);
+    assert.ok(sent.bytes < ENDLESS_BYTES, `sent ${sent.bytes} bytes`);
+  });
+});
+
+Deno.test("KubeClient.request() with maxBytes reads a body of exactly maxBytes and refuses one byte more", async () => {
+  const body = JSON.stringify({ items: ["x".repeat(100)] });
+  let extra = "";
+  await withApi(
+    () =>
+      new Response(
+        new ReadableStream<Uint8Array>({
+          start(controller) {
+            // Without a Content-Length: the count alone decides.
+            const bytes = new TextEncoder().encode(body + extra);
+            controller.enqueue(bytes.subarray(0, 50));
+            controller.enqueue(bytes.subarray(50));
+            controller.close();
+          },
+        }),
+      ),
+    async (api, client) => {
+      const maxBytes = new TextEncoder().encode(body).byteLength;
+      assert.deepEqual(
+        await client.get(`${api.url}/x`, { maxBytes }),
+        JSON.parse(body),
+      );
+      extra = " ";
+      const error = await apiError(client.get(`${api.url}/x`, { maxBytes }));
+      assert.equal(error.reason, RESPONSE_TOO_LARGE);
+      assert.match(error.message, new RegExp(`over ${maxBytes} bytes;`));
+    },
+  );
+});
+
+Deno.test("KubeClient.request() with maxBytes refuses a body whose Content-Length is over it, and bounds error answers too, keeping their status", async () => {
+  await withApi(
+    (request) =>
+      request.url.pathname === "/big"
+        ? json({ items: ["x".repeat(5000)] })
+        : json(status(404, "NotFound", "y".repeat(5000)), 404),
+    async (api, client) => {
+      const big = await apiError(client.get(`${api.url}/big`, {
+        maxBytes: 4096,
+      }));
+      assert.equal(big.reason, RESPONSE_TOO_LARGE);
+      assert.equal(big.status, 200);
+      assert.match(big.message, /the answer is over 4 KiB; stopped reading it/);
+      const missing = await apiError(client.get(`${api.url}/missing`, {
+        maxBytes: 4096,
+      }));
+      assert.equal(missing.reason, RESPONSE_TOO_LARGE);
+      assert.equal(missing.notFound, true);
+    },
+  );
+});
+
+Deno.test("KubeClient.request() with maxBytes still decodes JSON, empty bodies and Status errors under the limit", async () => {
+  await withApi(
+    (request) =>
+      request.url.pathname === "/empty"
+        ? new Response(null, { status: 204 })
+        : request.url.pathname === "/gone"
+        ? json(status(410, "Expired", "too old"), 410)
+        : json({ kind: "Thing" }),
+    async (api, client) => {
+      const maxBytes = 4096;
+      assert.deepEqual(await client.get(`${api.url}/x`, { maxBytes }), {
+        kind: "Thing",
+      });
+      assert.equal(
+        await client.request("DELETE", `${api.url}/empty`, { maxBytes }),
+        undefined,
+      );
+      const gone = await apiError(client.get(`${api.url}/gone`, { maxBytes }));
+      assert.equal(gone.gone, true);
+      assert.match(gone.message, /410: too old/);
+    },
+  );
+});
+
+Deno.test("KubeClient.listPages() starts at options.continue and bounds every page by maxBytes", async () => {
+  await withApi(
+    (request) =>
+      request.url.searchParams.get("continue") === "t1"
+        ? json({ metadata: { continue: "t2" }, items: [configMap("b", "2")] })
+        : json({ metadata: {}, items: [configMap("c".repeat(3000), "3")] }),
+    async (api, client) => {
+      const pages = client.listPages(`${api.url}/api/v1/configmaps`, {
+        continue: "t1",
+        maxBytes: 1000,
+      });
+      const first = await pages.next();
+      assert.equal(first.value?.items[0]?.metadata?.name, "b");
+      const error = await apiError(pages.next());
+      assert.equal(error.reason, RESPONSE_TOO_LARGE);
+      assert.deepEqual(
+        api.requests.map((r) => r.url.searchParams.get("continue")),
+        ["t1", "t2"],
+      );
+    },
+  );
+});
+
+Deno.test("KubeClient.listPages() holds a page's room under byteBudget until the consumer asks for the next page; a request without room waits and sends nothing", async () => {
+  await withApi(
+    (request) =>
+      request.url.searchParams.get("continue") === null &&
+        request.url.pathname === "/list"
+        ? json({ metadata: { continue: "t1" }, items: [configMap("a", "1")] })
+        : json({ metadata: {}, items: [] }),
+    async (api, client) => {
+      const budget = new Semaphore(1000);
+      const options = { maxBytes: 600, byteBudget: budget };
+      const pages = client.listPages(`${api.url}/list`, options);
+      await pages.next();
+      assert.equal(budget.used, 600, "the consumer holds the first page");
+      const other = client.get(`${api.url}/other`, options);
+      await waitUntil("the other request to wait", () => budget.waiting === 1);
+      assert.deepEqual(api.requests.map((r) => r.url.pathname), ["/list"]);
+      // Asking for the next page gives the first page's room back: the
+      // waiting request goes first, then the second page gets room.
+      assert.equal((await pages.next()).value?.metadata.continue, undefined);
+      assert.deepEqual(await other, { metadata: {}, items: [] });
+      assert.equal(budget.used, 600, "the consumer holds the second page");
+      assert.equal((await pages.next()).done, true);
+      assert.equal(budget.used, 0);
+      assert.deepEqual(api.requests.map((r) => r.url.pathname), [
+        "/list",
+        "/other",
+        "/list",
+      ]);
+    },
+  );
+});
+
+Deno.test("KubeClient.listPages() gives a page's room back when its consumer stops early", async () => {
+  await withApi(
+    () => json({ metadata: { continue: "more" }, items: [] }),
+    async (api, client) => {
+      const budget = new Semaphore(1000);
+      for await (
+        const _page of client.listPages(`${api.url}/list`, {
+          maxBytes: 1000,
+          byteBudget: budget,
+        })
+      ) {
+        assert.equal(budget.used, 1000);
+        break;
+      }
+      assert.equal(budget.used, 0);
+    },
+  );
+});
+
+Deno.test("KubeClient.request() without room under byteBudget within its deadline fails with ResponseBudgetExhausted and sends nothing", async () => {
+  await withApi(() => json({}), async (api, client) => {
+    const budget = new Semaphore(4 * 1024 * 1024);
+    const held = await budget.acquire(budget.capacity, { timeoutMs: 0 });
+    assert.ok(held);
+    try {
+      const error = await apiError(client.get(`${api.url}/x`, {
+        maxBytes: 1024 * 1024,
+        byteBudget: budget,
+        timeoutMs: 20,
+      }));
+      assert.equal(error.reason, RESPONSE_BUDGET_EXHAUSTED);
+      assert.equal(error.status, 0);
+      assert.equal(
+        error.message,
+        `GET ${api.url}/x: no room within 20 ms to read an answer of up to 1 MiB: answers may hold 4 MiB at once and that much is taken`,
+      );
+      assert.equal(api.requests.length, 0);
+      assert.equal(budget.waiting, 0);
+    } finally {
+      held();
+    }
+  });
+});
+
+Deno.test("KubeClient.request() waiting for room under byteBudget ends when the caller aborts, and sends nothing", async () => {
+  await withApi(() => json({}), async (api, client) => {
+    const budget = new Semaphore(1000);
+    const held = await budget.acquire(1000, { timeoutMs: 0 });
+    assert.ok(held);
+    try {
+      const abort = new AbortController();
+      const pending = apiError(client.get(`${api.url}/x`, {
+        maxBytes: 1000,
+        byteBudget: budget,
+        signal: abort.signal,
+      }));
+      await waitUntil("the request to wait", () => budget.waiting === 1);
+      abort.abort();
+      const error = await pending;
+      assert.equal(error.status, 0);
+      assert.equal(error.reason, "");
+      assert.equal(budget.waiting, 0);
+      assert.equal(api.requests.length, 0);
+    } finally {
+      held();
+    }
+  });
+});
+
+Deno.test("KubeClient.request() gives its room under byteBudget back after an answer, a failure and a body over maxBytes", async () => {
+  await withApi(
+    (request) =>
+      request.url.pathname === "/ok"
+        ? json({ kind: "Thing" })
+        : request.url.pathname === "/big"
+        ? json({ data: "x".repeat(2000) })
+        : json(status(500, "InternalError", "no"), 500),
+    async (api, client) => {
+      const budget = new Semaphore(1000);
+      const options = { maxBytes: 1000, byteBudget: budget };
+      await client.get(`${api.url}/ok`, options);
+      assert.equal(budget.used, 0);
+      await apiError(client.get(`${api.url}/big`, options));
+      assert.equal(budget.used, 0);
+      await apiError(client.get(`${api.url}/fail`, options));
+      assert.equal(budget.used, 0);
+      // Without maxBytes a request takes the whole budget: one byte of it
+      // taken elsewhere keeps it waiting.
+      const held = await budget.acquire(1, { timeoutMs: 0 });
+      assert.ok(held);
+      try {
+        const alone = await apiError(client.get(`${api.url}/ok`, {
+          byteBudget: budget,
+          timeoutMs: 20,
+        }));
+        assert.equal(alone.reason, RESPONSE_BUDGET_EXHAUSTED);
+        assert.match(alone.message, /an answer of up to 1000 bytes:/);
+      } finally {
+        held();
+      }
+    },
+  );
+});
+
+Deno.test("estimateMemory() counts 2 a byte, 3 outside ASCII, 64 more for { and [, 8 more for a quote, comma or colon", () => {
+  const encoder = new TextEncoder();
+  assert.equal(estimateMemory(new Uint8Array()), 0);
+  assert.equal(estimateMemory(encoder.encode("abc 12")), 12);
+  assert.equal(estimateMemory(encoder.encode("\u00e9")), 6);
+  // { " a " : [ 1 , " \u00e9 " ] }
+  assert.equal(
+    estimateMemory(encoder.encode('{"a":[1,"\u00e9"]}')),
+    66 + 10 + 2 + 10 + 10 + 66 + 2 + 10 + 10 + 6 + 10 + 2 + 2,
+  );
+});
+
+Deno.test("KubeClient.request() with measure memory refuses a body whose bytes fit maxBytes but whose objects would not", async () => {
+  const empties = `[${Array(1000).fill("{}").join(",")}]`;
+  const text = JSON.stringify({ notes: "x".repeat(2000) });
+  await withApi(
+    (request) =>
+      new Response(
+        new ReadableStream<Uint8Array>({
+          start(controller) {
+            const body = request.url.pathname === "/empties" ? empties : text;
+            controller.enqueue(new TextEncoder().encode(body));
+            controller.close();
+          },
+        }),
+      ),
+    async (api, client) => {
+      const limit = { maxBytes: 10_000 };
+      assert.equal(
+        (await client.get<unknown[]>(`${api.url}/empties`, limit)).length,
+        1000,
+        "3001 bytes are under 10000",
+      );
+      const error = await apiError(client.get(`${api.url}/empties`, {
+        ...limit,
+        measure: "memory",
+      }));
+      assert.equal(error.reason, RESPONSE_TOO_LARGE);
+      assert.equal(
+        error.message,
+        `GET ${api.url}/empties: the answer would take over 10000 bytes of memory ` +
+          "(estimated from its first 3001 bytes); stopped reading it",
+      );
+      // Strings count twice their bytes: the text, and the parsed copy;
+      // then one {, four quotes and a colon.
+      const textBytes = new TextEncoder().encode(text).byteLength;
+      const memory = estimateMemory(new TextEncoder().encode(text));
+      assert.equal(memory, 2 * textBytes + 64 + 4 * 8 + 8);
+      assert.deepEqual(
+        await client.get(`${api.url}/text`, {
+          maxBytes: memory,
+          measure: "memory",
+        }),
+        JSON.parse(text),
+      );
+      const over = await apiError(client.get(`${api.url}/text`, {
+        maxBytes: memory - 1,
+        measure: "memory",
+      }));
+      assert.equal(over.reason, RESPONSE_TOO_LARGE);
+    },
+  );
+});
+
+Deno.test("KubeClient.request() with measure memory refuses a Content-Length over half of maxBytes without reading", async () => {
+  await withApi(
+    () => new Response("x".repeat(600)),
+    async (api, client) => {
+      const error = await apiError(client.get(`${api.url}/x`, {
+        maxBytes: 1000,
+        measure: "memory",
+      }));
+      assert.equal(
+        error.message,
+        `GET ${api.url}/x: the answer would take over 1000 bytes of memory ` +
+          "(estimated from its Content-Length, 600 bytes); stopped reading it",
+      );
+      assert.equal(
+        await client.get(`${api.url}/x`, { maxBytes: 1000 }).catch((e) =>
+          e.reason
+        ),
+        "InvalidResponse",
+        "600 bytes are under 1000: read, then not JSON",
+      );
+    },
+  );
+});
+
+Deno.test("formatBytes() names whole MiB and KiB and counts bytes otherwise", () => {
+  assert.equal(formatBytes(4 * 1024 * 1024), "4 MiB");
+  assert.equal(formatBytes(512 * 1024), "512 KiB");
+  assert.equal(formatBytes(1536 * 1024), "1536 KiB");
+  assert.equal(formatBytes(1000), "1000 bytes");
+  assert.equal(formatBytes(1), "1 byte");
 });

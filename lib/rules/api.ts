@@ -82,6 +82,7 @@ export const CONDITION_REASONS = [
   "TypeNotExported",
   "APIExportNotFound",
   "FieldNotInSchema",
+  "WebhookCannotRead",
 ] as const;
 /** One of {@linkcode CONDITION_REASONS}. */
 export type ConditionReason = typeof CONDITION_REASONS[number];

@@ -1,7 +1,11 @@
 /**
  * Lists dependents in a consumer workspace through the kcp front-proxy
  * (`<base>/clusters/<logical cluster>`), page by page over the client's
- * keep-alive connections.
+ * keep-alive connections. A page is read up to a cap on the memory it takes
+ * (estimated from its JSON as it arrives) and held under a budget shared by
+ * all lists, so no tenant's objects can exhaust the webhook's memory; a
+ * page over the cap is asked for again with fewer objects, so big objects
+ * still get their verdict.
  *
  * @module
  */
@@ -12,11 +16,14 @@ import type {
 } from "./deletion_validator.ts";
 import {
   clusterUrl,
+  formatBytes,
   KubeApiError,
   type KubeClient,
   type KubeObject,
   pathSegment,
+  RESPONSE_TOO_LARGE,
 } from "../kcp/mod.ts";
+import type { Semaphore } from "../runtime/mod.ts";
 
 /**
  * Asks for the object's metadata only (`PartialObjectMetadata`), with plain
@@ -25,10 +32,44 @@ import {
 const METADATA_ONLY =
   "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
 
+/**
+ * The default of {@linkcode FrontProxyDependentSourceOptions.maxPageBytes}:
+ * 8 MiB, which fits 500 Kubernetes objects of 2 KB with `managedFields`
+ * (about 6 MB estimated), and a single object of up to about 1.3 MiB of
+ * such JSON, or 4 MiB of mostly strings.
+ */
+export const DEFAULT_MAX_PAGE_BYTES = 8 * 1024 * 1024;
+
+/** How much smaller each retry of a page over the byte cap asks for. */
+const PAGE_SHRINK_FACTOR = 10;
+
 /** Options for {@linkcode FrontProxyDependentSource}. */
 export interface FrontProxyDependentSourceOptions {
-  /** Page size. @default {10_000} */
+  /**
+   * Objects per page, as long as pages stay under `maxPageBytes` (the
+   * webhook's `--list-page-size` is 500).
+   * @default {10_000}
+   */
   pageSize?: number;
+  /**
+   * Most memory one answer may take, a list page or the object under
+   * review, estimated from its JSON as it arrives (`KubeClient`'s
+   * `measure: "memory"`, about twice its bytes for usual objects). The
+   * rest of a larger page is not read; the same page (same `continue`
+   * token) is asked for again with a tenth of the objects, down to one,
+   * and the list goes on with that smaller size. Only one object over it
+   * fails the list. @default {8 MiB}
+   */
+  maxPageBytes?: number;
+  /**
+   * Memory of list pages being read or scanned at once across all lists
+   * of all reviews, counted as `maxPageBytes` is: each page takes
+   * `maxPageBytes` of it before it is asked for and gives it back when the
+   * next page is asked for or the list ends (see `KubeClient`'s
+   * `byteBudget`). Reads of single objects do not take from it.
+   * @default {no bound}
+   */
+  bytesInFlight?: Semaphore;
 }
 
 /**
@@ -69,6 +110,8 @@ export class FrontProxyDependentSource implements DependentSource {
   readonly #client: KubeClient;
   readonly #base: string;
   readonly #pageSize: number;
+  readonly #maxPageBytes: number;
+  readonly #bytesInFlight: Semaphore | undefined;
 
   /** Lists with `client` below `base` (the front-proxy URL without `/clusters/...`). */
   constructor(
@@ -79,21 +122,62 @@ export class FrontProxyDependentSource implements DependentSource {
     this.#client = client;
     this.#base = base;
     this.#pageSize = options.pageSize ?? 10_000;
+    this.#maxPageBytes = options.maxPageBytes ?? DEFAULT_MAX_PAGE_BYTES;
+    this.#bytesInFlight = options.bytesInFlight;
   }
 
-  /** Pages of the dependents a query selects. */
+  /**
+   * Pages of the dependents a query selects. A page over `maxPageBytes` is
+   * asked for again, from the same `continue` token, with a tenth of the
+   * objects (down to one); the smaller size then holds for the rest of the
+   * list, whose objects are likely as big.
+   *
+   * @throws {KubeApiError} The client's error; for a single object over
+   * `maxPageBytes`, reason `ResponseTooLarge` and a message naming the
+   * page sizes tried and the cap.
+   */
   async *pages(
     query: DependentQuery,
     signal: AbortSignal,
   ): AsyncIterable<readonly unknown[]> {
     const url = collectionUrl(this.#base, query);
-    for await (
-      const page of this.#client.listPages(url, {
-        limit: this.#pageSize,
-        signal,
-      })
-    ) {
-      yield page.items;
+    let limit = this.#pageSize;
+    let token: string | undefined;
+    const tooLarge: number[] = [];
+    for (;;) {
+      try {
+        for await (
+          const page of this.#client.listPages(url, {
+            limit,
+            signal,
+            maxBytes: this.#maxPageBytes,
+            measure: "memory",
+            ...(token === undefined ? {} : { continue: token }),
+            ...(this.#bytesInFlight === undefined
+              ? {}
+              : { byteBudget: this.#bytesInFlight }),
+          })
+        ) {
+          const next = page.metadata.continue || undefined;
+          yield page.items;
+          token = next;
+        }
+        return;
+      } catch (error) {
+        if (
+          !(error instanceof KubeApiError) ||
+          error.reason !== RESPONSE_TOO_LARGE
+        ) throw error;
+        tooLarge.push(limit);
+        if (limit === 1) {
+          throw new KubeApiError(pageTooLarge(tooLarge, this.#maxPageBytes), {
+            status: error.status,
+            reason: RESPONSE_TOO_LARGE,
+            cause: error,
+          });
+        }
+        limit = Math.max(1, Math.floor(limit / PAGE_SHRINK_FACTOR));
+      }
     }
   }
 
@@ -105,7 +189,12 @@ export class FrontProxyDependentSource implements DependentSource {
     try {
       const object = await this.#client.get<KubeObject>(
         objectUrl(this.#base, query),
-        { signal, accept: METADATA_ONLY },
+        {
+          signal,
+          accept: METADATA_ONLY,
+          maxBytes: this.#maxPageBytes,
+          measure: "memory",
+        },
       );
       const uid = object?.metadata?.uid;
       return typeof uid === "string" ? uid : undefined;
@@ -127,7 +216,12 @@ export class FrontProxyDependentSource implements DependentSource {
   ): Promise<Date | undefined> {
     const object = await this.#client.get<KubeObject>(
       logicalClusterUrl(this.#base, cluster),
-      { signal, accept: METADATA_ONLY },
+      {
+        signal,
+        accept: METADATA_ONLY,
+        maxBytes: this.#maxPageBytes,
+        measure: "memory",
+      },
     );
     const stamp = object?.metadata?.deletionTimestamp;
     if (typeof stamp !== "string") return undefined;
@@ -145,4 +239,23 @@ export function logicalClusterUrl(base: string, cluster: string): string {
   return `${
     clusterUrl(base, cluster)
   }/apis/core.kcp.io/v1alpha1/logicalclusters/cluster`;
+}
+
+/**
+ * Why a list failed when even a page of one object was over the cap, read
+ * after the validator's `listing <type> failed: `: `a page of 1 object
+ * would take over 8 MiB of memory, as did pages of 500, 50 and 5: ...`.
+ */
+function pageTooLarge(sizes: readonly number[], maxBytes: number): string {
+  const earlier = sizes.slice(0, -1);
+  const also = earlier.length === 0
+    ? ""
+    : `, as did pages of ${
+      earlier.length === 1
+        ? earlier[0]
+        : `${earlier.slice(0, -1).join(", ")} and ${earlier.at(-1)}`
+    }`;
+  return `a page of 1 object would take over ${
+    formatBytes(maxBytes)
+  } of memory${also}: a single object is too large for the webhook to read`;
 }

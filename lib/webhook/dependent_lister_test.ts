@@ -1,26 +1,38 @@
 /**
- * What the front-proxy source adds to `KubeClient` (whose paging, errors and
- * aborts `lib/kcp/kube_client_test.ts` tests): the URLs it builds, pages as
- * item arrays of the configured size, and the live object's uid.
+ * What the front-proxy source adds to `KubeClient` (whose paging, errors,
+ * aborts and byte bounds `lib/kcp/kube_client_test.ts` tests): the URLs it
+ * builds, pages as item arrays of the configured size, smaller pages when
+ * one is over the byte cap, the shared byte budget, and the live object's
+ * uid.
  */
 import assert from "node:assert/strict";
-import type { DependentQuery } from "./deletion_validator.ts";
+import {
+  DeletionValidator,
+  type DependentQuery,
+} from "./deletion_validator.ts";
 import {
   collectionUrl,
+  DEFAULT_MAX_PAGE_BYTES,
   FrontProxyDependentSource,
   type FrontProxyDependentSourceOptions,
   objectUrl,
 } from "./dependent_lister.ts";
+import { RuleRegistry } from "./rule_registry.ts";
 import {
   connection,
+  dependency,
   FakeApi,
   type FakeHandler,
   json,
+  type SeenRequest,
   status,
+  validRule,
   VIRTUAL_MACHINES,
   VPCS,
+  waitUntil,
 } from "../../testing/mod.ts";
-import { KubeApiError, KubeClient } from "../kcp/mod.ts";
+import { KubeApiError, KubeClient, RESPONSE_TOO_LARGE } from "../kcp/mod.ts";
+import { Semaphore } from "../runtime/mod.ts";
 
 const BASE = "https://kcp.example:6443";
 const VMS_PATH = "/clusters/consumer1/apis/compute.example.com/v1alpha1";
@@ -198,6 +210,252 @@ Deno.test("FrontProxyDependentSource passes the caller's signal to the client: a
       assert.equal((await apiError(source.liveUid(VPC_A, aborted))).status, 0);
       assert.equal(api.requests.length, 0);
     },
+  );
+});
+
+// ---------------------------------------------------------------------------
+// pages() under a byte cap and a byte budget
+
+/** A VirtualMachine named `name` padded to about `bytes` bytes of JSON. */
+function paddedVm(name: string, bytes: number): Record<string, unknown> {
+  return {
+    metadata: { name, namespace: "default" },
+    spec: { vpcRef: { name: "vpc-b" }, notes: "x".repeat(bytes) },
+  };
+}
+
+/**
+ * A fake collection of `items`: a page starts at the index its `continue`
+ * token names (`i<n>`) and holds `limit` items, with a token for the rest.
+ */
+function collection(items: readonly unknown[]): FakeHandler {
+  return (request) => {
+    const token = request.url.searchParams.get("continue");
+    const start = token === null ? 0 : Number(token.slice(1));
+    const end = start + Number(request.url.searchParams.get("limit"));
+    return json({
+      metadata: end < items.length ? { continue: `i${end}` } : {},
+      items: items.slice(start, end),
+    });
+  };
+}
+
+/** `[limit, continue]` of each request, in order. */
+function pageRequests(requests: readonly SeenRequest[]): [string, string][] {
+  return requests.map((r) => [
+    r.url.searchParams.get("limit") ?? "",
+    r.url.searchParams.get("continue") ?? "",
+  ]);
+}
+
+/** The names of `items`. */
+function names(items: readonly unknown[]): string[] {
+  return items.map((item) =>
+    String((item as { metadata: { name: string } }).metadata.name)
+  );
+}
+
+Deno.test("FrontProxyDependentSource.pages() asks for a page over maxPageBytes again from the same continue token with a tenth of the objects, and keeps the smaller size", async () => {
+  // 30 VMs estimated at about 2.4 KB in memory; vm-25 at about 30 KB. A
+  // page may take 32 000 bytes: 100 objects are too many, 10 fit until
+  // the page with vm-25.
+  const items = Array.from(
+    { length: 30 },
+    (_, i) => paddedVm(`vm-${i}`, i === 25 ? 15_000 : 1_000),
+  );
+  await withSource(collection(items), async (api, source) => {
+    const pages = await allPages(source, vmQuery("default"));
+    assert.deepEqual(
+      names(pages.flat()),
+      items.map((_, i) => `vm-${i}`),
+      "every VM once, in order",
+    );
+    assert.deepEqual(pageRequests(api.requests), [
+      ["100", ""],
+      ["10", ""],
+      ["10", "i10"],
+      ["10", "i20"],
+      ...Array.from(
+        { length: 10 },
+        (_, i) => ["1", `i${20 + i}`] as [string, string],
+      ),
+    ]);
+  }, { pageSize: 100, maxPageBytes: 32_000 });
+});
+
+Deno.test("FrontProxyDependentSource.pages() fails with ResponseTooLarge naming the sizes tried and the cap when one object alone is over maxPageBytes", async () => {
+  const items = [
+    paddedVm("vm-0", 100),
+    paddedVm("vm-1", 5000),
+    paddedVm("vm-2", 100),
+  ];
+  await withSource(collection(items), async (api, source) => {
+    const seen: string[] = [];
+    const error = await apiError((async () => {
+      for await (
+        const page of source.pages(vmQuery(), new AbortController().signal)
+      ) seen.push(...names(page));
+    })());
+    assert.deepEqual(seen, ["vm-0"]);
+    assert.equal(error.reason, RESPONSE_TOO_LARGE);
+    assert.equal(
+      error.message,
+      "a page of 1 object would take over 4000 bytes of memory, as did pages of 100 and 10: " +
+        "a single object is too large for the webhook to read",
+    );
+    assert.ok(error.cause instanceof KubeApiError);
+    assert.match(
+      error.cause.message,
+      /^GET http:\/\/127\.0\.0\.1:\d+\/clusters\/consumer1\/.*virtualmachines\?limit=1&continue=i1: the answer would take over 4000 bytes of memory \(estimated from its Content-Length, \d+ bytes\); stopped reading it$/,
+    );
+    assert.deepEqual(pageRequests(api.requests), [
+      ["100", ""],
+      ["10", ""],
+      ["1", ""],
+      ["1", "i1"],
+    ]);
+  }, { pageSize: 100, maxPageBytes: 4000 });
+});
+
+Deno.test("FrontProxyDependentSource.pages() with a page size of 1 fails at once on an object over maxPageBytes; other errors are not retried", async () => {
+  await withSource(
+    collection([paddedVm("vm-0", 5000)]),
+    async (api, source) => {
+      const error = await apiError(allPages(source, vmQuery()));
+      assert.equal(
+        error.message,
+        "a page of 1 object would take over 4 KiB of memory: a single object is too large for the webhook to read",
+      );
+      assert.equal(api.requests.length, 1);
+    },
+    { pageSize: 1, maxPageBytes: 4096 },
+  );
+  await withSource(
+    () => json(status(500, "InternalError", "etcd is down"), 500),
+    async (api, source) => {
+      const error = await apiError(allPages(source, vmQuery()));
+      assert.equal(error.status, 500);
+      assert.equal(api.requests.length, 1);
+    },
+  );
+});
+
+Deno.test("FrontProxyDependentSource.liveUid() reads at most maxPageBytes of the object", async () => {
+  await withSource(
+    () =>
+      json({ metadata: { name: "vpc-a", uid: "u", notes: "x".repeat(5000) } }),
+    async (_api, source) => {
+      const error = await apiError(
+        source.liveUid(VPC_A, new AbortController().signal),
+      );
+      assert.equal(error.reason, RESPONSE_TOO_LARGE);
+    },
+    { maxPageBytes: 4096 },
+  );
+});
+
+Deno.test("FrontProxyDependentSource.pages() defaults maxPageBytes to 8 MiB of memory, about 4 MiB of strings", async () => {
+  assert.equal(DEFAULT_MAX_PAGE_BYTES, 8 * 1024 * 1024);
+  const items = [
+    paddedVm("vm-0", DEFAULT_MAX_PAGE_BYTES / 2 - 1_000),
+    paddedVm("vm-1", DEFAULT_MAX_PAGE_BYTES / 2),
+  ];
+  await withSource(collection(items), async (_api, source) => {
+    const seen: string[] = [];
+    const error = await apiError((async () => {
+      for await (
+        const page of source.pages(vmQuery(), new AbortController().signal)
+      ) seen.push(...names(page));
+    })());
+    assert.deepEqual(seen, ["vm-0"]);
+    assert.match(
+      error.message,
+      /^a page of 1 object would take over 8 MiB of memory, as did pages of 10000, 1000, 100 and 10:/,
+    );
+  });
+});
+
+Deno.test("FrontProxyDependentSource.pages() of two lists sharing bytesInFlight: a page is not asked for while the other list holds the budget", async () => {
+  const budget = new Semaphore(4000);
+  await withSource(
+    collection([paddedVm("vm-0", 100), paddedVm("vm-1", 100)]),
+    async (api, source) => {
+      const signal = new AbortController().signal;
+      const first = source.pages(vmQuery("default"), signal)[
+        Symbol.asyncIterator
+      ]();
+      const second = source.pages(vmQuery("other"), signal)[
+        Symbol.asyncIterator
+      ]();
+      assert.deepEqual(names((await first.next()).value ?? []), ["vm-0"]);
+      assert.equal(budget.used, 4000, "the first list holds its page");
+      const waiting = second.next();
+      await waitUntil("the second list to wait", () => budget.waiting === 1);
+      assert.equal(api.requests.length, 1, "the second page is not asked for");
+      // The first list moves on: its page's room goes to the second list
+      // (first in line), and the first list's next page waits in turn.
+      const firstNext = first.next();
+      assert.deepEqual(names((await waiting).value ?? []), ["vm-0"]);
+      assert.equal(
+        api.requests[1]?.url.pathname,
+        `${VMS_PATH}/namespaces/other/virtualmachines`,
+      );
+      await second.return?.(undefined);
+      assert.deepEqual(names((await firstNext).value ?? []), ["vm-1"]);
+      assert.equal((await first.next()).done, true);
+      assert.equal(budget.used, 0);
+    },
+    { pageSize: 1, maxPageBytes: 4000, bytesInFlight: budget },
+  );
+});
+
+Deno.test("DeletionValidator over FrontProxyDependentSource: an object over the page cap denies with 503 naming the type, the page sizes and the cap", async () => {
+  const uid = "uid-vpc-a";
+  await withSource(
+    (request, api) =>
+      request.url.pathname === VPC_A_PATH
+        ? json({ metadata: { name: "vpc-a", uid } })
+        : collection([
+          paddedVm("vm-0", 100),
+          paddedVm("vm-1", 2 * 1024 * 1024),
+        ])(request, api),
+    async (_api, source) => {
+      const registry = new RuleRegistry();
+      registry.replace([{
+        cluster: "provider1",
+        rule: validRule("vm-needs-vpc", VIRTUAL_MACHINES, [
+          dependency(VPCS, ".spec.vpcRef.name"),
+        ]),
+      }]);
+      const verdict = await new DeletionValidator(registry, source).validate({
+        uid: "review-1",
+        kind: { group: VPCS.group, version: VPCS.version, kind: "VPC" },
+        resource: { ...VPCS },
+        name: "vpc-a",
+        namespace: "default",
+        operation: "DELETE",
+        oldObject: {
+          metadata: {
+            name: "vpc-a",
+            namespace: "default",
+            uid,
+            annotations: { "kcp.io/cluster": "consumer1" },
+          },
+        },
+      });
+      assert.equal(verdict.outcome, "denied_error");
+      assert.equal(verdict.response.status?.code, 503);
+      assert.equal(
+        verdict.response.status?.message,
+        "cannot delete vpcs/vpc-a: cannot check whether other objects still refer to it " +
+          "(listing virtualmachines.compute.example.com failed: a page of 1 object would take over 1 MiB " +
+          "of memory, as did pages of 500, 50 and 5: a single object is too large for the webhook to read); " +
+          "the delete is denied until they can be checked: retry later, or set the annotation " +
+          "dependencies.opendefense.cloud/skip-protection=true on the object to delete it anyway",
+      );
+    },
+    // As the webhook lists by default.
+    { pageSize: 500, maxPageBytes: 1024 * 1024 },
   );
 });
 

@@ -24,6 +24,23 @@ import {
   parsePositiveInteger,
 } from "../runtime/mod.ts";
 import { MAX_REVIEW_BYTES } from "./admission_review.ts";
+import { DEFAULT_MAX_PAGE_BYTES } from "./dependent_lister.ts";
+
+/**
+ * The default of `--list-page-size`: 500 objects of a few KB fit a page of
+ * the default `--max-list-page-bytes`; bigger objects make smaller pages.
+ */
+export const DEFAULT_LIST_PAGE_SIZE = 500;
+
+/**
+ * The default of `--max-list-bytes-in-flight`: four pages of the default
+ * `--max-list-page-bytes` (32 MiB of estimated memory), one for each of
+ * the default `--max-concurrent-reviews`. Eight reviews at once over
+ * thousands of 27 KB objects (usual ones, or all empty objects, or keys
+ * all different) ran in a 48 MB old generation, well inside the webhook's
+ * 128 MB (`lib/webhook/list_memory_test.ts` runs them in 128 MB).
+ */
+export const DEFAULT_LIST_BYTES_IN_FLIGHT = 4 * DEFAULT_MAX_PAGE_BYTES;
 
 /** The webhook's flag table, in `--help` order. */
 export const WEBHOOK_FLAGS: readonly FlagSpec[] = [
@@ -64,9 +81,21 @@ export const WEBHOOK_FLAGS: readonly FlagSpec[] = [
   },
   {
     name: "list-page-size",
-    default: "10000",
+    default: String(DEFAULT_LIST_PAGE_SIZE),
     help:
-      "Objects per page when listing dependents (each further page is a fresh read for kcp)",
+      "Objects per page when listing dependents, while a page stays under --max-list-page-bytes (each further page is a fresh read for kcp)",
+  },
+  {
+    name: "max-list-page-bytes",
+    default: String(DEFAULT_MAX_PAGE_BYTES),
+    help:
+      "Memory one list page (or object) may take, estimated from its JSON as it arrives (about twice its size for usual objects); a larger page is asked for again with a tenth of the objects, down to one, and only a single larger object denies the delete with 503 (memory bound)",
+  },
+  {
+    name: "max-list-bytes-in-flight",
+    default: String(DEFAULT_LIST_BYTES_IN_FLIGHT),
+    help:
+      "Memory of list pages read and scanned at once across all reviews, each page counting --max-list-page-bytes (at least that); more wait within the review's --list-timeout (memory bound)",
   },
   {
     name: "max-concurrent-reviews",
@@ -117,7 +146,7 @@ export const WEBHOOK_FLAGS: readonly FlagSpec[] = [
     name: "shutdown-timeout",
     default: "8s",
     help:
-      "After SIGTERM, time in-flight reviews have to finish before every connection is closed and the process exits 0",
+      "After SIGTERM, the deadline of the whole shutdown (reviews get a second less); exits 0 when everything stopped, 3 when the deadline passed",
   },
   {
     name: "skip-protection-mode",
@@ -143,6 +172,10 @@ export interface WebhookOptions extends ComponentOptions {
   teardownOrderMs: number;
   /** Page size for dependent lists. */
   listPageSize: number;
+  /** Memory one list page (or object) may take, estimated, in bytes. */
+  maxListPageBytes: number;
+  /** Memory of list pages read and scanned at once, estimated, in bytes. */
+  maxListBytesInFlight: number;
   /** Reviews that read kcp at once. */
   maxConcurrentReviews: number;
   /** Bytes of review bodies read and parsed at once. */
@@ -200,6 +233,19 @@ export function parseWebhookOptions(
   const duration = (flag: string) =>
     parseFlag(flag, () => parseDuration(v[flag]!));
   const pageSize = positiveInteger("list-page-size", v["list-page-size"]!);
+  const maxListPageBytes = positiveInteger(
+    "max-list-page-bytes",
+    v["max-list-page-bytes"]!,
+  );
+  const maxListBytesInFlight = positiveInteger(
+    "max-list-bytes-in-flight",
+    v["max-list-bytes-in-flight"]!,
+  );
+  if (maxListBytesInFlight < maxListPageBytes) {
+    throw new TypeError(
+      `Cannot use --max-list-bytes-in-flight below --max-list-page-bytes (${maxListPageBytes} bytes): current value is '${maxListBytesInFlight}'`,
+    );
+  }
   const maxReviewBytesInFlight = positiveInteger(
     "max-review-bytes-in-flight",
     v["max-review-bytes-in-flight"]!,
@@ -225,6 +271,8 @@ export function parseWebhookOptions(
       ),
       teardownOrderMs: duration("teardown-order-timeout"),
       listPageSize: pageSize,
+      maxListPageBytes,
+      maxListBytesInFlight,
       maxConcurrentReviews: positiveInteger(
         "max-concurrent-reviews",
         v["max-concurrent-reviews"]!,

@@ -20,7 +20,9 @@ Deno.test("parseWebhookOptions() applies the reference's defaults", () => {
     metricsBind: { hostname: "0.0.0.0", port: 8080 },
     listTimeoutMs: 7000,
     teardownOrderMs: 120_000,
-    listPageSize: 10_000,
+    listPageSize: 500,
+    maxListPageBytes: 8 * 1024 * 1024,
+    maxListBytesInFlight: 32 * 1024 * 1024,
     maxConcurrentReviews: 4,
     maxReviewBytesInFlight: 8 * 1024 * 1024,
     reviewQueueTimeoutMs: 2_000,
@@ -66,6 +68,8 @@ Deno.test("parseWebhookOptions() disables probes and metrics with 0 and reads th
     "--kcp-base-host=https://proxy.example",
     "--list-timeout=2s",
     "--list-page-size=50",
+    "--max-list-page-bytes=1048576",
+    "--max-list-bytes-in-flight=1048576",
     "--log-level=DEBUG",
     "--api-export-name=deps.example",
   ]);
@@ -74,6 +78,8 @@ Deno.test("parseWebhookOptions() disables probes and metrics with 0 and reads th
   assert.equal(o.kcpBaseHost, "https://proxy.example");
   assert.equal(o.listTimeoutMs, 2000);
   assert.equal(o.listPageSize, 50);
+  assert.equal(o.maxListPageBytes, 1024 * 1024);
+  assert.equal(o.maxListBytesInFlight, 1024 * 1024);
   assert.equal(o.logLevel, "debug");
   assert.equal(o.apiExportName, "deps.example");
 });
@@ -94,6 +100,27 @@ Deno.test("parseWebhookOptions() names the flag that is wrong", () => {
   assert.throws(
     () => parse(["--kubeconfig=/k", "--list-page-size=0"]),
     /Cannot parse --list-page-size/,
+  );
+  assert.throws(
+    () => parse(["--kubeconfig=/k", "--max-list-page-bytes=4MiB"]),
+    /Cannot parse --max-list-page-bytes: want a positive integer/,
+  );
+  assert.throws(
+    () => parse(["--kubeconfig=/k", "--max-list-bytes-in-flight=0"]),
+    /Cannot parse --max-list-bytes-in-flight: want a positive integer/,
+  );
+  assert.throws(
+    () => parse(["--kubeconfig=/k", "--max-list-bytes-in-flight=8388607"]),
+    /Cannot use --max-list-bytes-in-flight below --max-list-page-bytes \(8388608 bytes\): current value is '8388607'/,
+  );
+  assert.throws(
+    () =>
+      parse([
+        "--kubeconfig=/k",
+        "--max-list-page-bytes=1048576",
+        "--max-list-bytes-in-flight=1048575",
+      ]),
+    /below --max-list-page-bytes \(1048576 bytes\)/,
   );
   assert.throws(
     () => parse(["--kubeconfig=/k", "--max-concurrent-reviews=many"]),

@@ -1,0 +1,140 @@
+/**
+ * Whether the webhook's identity may read what a rule needs it to read:
+ * `list` (and `get`) on the dependent type, `get` on each protected type.
+ * Without them every delete of the protected type is denied with 503 (fail
+ * closed), so a rule whose reads are not granted is not `Enforced` but
+ * `WebhookCannotRead`, naming the permission and how to grant it.
+ *
+ * The controller asks kcp with a SubjectAccessReview about the webhook's
+ * user in the rule's own workspace, through the front-proxy: kcp answers it
+ * from the same grants the webhook's reads meet there (the ClusterRoles
+ * bound in `system:admin` of that workspace's shard). The controller's
+ * identity needs `create` on `subjectaccessreviews`
+ * (`manifests/kcp/system-admin`). A review that cannot be made fails
+ * nothing: the rule stays `Enforced`, saying what could not be checked.
+ *
+ * @example Usage
+ * ```ts
+ * import { accessProblems } from "./webhook_access.ts";
+ *
+ * accessProblems([], new Map(), { user: "dependency-webhook" }); // { missing: [], unverified: [] }
+ * ```
+ *
+ * @module
+ */
+import { clusterUrl, type KubeClient } from "../kcp/mod.ts";
+import { isRecord, type Reading } from "../runtime/mod.ts";
+
+/** One read the webhook must be allowed, in one workspace. */
+export interface AccessRef {
+  /** The logical cluster to ask in (the rule's own). */
+  cluster: string;
+  /** `get` or `list`. */
+  verb: "get" | "list";
+  /** API group. */
+  group: string;
+  /** Plural resource. */
+  resource: string;
+}
+
+/** The key of an {@linkcode AccessRef} in the cache's readings. */
+export function accessKey(ref: AccessRef): string {
+  return JSON.stringify([ref.cluster, ref.verb, ref.group, ref.resource]);
+}
+
+/**
+ * Asks kcp whether `user` may `ref.verb` `ref.resource` in `ref.cluster`
+ * (every namespace), with a SubjectAccessReview through the front-proxy.
+ *
+ * @throws {KubeApiError} When kcp does not answer it (403, outage).
+ */
+export async function readWebhookAccess(
+  client: KubeClient,
+  base: string,
+  ref: AccessRef,
+  options: { user: string; signal?: AbortSignal },
+): Promise<boolean> {
+  const answer = await client.request<unknown>(
+    "POST",
+    `${
+      clusterUrl(base, ref.cluster)
+    }/apis/authorization.k8s.io/v1/subjectaccessreviews`,
+    {
+      body: {
+        apiVersion: "authorization.k8s.io/v1",
+        kind: "SubjectAccessReview",
+        spec: {
+          user: options.user,
+          resourceAttributes: {
+            verb: ref.verb,
+            group: ref.group,
+            resource: ref.resource,
+          },
+        },
+      },
+      ...(options.signal === undefined ? {} : { signal: options.signal }),
+    },
+  );
+  const status = isRecord(answer) && isRecord(answer.status)
+    ? answer.status
+    : {};
+  return status.allowed === true;
+}
+
+/** The reads a rule in `cluster` needs the webhook to be allowed. */
+export function accessNeeded(
+  cluster: string,
+  rule: {
+    spec: {
+      dependent: { group: string; resource: string };
+      dependencies: readonly { group: string; resource: string }[];
+    };
+  },
+): AccessRef[] {
+  const { dependent, dependencies } = rule.spec;
+  const refs = new Map<string, AccessRef>();
+  const add = (ref: AccessRef) => refs.set(accessKey(ref), ref);
+  add({ cluster, verb: "list", ...typeOf(dependent) });
+  add({ cluster, verb: "get", ...typeOf(dependent) });
+  for (const d of dependencies) add({ cluster, verb: "get", ...typeOf(d) });
+  return [...refs.values()];
+}
+
+function typeOf(t: { group: string; resource: string }) {
+  return { group: t.group, resource: t.resource };
+}
+
+/** What the answers say of a rule's reads. */
+export interface AccessProblems {
+  /** One message per read the webhook is not allowed. */
+  missing: string[];
+  /** One note per read that could not be asked about. */
+  unverified: string[];
+}
+
+/**
+ * The reads of `needed` that kcp said the webhook may not make, and those
+ * it could not be asked about. A read not asked about yet is neither.
+ */
+export function accessProblems(
+  needed: readonly AccessRef[],
+  readings: ReadonlyMap<string, Reading<boolean>>,
+  options: { user: string },
+): AccessProblems {
+  const problems: AccessProblems = { missing: [], unverified: [] };
+  for (const ref of needed) {
+    const reading = readings.get(accessKey(ref));
+    const type = `${ref.resource}.${ref.group}`;
+    if (reading?.answer === false) {
+      problems.missing.push(
+        `the webhook's identity ${options.user} may not ${ref.verb} ${type}, so every delete it protects is denied with 503: ` +
+          `grant it in system:admin of every shard (deno task rbac --kubeconfig=<webhook kubeconfig> | kubectl apply -f -)`,
+      );
+    } else if (reading?.answer === undefined && reading?.error !== undefined) {
+      problems.unverified.push(
+        `whether ${options.user} may ${ref.verb} ${type}: ${reading.error}`,
+      );
+    }
+  }
+  return problems;
+}

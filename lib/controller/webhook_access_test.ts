@@ -1,0 +1,107 @@
+import assert from "node:assert/strict";
+import { KubeClient } from "../kcp/mod.ts";
+import { connection, FakeApi, json } from "../../testing/fake_api.ts";
+import {
+  accessKey,
+  accessNeeded,
+  accessProblems,
+  type AccessRef,
+  readWebhookAccess,
+} from "./webhook_access.ts";
+
+const RULE = {
+  spec: {
+    dependent: { group: "compute.example.com", resource: "virtualmachines" },
+    dependencies: [
+      { group: "network.example.com", resource: "vpcs" },
+      { group: "network.example.com", resource: "vpcs" },
+      { group: "network.example.com", resource: "subnets" },
+    ],
+  },
+};
+
+Deno.test("accessNeeded() asks for list and get on the dependent and get on each protected type, once each", () => {
+  assert.deepEqual(
+    accessNeeded("c1", RULE).map((r) =>
+      `${r.cluster} ${r.verb} ${r.resource}.${r.group}`
+    ),
+    [
+      "c1 list virtualmachines.compute.example.com",
+      "c1 get virtualmachines.compute.example.com",
+      "c1 get vpcs.network.example.com",
+      "c1 get subnets.network.example.com",
+    ],
+  );
+});
+
+Deno.test("accessProblems() names each read kcp refused, notes each it could not ask, and waits for the rest", () => {
+  const needed = accessNeeded("c1", RULE);
+  const readings = new Map([
+    [accessKey(needed[0]!), { answer: false }],
+    [accessKey(needed[1]!), { answer: true }],
+    [accessKey(needed[2]!), { error: "403 Forbidden" }],
+    // needed[3] not asked yet.
+  ]);
+  const problems = accessProblems(needed, readings, {
+    user: "dependency-webhook",
+  });
+  assert.deepEqual(problems.missing, [
+    "the webhook's identity dependency-webhook may not list virtualmachines.compute.example.com, " +
+    "so every delete it protects is denied with 503: grant it in system:admin of every shard " +
+    "(deno task rbac --kubeconfig=<webhook kubeconfig> | kubectl apply -f -)",
+  ]);
+  assert.deepEqual(problems.unverified, [
+    "whether dependency-webhook may get vpcs.network.example.com: 403 Forbidden",
+  ]);
+});
+
+Deno.test("readWebhookAccess() asks a SubjectAccessReview about the webhook's user in the rule's workspace", async () => {
+  const api = new FakeApi((request) =>
+    json({
+      ...JSON.parse(request.body),
+      status: {
+        allowed: JSON.parse(request.body).spec.resourceAttributes.verb ===
+          "get",
+      },
+    }, 201)
+  );
+  const client = new KubeClient({
+    ...connection(api.url),
+    allowInsecureHttp: true,
+  });
+  try {
+    const ref: AccessRef = {
+      cluster: "c1",
+      verb: "list",
+      group: "compute.example.com",
+      resource: "virtualmachines",
+    };
+    assert.equal(
+      await readWebhookAccess(client, api.url, ref, { user: "dep-webhook" }),
+      false,
+    );
+    assert.equal(
+      await readWebhookAccess(client, api.url, { ...ref, verb: "get" }, {
+        user: "dep-webhook",
+      }),
+      true,
+    );
+    const [first] = api.requests;
+    assert.equal(first?.method, "POST");
+    assert.equal(
+      first?.url.pathname,
+      "/clusters/c1/apis/authorization.k8s.io/v1/subjectaccessreviews",
+    );
+    assert.deepEqual(JSON.parse(first!.body).spec, {
+      user: "dep-webhook",
+      resourceAttributes: {
+        verb: "list",
+        group: "compute.example.com",
+        resource: "virtualmachines",
+      },
+    });
+  } finally {
+    client.close();
+    await api.close();
+  }
+});

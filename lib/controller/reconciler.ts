@@ -132,6 +132,13 @@ export interface ReconcilerOptions {
   minPassIntervalMs?: number;
 }
 
+/**
+ * How often answers that are expected to change soon (an export or a
+ * binding not there yet, a grant not applied yet) are read again, besides
+ * the resync.
+ */
+const RECHECK_MS = 15_000;
+
 /** The webhook settings last read, or why they could not be. */
 type Settings = WebhookClientSettings | { error: string };
 
@@ -177,6 +184,8 @@ export class Reconciler {
         what: "APIExport",
         describe: describeExport,
         backoff,
+        // An export not there yet is often being created: look again soon.
+        recheck: { when: (answer) => !answer.found, everyMs: RECHECK_MS },
         onChange: () => this.trigger(),
       });
     this.#lockTargets = options.readLockTarget === undefined
@@ -186,6 +195,8 @@ export class Reconciler {
         read: options.readLockTarget,
         log: options.log,
         what: "a Lock's target type",
+        // A type not served yet is often being bound: look again soon.
+        recheck: { when: (answer) => !answer.served, everyMs: RECHECK_MS },
         describe: (ref, reading) => ({
           cluster: ref.cluster,
           type: `${ref.resource}.${ref.group}`,
@@ -202,6 +213,8 @@ export class Reconciler {
         read: options.webhookAccess.read,
         log: options.log,
         what: "whether the webhook may read a type",
+        // A grant an operator is about to apply: look again soon.
+        recheck: { when: (allowed) => !allowed, everyMs: RECHECK_MS },
         describe: (ref, reading) => ({
           cluster: ref.cluster,
           verb: ref.verb,

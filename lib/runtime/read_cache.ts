@@ -57,6 +57,12 @@ export interface ReadCacheOptions<R, A> {
   onChange: () => void;
   /** Retry delays per reference. @default {initialMs: 500, maxMs: 60_000} */
   backoff?: BackoffOptions;
+  /**
+   * Answers to read again every `everyMs`, besides the resync: those
+   * expected to change soon (a permission not granted yet), which a user
+   * fixes and waits for. @default {none}
+   */
+  recheck?: { when: (answer: A) => boolean; everyMs: number };
 }
 
 /** Reads the wanted references in the background and keeps the answers. */
@@ -66,6 +72,7 @@ export class ReadCache<R, A> {
   readonly #readings = new Map<string, Reading<A>>();
   #wanted = new Map<string, R>();
   #retryTimer: ReturnType<typeof setTimeout> | undefined;
+  readonly #recheckTimer: ReturnType<typeof setInterval> | undefined;
   #stopped = false;
 
   /** Builds an empty cache; it reads nothing until {@linkcode ReadCache.want} is called. */
@@ -75,6 +82,10 @@ export class ReadCache<R, A> {
       backoff: options.backoff ?? { initialMs: 500, maxMs: 60_000 },
       onSettled: () => this.#scheduleRetry(),
     });
+    const { recheck } = options;
+    this.#recheckTimer = recheck === undefined
+      ? undefined
+      : setInterval(() => this.#recheck(recheck.when), recheck.everyMs);
   }
 
   /** What is known per key; a wanted reference without an entry is being read. */
@@ -104,6 +115,7 @@ export class ReadCache<R, A> {
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#retryTimer);
+    clearInterval(this.#recheckTimer);
     await this.#tasks.stop();
   }
 
@@ -115,6 +127,15 @@ export class ReadCache<R, A> {
       this.#start(key, ref);
     }
     this.#scheduleRetry();
+  }
+
+  /** Reads again the wanted references whose answer `when` marks. */
+  #recheck(when: (answer: A) => boolean): void {
+    if (this.#stopped) return;
+    for (const [key, ref] of this.#wanted) {
+      const answer = this.#readings.get(key)?.answer;
+      if (answer !== undefined && when(answer)) this.#start(key, ref);
+    }
   }
 
   #start(key: string, ref: R): void {

@@ -120,3 +120,31 @@ Deno.test("ReadCache reports a changed answer as a change, and an equal one not"
   });
   await c.stop();
 });
+
+Deno.test("ReadCache reads again, every recheck interval, the answers it is told to", async () => {
+  let reads = 0;
+  let answer: Answer = { found: false };
+  const c = new ReadCache<Ref, Answer>({
+    key: exportKey,
+    what: "thing",
+    read: () => {
+      reads++;
+      return Promise.resolve(answer);
+    },
+    log: createLogger({ level: "error", write: () => {} }),
+    onChange: () => {},
+    recheck: { when: (a) => !a.found, everyMs: 10 },
+  });
+  try {
+    c.want([A]);
+    await until(() => reads >= 3);
+    answer = FOUND;
+    await until(() => c.readings().get(exportKey(A))?.answer?.found === true);
+    const settled = reads;
+    await new Promise((r) => setTimeout(r, 50));
+    // A found answer is not read again until a refresh.
+    assert.equal(reads, settled);
+  } finally {
+    await c.stop();
+  }
+});

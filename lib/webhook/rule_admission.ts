@@ -114,6 +114,8 @@ export interface RuleAdmitterOptions {
   backoff?: BackoffOptions;
   /** How often every export is read again. @default {300_000} */
   recheckIntervalMs?: number;
+  /** How often an export that was not found is read again. @default {15_000} */
+  recheckMissingMs?: number;
 }
 
 /**
@@ -146,6 +148,11 @@ export class RuleAdmitter {
         error: reading.error,
       }),
       ...(options.backoff === undefined ? {} : { backoff: options.backoff }),
+      // A provider creating its export: enforce its rules soon after.
+      recheck: {
+        when: (answer) => !answer.found,
+        everyMs: options.recheckMissingMs ?? 15_000,
+      },
       onChange: () => this.#admit(),
     });
     this.#timer = setInterval(

@@ -515,22 +515,25 @@ async function walkThrough(
     "-f",
     `${FIXTURES}/compute/dependencyrule-vm-vpc.yaml`,
   ]);
+  note(
+    "The webhook may read only what rules name: deno task rbac prints that, applied in system:admin of each shard:",
+  );
+  const role = await grantWebhookReads(kcp);
+  console.log(indent(role.trimEnd(), dim));
+  note(
+    "The rule is Ready once the webhook is installed and may read what it names:",
+  );
   await kubectlOk(kcp, compute, [
     "wait",
     "--for=condition=Ready",
     "dependencyrule/vm-dependencies",
-    "--timeout=60s",
+    "--timeout=90s",
   ]);
   await kubectlOk(kcp, compute, ["get", "dependencyrules"]);
   note(
     "The controller installed the webhook in the network provider, where VPCs live:",
   );
   await kubectlOk(kcp, network, ["get", "validatingwebhookconfigurations"]);
-  note(
-    "The webhook may read only what rules name: deno task rbac prints that, applied in system:admin of each shard:",
-  );
-  const role = await grantWebhookReads(kcp);
-  console.log(indent(role.trimEnd(), dim));
 
   step(
     sharded

@@ -274,9 +274,13 @@ async function stopWatched(
  * Grants the webhook's reads for the live DependencyRules as an operator
  * does: `deno task rbac` with the webhook's kubeconfig, its output applied
  * in `system:admin` as a `system:masters` identity. Returns the ClusterRole
- * applied (YAML).
+ * applied (YAML). `options.lockTypes` is `--lock-types`: the Lock target
+ * types the operator lets the webhook read.
  */
-export async function grantWebhookReads(kcp: KcpApi): Promise<string> {
+export async function grantWebhookReads(
+  kcp: KcpApi,
+  options: { lockTypes?: readonly string[] } = {},
+): Promise<string> {
   const kubeconfig = await kcp.kubeconfig("webhook", "root:dep-ctrl");
   const printed = await runCommand(Deno.execPath(), [
     "run",
@@ -285,6 +289,9 @@ export async function grantWebhookReads(kcp: KcpApi): Promise<string> {
     "--allow-env",
     `${ROOT}scripts/rbac.ts`,
     `--kubeconfig=${kubeconfig}`,
+    ...(options.lockTypes === undefined
+      ? []
+      : [`--lock-types=${options.lockTypes.join(",")}`]),
   ], { cwd: ROOT });
   if (printed.code !== 0) {
     throw new Error(`deno task rbac failed: ${printed.stderr}`);

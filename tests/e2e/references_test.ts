@@ -327,7 +327,6 @@ kcpTest(
               path: ".spec.nics[*].subnetRef.name",
             }]),
           ]);
-          await waitForEnforced(kcp, "vm-nics");
           await waitForValidRules(webhook!, 1);
           const stored = await kcp.kubectlOk([
             "get",
@@ -338,6 +337,8 @@ kcpTest(
           ], { workspace: COMPUTE });
           assert.equal(stored, ".spec.nics[*].subnetRef.name");
           const role = await grantWebhookReads(kcp);
+          // Enforced only once the webhook may read what the rule names.
+          await waitForEnforced(kcp, "vm-nics");
           assert.match(
             role,
             /- virtualmachines\n\s+verbs:\n\s+- get\n\s+- list/,
@@ -476,9 +477,9 @@ kcpTest(
               namespacePath: ".spec.vpcRef.namespace",
             }]),
           ]);
-          await waitForEnforced(kcp, "vm-vpc");
           await waitForValidRules(webhook!, 2);
           const role = await grantWebhookReads(kcp);
+          await waitForEnforced(kcp, "vm-vpc");
           assert.match(role, /- vpcs\n\s+verbs:\n\s+- get\n/);
           await applyObjects(kcp, c1, [
             network("VPC", "shared", "core"),
@@ -601,9 +602,9 @@ kcpTest(
               path: ".spec.vpcRef.name",
             }]),
           ]);
-          await waitForEnforced(kcp, "attachment-vpc");
           await waitForValidRules(webhook!, 3);
           const role = await grantWebhookReads(kcp);
+          await waitForEnforced(kcp, "attachment-vpc");
           assert.match(
             role,
             /- vpcattachments\n\s+verbs:\n\s+- get\n\s+- list/,

@@ -204,9 +204,10 @@ shardedKcpTest(
               }],
             }),
           ]);
-          await waitForEnforced(front, "vm-vpc");
-          // system:admin RBAC, applied on every shard.
+          // system:admin RBAC, applied on every shard; the rule is
+          // Enforced only once the webhook may read what it names.
           await grantWebhookReads(front);
+          await waitForEnforced(front, "vm-vpc");
           for (const consumer of [C_ROOT, C_ONE]) {
             await applyObjects(front, consumer, vpcAndVm("core", "vm-1"));
             const error = await waitForDenial(

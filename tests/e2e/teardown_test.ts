@@ -411,8 +411,9 @@ kcpTest(
               reason: "the app namespace stays",
             },
           }]);
-          // The webhook may now read what the rule and the Lock name.
-          await grantWebhookReads(kcp);
+          // The webhook may now read what the rule and the Locks name (the
+          // operator allows Lock targets of type Namespace).
+          await grantWebhookReads(kcp, { lockTypes: ["namespaces"] });
           for (const [ws, ns] of [[C1, "ordered"], [C2, "app"]] as const) {
             await waitFor(`vpc-0 in ${ws} to be protected`, async () => {
               const r = await kcp.kubectl([

@@ -66,7 +66,9 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
     read: (ref, signal) => readExport(client, base, ref, { signal }),
     log,
     onAdmitted(admission) {
-      registry.replace(admission.admitted);
+      registry.replace(admission.admitted, {
+        identities: admission.identities,
+      });
       metrics.admission({
         admitted: admission.admitted.length,
         refused: admission.refused.length,

@@ -212,6 +212,9 @@ class OneDependentSource implements DependentSource {
   workspaceDeletedAt(): Promise<Date | undefined> {
     return Promise.resolve(undefined);
   }
+  boundIdentities(): Promise<ReadonlyMap<string, string>> {
+    return Promise.resolve(new Map());
+  }
 }
 
 /** The DELETE review of the VPC every decision is about, as kcp sends it. */

@@ -63,7 +63,16 @@ export interface ExportedType {
 
 /** What reading an APIExport gave: its types, or that it does not exist. */
 export type ExportAnswer =
-  | { found: true; types: readonly ExportedType[] }
+  | {
+    found: true;
+    types: readonly ExportedType[];
+    /**
+     * The export's identity (`status.identityHash`): what kcp stores its
+     * types' objects under, and what a workspace's APIBinding names for
+     * each type it binds from it.
+     */
+    identityHash?: string;
+  }
   | { found: false };
 
 /** The last answer read for an export, and the last read's failure if it failed. */

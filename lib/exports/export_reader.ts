@@ -67,7 +67,18 @@ export async function readExport(
     );
     if (read !== undefined) types.push({ group, resource: name, ...read });
   }
-  return { found: true, types };
+  const status = isRecord(object) && isRecord(object.status)
+    ? object.status
+    : {};
+  const identityHash = typeof status.identityHash === "string" &&
+      status.identityHash !== ""
+    ? status.identityHash
+    : undefined;
+  return {
+    found: true,
+    types,
+    ...(identityHash === undefined ? {} : { identityHash }),
+  };
 }
 
 /**

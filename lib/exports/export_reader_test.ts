@@ -205,3 +205,26 @@ Deno.test("readExport() throws when a schema cannot be read", async () => {
     );
   });
 });
+
+Deno.test("readExport() keeps the export's identity hash, and none when the status has none", async () => {
+  await withKcp({
+    [EXPORT_URL]: { ...apiExport([]), status: { identityHash: "abc123" } },
+  }, async (client, base) => {
+    assert.deepEqual(
+      await readExport(client, base, {
+        workspace: "root:compute",
+        name: "compute.io",
+      }),
+      { found: true, types: [], identityHash: "abc123" },
+    );
+  });
+  await withKcp({ [EXPORT_URL]: apiExport([]) }, async (client, base) => {
+    assert.deepEqual(
+      await readExport(client, base, {
+        workspace: "root:compute",
+        name: "compute.io",
+      }),
+      { found: true, types: [] },
+    );
+  });
+});

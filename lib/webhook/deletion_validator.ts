@@ -105,6 +105,16 @@ export interface DependentSource {
     cluster: string,
     signal: AbortSignal,
   ): Promise<Date | undefined>;
+  /**
+   * The identity of the APIExport each type the workspace binds comes from,
+   * by `<group>/<resource>`; a type of the workspace's own has none.
+   *
+   * @throws {KubeApiError} On failure.
+   */
+  boundIdentities(
+    cluster: string,
+    signal: AbortSignal,
+  ): Promise<ReadonlyMap<string, string>>;
 }
 
 /** How a review ended, for metrics and logs. */
@@ -703,9 +713,18 @@ export class DeletionValidator {
     if (cancel.aborted) onCancel();
     cancel.addEventListener("abort", onCancel, { once: true });
     const found = { named: [] as Blocker[], total: 0 };
+    // Which export each dependent type comes from in this workspace, read
+    // beside the lists: a rule counts only dependents bound from its own
+    // dependent export. Unreadable, every rule counts (fail closed).
+    const bound = protections.some((p) => p.dependentIdentity !== undefined)
+      ? Promise.race([
+        this.#source.boundIdentities(query.cluster, stop.signal),
+        stopped,
+      ]).catch(() => undefined)
+      : Promise.resolve(undefined);
     try {
       const lists = [...byDependent].map(([key, group]) =>
-        this.#scan(group, query, stop.signal, found).then(
+        this.#scan(group, query, { signal: stop.signal, bound }, found).then(
           () => pending.delete(key),
           (error) => {
             if (!stop.signal.aborted) stop.abort(error);
@@ -731,12 +750,17 @@ export class DeletionValidator {
    * deletion.
    */
   async #scan(
-    group: readonly Protection[],
+    all: readonly Protection[],
     query: Target,
-    signal: AbortSignal,
+    options: {
+      signal: AbortSignal;
+      bound: Promise<ReadonlyMap<string, string> | undefined>;
+    },
     found: { named: Blocker[]; total: number },
   ): Promise<void> {
-    const dependent = group[0]!.dependent;
+    const { signal } = options;
+    const dependent = all[0]!.dependent;
+    let group = all;
     // A rule with a namespace path lets a dependent in any namespace refer
     // to the object; without one, only its own namespace is read.
     const everyNamespace = query.namespace === undefined ||
@@ -747,8 +771,14 @@ export class DeletionValidator {
         dependent,
         ...(everyNamespace ? {} : { namespace: query.namespace }),
       }, signal);
+      let first = true;
       for await (const items of pages) {
         if (signal.aborted) return;
+        if (first) {
+          first = false;
+          group = ownDependents(all, await options.bound);
+          if (group.length === 0) return;
+        }
         for (const item of items) {
           const paths = referringFields(item, group, query);
           if (paths.length === 0) continue;
@@ -821,6 +851,24 @@ function untilAborted(signal: AbortSignal): Promise<never> {
   });
   aborted.catch(() => {});
   return aborted;
+}
+
+/**
+ * The protections whose rule's dependent export is the one the workspace
+ * binds the dependent type from: a rule about another export's type of the
+ * same group and resource (another provider's, or a tenant's look-alike)
+ * says nothing of these objects. Without the bindings, all of them.
+ */
+function ownDependents(
+  group: readonly Protection[],
+  bound: ReadonlyMap<string, string> | undefined,
+): readonly Protection[] {
+  if (bound === undefined) return group;
+  const { group: apiGroup, resource } = group[0]!.dependent;
+  const identity = bound.get(`${apiGroup}/${resource}`);
+  return group.filter((p) =>
+    p.dependentIdentity === undefined || p.dependentIdentity === identity
+  );
 }
 
 /** Most fields named per dependent in a denial; the rest are counted. */

@@ -249,6 +249,21 @@ class FakeSource implements DependentSource {
     return await untilAborted(new Promise<never>(() => {}), signal);
   }
 
+  /**
+   * What the workspace binds, by `group/resource`: an identity per type,
+   * or an error to throw. @default {nothing bound}
+   */
+  bound: ReadonlyMap<string, string> | { error: unknown } = new Map();
+  /** How often the bindings were read. */
+  boundReads = 0;
+
+  async boundIdentities(): Promise<ReadonlyMap<string, string>> {
+    this.boundReads++;
+    await Promise.resolve();
+    if ("error" in this.bound) throw this.bound.error;
+    return this.bound as ReadonlyMap<string, string>;
+  }
+
   async liveUid(
     query: ObjectQuery,
     signal: AbortSignal,
@@ -1213,6 +1228,7 @@ Deno.test("DeletionValidator.validate() denies 503 when the source throws before
     },
     liveUid: (query) => Promise.resolve(`uid-${query.name}`),
     workspaceDeletedAt: () => Promise.resolve(undefined),
+    boundIdentities: () => Promise.resolve(new Map()),
   };
   assert.deepEqual(
     await validate(registryOf(VM_RULE), source, deleteRequest()),
@@ -2437,4 +2453,77 @@ Deno.test("DeletionValidator.validate() does not report a workspace it cannot re
     await validate(registryOf(VM_RULE), granted, deleteRequest()),
     forbidden("get", VPCS),
   );
+});
+
+// ---------------------------------------------------------------------------
+// A rule counts only the dependents bound from its own dependent export
+
+/**
+ * The provider's rule (its export has identity `real`) and a tenant's
+ * look-alike: the same dependent group and resource from an export of its
+ * own (identity `fake`), naming the VPC through `.metadata.name`.
+ */
+function lookAlikeRegistry(): RuleRegistry {
+  const tenant: ClusterRule = {
+    ...rule("look-alike", VIRTUAL_MACHINES, [".metadata.name"]),
+    cluster: "tenant1",
+  };
+  const registry = new RuleRegistry();
+  registry.replace([VM_RULE, tenant], {
+    identities: new Map([
+      ["provider1/vm-needs-vpc", "real"],
+      ["tenant1/look-alike", "fake"],
+    ]),
+  });
+  return registry;
+}
+
+Deno.test("DeletionValidator.validate() applies a rule only to dependents bound from its own dependent export", async () => {
+  // vm "vpc-a" refers to nothing, but its name matches the look-alike's path.
+  const pages = { virtualmachines: { pages: [[vm("vpc-a", "other")]] } };
+  const source = new FakeSource(pages);
+  source.bound = new Map([["compute.example.com/virtualmachines", "real"]]);
+  assert.deepEqual(
+    await validate(lookAlikeRegistry(), source, deleteRequest()),
+    ALLOWED,
+  );
+  assert.equal(source.boundReads, 1);
+  // A VM that does refer through the provider's field still blocks.
+  const referring = new FakeSource({
+    virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
+  });
+  referring.bound = new Map([["compute.example.com/virtualmachines", "real"]]);
+  assert.equal(
+    (await validate(lookAlikeRegistry(), referring, deleteRequest())).outcome,
+    "denied_referenced",
+  );
+  // A workspace that binds VirtualMachines from the tenant's export: only
+  // the tenant's rule speaks of them.
+  const tenants = new FakeSource({
+    virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
+  });
+  tenants.bound = new Map([["compute.example.com/virtualmachines", "fake"]]);
+  assert.deepEqual(
+    await validate(lookAlikeRegistry(), tenants, deleteRequest()),
+    ALLOWED,
+  );
+});
+
+Deno.test("DeletionValidator.validate() counts every rule when the workspace's bindings cannot be read (fail closed)", async () => {
+  const source = new FakeSource({
+    virtualmachines: { pages: [[vm("vpc-a", "other")]] },
+  });
+  source.bound = { error: new Error("403 Forbidden") };
+  const verdict = await validate(lookAlikeRegistry(), source, deleteRequest());
+  assert.equal(verdict.outcome, "denied_referenced");
+  assert.match(
+    verdict.response.status?.message ?? "",
+    /VirtualMachine\/vpc-a \(\.metadata\.name\)/,
+  );
+});
+
+Deno.test("DeletionValidator.validate() reads no bindings for rules without a known export identity", async () => {
+  const source = new FakeSource({ virtualmachines: { pages: [[]] } });
+  await validate(registryOf(VM_RULE), source, deleteRequest());
+  assert.equal(source.boundReads, 0);
 });

@@ -23,7 +23,7 @@ import {
   pathSegment,
   RESPONSE_TOO_LARGE,
 } from "../kcp/mod.ts";
-import type { Semaphore } from "../runtime/mod.ts";
+import { isRecord, type Semaphore } from "../runtime/mod.ts";
 
 /**
  * Asks for the object's metadata only (`PartialObjectMetadata`), with plain
@@ -228,6 +228,51 @@ export class FrontProxyDependentSource implements DependentSource {
     const date = new Date(stamp);
     return Number.isNaN(date.getTime()) ? undefined : date;
   }
+
+  /**
+   * The identity of the APIExport each type the workspace binds comes from,
+   * by `<group>/<resource>`, from its APIBindings' bound resources.
+   */
+  async boundIdentities(
+    cluster: string,
+    signal: AbortSignal,
+  ): Promise<ReadonlyMap<string, string>> {
+    const list = await this.#client.list(
+      `${
+        clusterUrl(this.#base, cluster)
+      }/apis/apis.kcp.io/v1alpha2/apibindings`,
+      { limit: 500, signal, maxBytes: this.#maxPageBytes, measure: "memory" },
+    );
+    return boundIdentitiesOf(list.items);
+  }
+}
+
+/**
+ * `<group>/<resource>` to the identity hash of the export it is bound from,
+ * read from APIBindings' `status.boundResources[].schema.identityHash`.
+ */
+export function boundIdentitiesOf(
+  bindings: readonly unknown[],
+): Map<string, string> {
+  const identities = new Map<string, string>();
+  for (const binding of bindings) {
+    const status = isRecord(binding) && isRecord(binding.status)
+      ? binding.status
+      : {};
+    const bound = Array.isArray(status.boundResources)
+      ? status.boundResources
+      : [];
+    for (const resource of bound) {
+      if (!isRecord(resource) || !isRecord(resource.schema)) continue;
+      const { group, resource: name } = resource;
+      const { identityHash } = resource.schema;
+      if (
+        typeof group === "string" && typeof name === "string" &&
+        typeof identityHash === "string" && identityHash !== ""
+      ) identities.set(`${group}/${name}`, identityHash);
+    }
+  }
+  return identities;
 }
 
 /**

@@ -11,6 +11,7 @@ import {
   type DependentQuery,
 } from "./deletion_validator.ts";
 import {
+  boundIdentitiesOf,
   collectionUrl,
   DEFAULT_MAX_PAGE_BYTES,
   FrontProxyDependentSource,
@@ -563,4 +564,27 @@ Deno.test("FrontProxyDependentSource.workspaceDeletedAt() throws on any error, a
       },
     );
   }
+});
+
+Deno.test("boundIdentitiesOf() maps each bound group and resource to its export's identity, skipping what is malformed", () => {
+  assert.deepEqual(
+    boundIdentitiesOf([
+      {
+        status: {
+          boundResources: [
+            {
+              group: "compute.example.com",
+              resource: "virtualmachines",
+              schema: { name: "v1.vms", identityHash: "real" },
+            },
+            { group: "x.io", resource: "things" },
+            { group: "y.io", resource: "ys", schema: { identityHash: "" } },
+          ],
+        },
+      },
+      { status: { boundResources: "no" } },
+      "junk",
+    ]),
+    new Map([["compute.example.com/virtualmachines", "real"]]),
+  );
 });

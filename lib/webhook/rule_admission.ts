@@ -30,7 +30,7 @@ import {
   type ExportReading,
   type ExportRef,
 } from "../exports/mod.ts";
-import type { ClusterRule } from "../rules/mod.ts";
+import { type ClusterRule, ruleKey } from "../rules/mod.ts";
 import { type BackoffOptions, type Logger, ReadCache } from "../runtime/mod.ts";
 
 /** A rule the webhook does not enforce, and why. */
@@ -53,6 +53,12 @@ export interface RuleAdmission {
   pending: ClusterRule[];
   /** Every export the rules name, to read. */
   exports: ExportRef[];
+  /**
+   * The identity of each admitted rule's dependent export, by rule key,
+   * where it was read: only a consumer's dependents bound from that export
+   * are the rule's.
+   */
+  identities: Map<string, string>;
 }
 
 /** The export a rule's dependent type must come from: in the rule's own workspace. */
@@ -73,6 +79,7 @@ export function admitRules(
     refused: [],
     pending: [],
     exports: [],
+    identities: new Map(),
   };
   const wanted = new Map<string, ExportRef>();
   for (const rule of rules) {
@@ -89,8 +96,16 @@ export function admitRules(
       { ...ref, shown: `the rule's own workspace (${rule.cluster})` },
       rule.rule.spec.dependent,
     );
-    if (check.ok) admission.admitted.push(rule);
-    else {
+    if (check.ok) {
+      admission.admitted.push(rule);
+      const answer = reading.answer;
+      if (answer?.found && answer.identityHash !== undefined) {
+        admission.identities.set(
+          ruleKey(rule.cluster, rule.rule.metadata.name),
+          answer.identityHash,
+        );
+      }
+    } else {
       admission.refused.push({
         rule,
         reason: check.reason,

@@ -164,3 +164,24 @@ Deno.test("RuleAdmitter loads nothing until every rule of the first load is read
     await admitter.stop();
   }
 });
+
+Deno.test("admitRules() gives each admitted rule its dependent export's identity, where read", () => {
+  const withIdentity: ExportReading = {
+    answer: {
+      ...(SERVES_VMS.answer as ExportAnswer & { found: true }),
+      identityHash: "real",
+    },
+  };
+  const admission = admitRules(
+    [PROVIDER, { ...PROVIDER, cluster: "other" }],
+    readings([
+      [dependentExport(PROVIDER), withIdentity],
+      [{ workspace: "other", name: "compute.example.com" }, SERVES_VMS],
+    ]),
+  );
+  assert.equal(admission.admitted.length, 2);
+  assert.deepEqual(
+    admission.identities,
+    new Map([["computecluster/vm", "real"]]),
+  );
+});

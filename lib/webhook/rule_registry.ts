@@ -36,6 +36,13 @@ export interface Protection {
    * (`fieldRef.namespacePath`); absent, the dependent's own namespace.
    */
   namespacePath?: FieldPath;
+  /**
+   * The identity of the APIExport the rule's dependent type comes from (in
+   * the rule's own workspace): only dependents of a consumer that binds the
+   * type from that export are the rule's. Absent when unknown (then every
+   * dependent of the group and resource counts: fail closed).
+   */
+  dependentIdentity?: string;
 }
 
 /** A protection with what deduplication compares precomputed. */
@@ -63,7 +70,11 @@ export class RuleRegistry {
    */
   readonly #derived = new WeakMap<
     ClusterRule,
-    { key: string; protections: RuleProtections }
+    {
+      key: string;
+      dependentIdentity: string | undefined;
+      protections: RuleProtections;
+    }
   >();
 
   /** Whether the rules have been loaded once (until then the webhook must not decide). */
@@ -82,7 +93,13 @@ export class RuleRegistry {
    * counts. The rebuild takes time linear in the protections (after sorting
    * the rule keys).
    */
-  replace(rules: readonly ClusterRule[]): void {
+  replace(
+    rules: readonly ClusterRule[],
+    options: {
+      /** The identity of each rule's dependent export, by rule key. */
+      identities?: ReadonlyMap<string, string>;
+    } = {},
+  ): void {
     const byKey = new Map<string, ClusterRule>();
     for (const entry of rules) {
       byKey.set(ruleKey(entry.cluster, entry.rule.metadata.name), entry);
@@ -93,7 +110,14 @@ export class RuleRegistry {
     // and the first rule (by key) that gives a protection is the one named.
     for (const key of [...byKey.keys()].sort()) {
       const entry = byKey.get(key)!;
-      for (const { target, protection } of this.#protectionsOf(key, entry)) {
+      const identity = options.identities?.get(key);
+      for (
+        const { target, protection } of this.#protectionsOf(
+          key,
+          entry,
+          identity,
+        )
+      ) {
         let list = index.get(target);
         let identities = seen.get(target);
         if (list === undefined || identities === undefined) {
@@ -118,9 +142,16 @@ export class RuleRegistry {
   }
 
   /** The protections one rule contributes, computed once per rule object. */
-  #protectionsOf(key: string, entry: ClusterRule): RuleProtections {
+  #protectionsOf(
+    key: string,
+    entry: ClusterRule,
+    dependentIdentity: string | undefined,
+  ): RuleProtections {
     const cached = this.#derived.get(entry);
-    if (cached !== undefined && cached.key === key) return cached.protections;
+    if (
+      cached !== undefined && cached.key === key &&
+      cached.dependentIdentity === dependentIdentity
+    ) return cached.protections;
     const { dependent } = entry.rule.spec;
     const dependentGvr = {
       group: dependent.group,
@@ -145,16 +176,18 @@ export class RuleRegistry {
           fieldPath,
           fieldPathText,
           ...(namespaced === undefined ? {} : { namespacePath: namespaced }),
+          ...(dependentIdentity === undefined ? {} : { dependentIdentity }),
           identity: JSON.stringify([
             dependency.apiExportRef.path,
             dependentKey,
             fieldPathText,
             namespaced === undefined ? "" : formatFieldPath(namespaced),
+            dependentIdentity ?? "",
           ]),
         },
       };
     });
-    this.#derived.set(entry, { key, protections });
+    this.#derived.set(entry, { key, dependentIdentity, protections });
     return protections;
   }
 }

@@ -100,6 +100,9 @@ class FakeSource implements DependentSource {
   workspaceDeletedAt(): Promise<Date | undefined> {
     return Promise.resolve(undefined);
   }
+  boundIdentities(): Promise<ReadonlyMap<string, string>> {
+    return Promise.resolve(new Map());
+  }
 }
 
 interface AdmissionHarness {

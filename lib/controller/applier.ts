@@ -57,7 +57,23 @@ export interface ApplierOptions {
   expectationTimeoutMs?: number;
   /** Writes running at once. @default {8} */
   maxInFlight?: number;
+  /**
+   * How long after a configuration changed it is touched once more (see
+   * {@linkcode REFRESHED_ANNOTATION}). @default {3_000}
+   */
+  refreshAfterMs?: number;
 }
+
+/**
+ * The annotation a configuration gets a few seconds after each change.
+ * kcp's admission keeps the hooks of each webhook configuration in a cache
+ * keyed by the configuration's name (Kubernetes' webhook configuration
+ * manager): an update that races an admission call can leave the old hooks
+ * cached until the next update event, so that, say, a Lock's new UPDATE
+ * operation is never called. One more write, which changes nothing the
+ * webhooks do, is that next event.
+ */
+export const REFRESHED_ANNOTATION = "dependencies.opendefense.cloud/refreshed";
 
 /** What the watch caches show now: the objects the writes change. */
 export interface Observed {
@@ -95,6 +111,7 @@ export class Applier {
   #queue = new Map<string, Queued>();
   #inFlight = 0;
   #retryTimer: ReturnType<typeof setTimeout> | undefined;
+  readonly #refreshTimers = new Set<ReturnType<typeof setTimeout>>();
   #stopped = false;
 
   /** Builds an applier with nothing to do. */
@@ -166,6 +183,8 @@ export class Applier {
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#retryTimer);
+    for (const timer of this.#refreshTimers) clearTimeout(timer);
+    this.#refreshTimers.clear();
     this.#queue.clear();
     await this.#tasks.stop();
   }
@@ -254,8 +273,37 @@ export class Applier {
           cluster: action.cluster,
           action: action.action,
         });
+        if (action.action === "update") {
+          this.#refreshLater(`${collection}/${name}`, action.cluster);
+        }
       },
     };
+  }
+
+  /** Touches a changed configuration once more, a few seconds later. */
+  #refreshLater(url: string, cluster: string): void {
+    const timer = setTimeout(async () => {
+      this.#refreshTimers.delete(timer);
+      if (this.#stopped) return;
+      try {
+        await this.#options.client.request("PATCH", url, {
+          body: {
+            metadata: {
+              annotations: { [REFRESHED_ANNOTATION]: new Date().toISOString() },
+            },
+          },
+          contentType: "application/merge-patch+json",
+        });
+        this.#options.log.debug("webhook configuration refreshed", { cluster });
+      } catch (error) {
+        // Gone or changed meanwhile: the next write is the next event.
+        this.#options.log.debug("cannot refresh webhook configuration", {
+          cluster,
+          error,
+        });
+      }
+    }, this.#options.refreshAfterMs ?? 3_000);
+    this.#refreshTimers.add(timer);
   }
 
   #statusWrite(action: StatusAction): Queued {

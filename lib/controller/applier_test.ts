@@ -10,7 +10,7 @@ import {
   status,
   waitUntil,
 } from "../../testing/mod.ts";
-import { Applier, type Observed } from "./applier.ts";
+import { Applier, type Observed, REFRESHED_ANNOTATION } from "./applier.ts";
 import type { StatusAction } from "./reconcile_plan.ts";
 
 const NOTHING_OBSERVED: Observed = { configurations: [], rules: [] };
@@ -54,7 +54,11 @@ async function withApplier(
     api: FakeApi,
     retries: () => number,
   ) => Promise<void>,
-  options: { maxInFlight?: number; expectationTimeoutMs?: number } = {},
+  options: {
+    maxInFlight?: number;
+    expectationTimeoutMs?: number;
+    refreshAfterMs?: number;
+  } = {},
 ): Promise<void> {
   const api = new FakeApi(handler);
   const client = new KubeClient({
@@ -204,4 +208,38 @@ Deno.test("Applier replaces queued writes with the next plan's", async () => {
       ["a", "c"],
     );
   }, { maxInFlight: 1 });
+});
+
+Deno.test("Applier touches a changed configuration once more a little later, so that kcp's hook cache sees an update event", async () => {
+  await withApplier(() => json({}), async (applier, api) => {
+    applier.apply({
+      configurations: [{
+        cluster: "provider-a",
+        endpoint: api.url,
+        action: "update",
+        object: {
+          metadata: { name: "dependency-controller", resourceVersion: "7" },
+        },
+      }],
+      statuses: [],
+    }, NOTHING_OBSERVED);
+    await waitUntil(
+      "the update and its refresh",
+      () => api.requests.length === 2,
+    );
+    const [update, refresh] = api.requests;
+    assert.equal(update!.method, "PUT");
+    assert.equal(refresh!.method, "PATCH");
+    assert.equal(refresh!.url.pathname, update!.url.pathname);
+    assert.equal(
+      refresh!.headers.get("content-type"),
+      "application/merge-patch+json",
+    );
+    const body = JSON.parse(refresh!.body);
+    assert.deepEqual(Object.keys(body.metadata.annotations), [
+      REFRESHED_ANNOTATION,
+    ]);
+    await delay(30);
+    assert.equal(api.requests.length, 2, "one refresh per change");
+  }, { refreshAfterMs: 5 });
 });

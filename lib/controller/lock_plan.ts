@@ -11,10 +11,11 @@
  * dep-ctrl export and accept its claim like a provider. The configuration
  * covers the target's type for the Lock's operations (DELETE, UPDATE).
  *
- * Before placing a Lock, it checks what the Lock's workspace said about the
- * target's type (`lock_targets.ts`): kcp must call the configuration the
- * Lock is placed in, and a Lock holds only namespaced objects (or its
- * namespace).
+ * It then checks what the Lock's workspace said about the target's type
+ * (`lock_targets.ts`): kcp must call the configuration the Lock is placed
+ * in, and a Lock holds only namespaced objects (or its namespace). A Lock is
+ * placed while its workspace is being asked (its status waits for the
+ * answer) and removed if the answer refuses it.
  *
  * @module
  */
@@ -58,6 +59,11 @@ export type LockState =
      * target could not be made (a failed read never weakens protection).
      */
     problem?: LockProblem;
+    /**
+     * Placed while its workspace is being asked about the target's type:
+     * its status waits for the answer.
+     */
+    checking?: boolean;
   }
   | { state: "pending" }
   | { state: "failed"; reason: LockProblemReason; message: string };
@@ -175,6 +181,7 @@ function placeLock(
   // (a type it does not serve) is the more telling message.
   const checked = checkTarget(lock, cluster, context, placement);
   if ("state" in checked) return checked.state;
+  if (checked.checking) return { ...state, checking: true };
   return checked.problem === undefined
     ? state
     : { ...state, problem: checked.problem };
@@ -195,7 +202,7 @@ function checkTarget(
   cluster: string,
   context: LockPlacementContext,
   placement: LockPlacement,
-): { state: LockState } | { problem?: LockProblem } {
+): { state: LockState } | { problem?: LockProblem; checking?: true } {
   if (context.targets === undefined) return {};
   const { target } = lock.spec;
   const ref: LockTargetRef = {
@@ -216,7 +223,9 @@ function checkTarget(
     },
   });
   if (check.state === "ok") return {};
-  if (check.state === "pending") return { state: { state: "pending" } };
+  // Placed while the workspace is asked: protection never waits for the
+  // check, and the status waits for its answer.
+  if (check.state === "pending") return { checking: true };
   const problem = { reason: check.reason, message: check.message };
   return check.placed
     ? { problem }

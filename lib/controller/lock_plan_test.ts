@@ -230,20 +230,25 @@ function targets(
   ]));
 }
 
-Deno.test("planLockPlacement() asks the Lock's workspace about its target and waits for the answer", () => {
+Deno.test("planLockPlacement() places a Lock while it asks the Lock's workspace about its target, its status waiting for the answer", () => {
   const placement = planLockPlacement([lockObject("prod", VPC_TARGET)], {
     ...context(),
     targets: new Map(),
   });
-  assert.deepEqual(placement.states.get(KEY), { state: "pending" });
-  assert.equal(placement.unsure, true);
+  assert.deepEqual(placement.states.get(KEY), {
+    state: "ok",
+    cluster: NETWORK,
+    shown: NETWORK_PATH,
+    checking: true,
+  });
   assert.deepEqual([...placement.targets.values()], [{
     cluster: CONSUMER,
     group: "network.example.com",
     version: "v1alpha1",
     resource: "vpcs",
   }]);
-  assert.equal(placement.desired.size, 0);
+  // Protection does not wait for the check.
+  assert.equal(placement.desired.get(NETWORK)?.length, 1);
 });
 
 Deno.test("planLockPlacement() places a Lock whose target is bound from the export it names", () => {
@@ -345,7 +350,9 @@ Deno.test("planLockPlacement() refuses a Lock that names another export than the
     ...context({ exports }),
     targets: targets([[other, reading]]),
   });
+  // Its own path is not resolved yet.
   assert.deepEqual(waiting.states.get(KEY), { state: "pending" });
+
   assert.ok(waiting.paths.has("root:other"));
   const placement = planLockPlacement([lockObject("prod", other)], {
     ...context({

@@ -783,6 +783,8 @@ function planLockStatuses(
     const lock = placement.locks.get(key);
     let ready: Condition | undefined;
     if (state === undefined || state.state === "pending") continue;
+    // Placed, but its workspace is still being asked: no status yet.
+    if (state.state === "ok" && state.checking) continue;
     if (state.state === "failed") {
       ready = lockCondition("False", state.reason, state.message);
     } else if (state.problem !== undefined) {

@@ -59,7 +59,7 @@ kcpTest(
     let controller: ComponentProcess | undefined;
     try {
       await step(
-        "the provider's rule is Enforced; the components run",
+        "the provider's rule is WebhookCannotRead until the webhook's reads are granted, then Enforced",
         async () => {
           await buildTopology(kcp, {
             networkPath: NETWORK,
@@ -77,6 +77,20 @@ kcpTest(
               }],
             }),
           ]);
+          // Until the webhook may read what the rule names, every such
+          // delete would get 503: the status says so and how to grant it.
+          await waitForReason(kcp, COMPUTE, "vm-vpc", "WebhookCannotRead");
+          const message = await kcp.kubectlOk([
+            "get",
+            "dependencyrule",
+            "vm-vpc",
+            "-o",
+            'jsonpath={.status.conditions[?(@.type=="Ready")].message}',
+          ], { workspace: COMPUTE });
+          assert.match(
+            message,
+            /dependency-webhook may not list virtualmachines\.compute\.example\.com.*deno task rbac/,
+          );
           await grantWebhookReads(kcp);
           await waitForReason(kcp, COMPUTE, "vm-vpc", "Enforced");
         },

@@ -28,6 +28,7 @@ export * from "./rule_fixtures.ts";
 export * from "./rules.ts";
 export * from "./self_signed.ts";
 export * from "./sharded_kcp.ts";
+export * from "./status_truth.ts";
 export * from "./tls.ts";
 export * from "./topology.ts";
 export * from "./wait.ts";

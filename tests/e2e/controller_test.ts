@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import {
   applyObjects,
   applySystemAdminOverlay,
+  assertStatusTruth,
   buildTopology,
   type ComponentProcess,
   dependencyRule,
@@ -713,6 +714,28 @@ kcpTest(
           const r = await deleteObject(kcp, c1, "vpcs", "vpc-e");
           assert.notEqual(r.code, 0);
           assert.match(r.stderr, /still referenced by VirtualMachine\/vm-e/);
+        },
+      );
+
+      await step(
+        "status truth: every rule and Lock whose Ready is True/Enforced denies a delete of what it covers",
+        async () => {
+          // vm-vpc and vm-subnet, after a kcp restart and a leader change.
+          const truth = await assertStatusTruth(kcp, {
+            workspaces: [
+              topo.depCtrl.path,
+              NETWORK,
+              "root:org:team:edge",
+              COMPUTE,
+              c1,
+              c2,
+            ],
+            minimum: { rules: 2 },
+          });
+          assert.deepEqual(truth.rulesProven.sort(), [
+            `${COMPUTE}/vm-subnet`,
+            `${COMPUTE}/vm-vpc`,
+          ]);
         },
       );
 

@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import {
   applyObjects,
   applySystemAdminOverlay,
+  assertStatusTruth,
   bindExport,
   buildTopology,
   type ComponentProcess,
@@ -66,7 +67,9 @@ async function waitForDenial(
 ): Promise<string> {
   return await waitFor(`kubectl ${args.join(" ")} to be denied`, async () => {
     const error = await attempt(kcp, args);
-    return expected.test(error) ? error : undefined;
+    if (expected.test(error)) return error;
+    // Not yet: the timeout names the last answer.
+    throw new Error(`last answer: ${error.trim() || "allowed"}`);
   }, { timeoutMs: 60_000, intervalMs: 250 }) as string;
 }
 
@@ -342,6 +345,29 @@ kcpTest(
             error,
             /cannot delete configmaps\/settings: locked by Lock team-a\/cfg/,
           );
+        },
+      );
+
+      await step(
+        "status truth: every rule and Lock whose Ready is True/Enforced denies a delete of what it covers",
+        async () => {
+          // Placed where the most Locks are alive: prod and cfg (later
+          // steps delete cfg, and the Locks they create go again).
+          const truth = await assertStatusTruth(kcp, {
+            workspaces: [
+              "root:dep-ctrl",
+              NETWORK,
+              "root:providers:compute",
+              C1,
+              C2,
+            ],
+            minimum: { locks: 2 },
+          });
+          assert.deepEqual(truth.locksProven.sort(), [
+            `${C1}/team-a/cfg`,
+            `${C1}/team-a/prod`,
+          ]);
+          assert.deepEqual(truth.leftBehind, []);
         },
       );
 

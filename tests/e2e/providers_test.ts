@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import {
   applyObjects,
   applySystemAdminOverlay,
+  assertStatusTruth,
   bindExport,
   buildTopology,
   type ComponentProcess,
@@ -199,6 +200,22 @@ kcpTest(
               `${webhook!.url}/${path}`,
             );
           }
+        },
+      );
+
+      await step(
+        "status truth: every rule and Lock whose Ready is True/Enforced denies a delete of what it covers",
+        async () => {
+          // Each rule is proven where its provider's VPCs are bound: c1
+          // for the first, c3 for the second.
+          const truth = await assertStatusTruth(kcp, {
+            workspaces: [topo.depCtrl.path, NETWORK, NETWORK2, COMPUTE, C1, C3],
+            minimum: { rules: 2 },
+          });
+          assert.deepEqual(truth.rulesProven.sort(), [
+            `${COMPUTE}/vm-network`,
+            `${COMPUTE}/vm-network2`,
+          ]);
         },
       );
     } finally {

@@ -10,6 +10,7 @@
 import assert from "node:assert/strict";
 import {
   applyObjects,
+  assertStatusTruth,
   buildTopology,
   type ComponentProcess,
   grantWebhookReads,
@@ -647,6 +648,23 @@ kcpTest(
             workspace: c1,
           });
           await assertDeleted(kcp, c1, vpc("shared", "edge"));
+        },
+      );
+
+      await step(
+        "status truth: every rule and Lock whose Ready is True/Enforced denies a delete of what it covers",
+        async () => {
+          // A list path with a namespace path, a namespace path, and a
+          // cluster-scoped dependent naming a namespaced VPC.
+          const truth = await assertStatusTruth(kcp, {
+            workspaces: [topo.depCtrl.path, NETWORK, COMPUTE, c1],
+            minimum: { rules: 3 },
+          });
+          assert.deepEqual(truth.rulesProven.sort(), [
+            `${COMPUTE}/attachment-vpc`,
+            `${COMPUTE}/vm-nics`,
+            `${COMPUTE}/vm-vpc`,
+          ]);
         },
       );
 

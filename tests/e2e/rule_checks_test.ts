@@ -14,6 +14,7 @@ import assert from "node:assert/strict";
 import {
   applyObjects,
   applySystemAdminOverlay,
+  assertStatusTruth,
   buildTopology,
   type ComponentProcess,
   type KcpServer,
@@ -363,6 +364,28 @@ kcpTest(
           await kcp.kubectlOk(["get", "subnet", "subnet-a", "-n", "default"], {
             workspace: c1,
           });
+        },
+      );
+
+      await step(
+        "status truth: every rule and Lock whose Ready is True/Enforced denies a delete of what it covers",
+        async () => {
+          // The four rules fixed in place, none mistyped any more.
+          const truth = await assertStatusTruth(kcp, {
+            workspaces: [
+              topo.depCtrl.path,
+              NETWORK,
+              COMPUTE,
+              topo.consumers[0]!.path,
+            ],
+            minimum: { rules: 4 },
+          });
+          assert.deepEqual(truth.rulesProven.sort(), [
+            `${COMPUTE}/typo-dependent`,
+            `${COMPUTE}/typo-export`,
+            `${COMPUTE}/typo-field`,
+            `${COMPUTE}/typo-group`,
+          ]);
         },
       );
     } finally {

@@ -17,6 +17,7 @@
 import assert from "node:assert/strict";
 import {
   applyObjects,
+  assertStatusTruth,
   bindExport,
   buildTopology,
   type ComponentProcess,
@@ -378,6 +379,25 @@ shardedKcpTest(
           for (const c of [webhook!, controller!]) {
             assert.equal((await c.get(c.healthPort, "/readyz")).status, 200);
           }
+        },
+      );
+
+      await step(
+        "status truth: every rule and Lock whose Ready is True/Enforced denies a delete of what it covers, through the front-proxy on both shards",
+        async () => {
+          // Each rule (on shard-1) is proven in the consumer on each shard;
+          // the Lock in the root shard's consumer.
+          const truth = await assertStatusTruth(front, {
+            workspaces: PLACEMENT.map(([path]) => path),
+            minimum: { rules: 2, locks: 1 },
+            everywhere: true,
+          });
+          assert.deepEqual(truth.rulesProven.sort(), [
+            `${COMPUTE}/vm-alt-vpc`,
+            `${COMPUTE}/vm-vpc`,
+          ]);
+          assert.deepEqual(truth.locksProven, [`${C_ROOT}/team/keep-vm`]);
+          assert.equal(truth.denials, 2 * 2 + 1);
         },
       );
     } finally {

@@ -14,6 +14,7 @@
 import assert from "node:assert/strict";
 import {
   applyObjects,
+  assertStatusTruth,
   bindExport,
   buildTopology,
   type ComponentProcess,
@@ -444,6 +445,25 @@ kcpTest(
             return /locked by Lock app\/keep-app \("the app namespace stays"\)/
               .test(r.stderr) || undefined;
           }, { timeoutMs: 60_000, intervalMs: 500 });
+        },
+      );
+
+      await step(
+        "status truth: every rule and Lock whose Ready is True/Enforced denies a delete of what it covers",
+        async () => {
+          // Before the teardown steps delete them: the rule, the Lock on a
+          // VPC and the Lock on a Namespace. What the check creates (in c1's
+          // status-truth namespace) is gone before the watches start.
+          const truth = await assertStatusTruth(kcp, {
+            workspaces: ["root:dep-ctrl", NETWORK, COMPUTE, C1, C2],
+            minimum: { rules: 1, locks: 2 },
+          });
+          assert.deepEqual(truth.rulesProven, [`${COMPUTE}/vm-vpc`]);
+          assert.deepEqual(truth.locksProven.sort(), [
+            `${C2}/app/keep-app`,
+            `${C2}/app/keep-vpc`,
+          ]);
+          assert.deepEqual(truth.leftBehind, []);
         },
       );
 

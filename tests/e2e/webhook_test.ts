@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import {
   applyObjects,
+  assertStatusTruth,
   buildTopology,
   grantWebhookReads,
   installWebhookConfig,
@@ -822,6 +823,25 @@ kcpTest(
         } finally {
           await lost.stop();
         }
+      },
+    );
+
+    await step(
+      "status truth: every rule and Lock whose Ready is True/Enforced denies a delete of what it covers",
+      async () => {
+        // No controller runs here, so no status claims anything: the rule
+        // is listed and nothing is to prove.
+        const truth = await assertStatusTruth(kcp, {
+          workspaces: [
+            topo.depCtrl.path,
+            topo.network.path,
+            topo.compute.path,
+            c1,
+            c2,
+          ],
+        });
+        assert.equal(truth.rulesListed, 1);
+        assert.deepEqual(truth.rulesProven, []);
       },
     );
 

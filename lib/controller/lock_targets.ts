@@ -37,6 +37,7 @@ import {
   pathSegment,
 } from "../kcp/mod.ts";
 import { isRecord } from "../runtime/mod.ts";
+import { boundResourcesOf } from "../exports/mod.ts";
 import type { Reading } from "../runtime/mod.ts";
 
 /** The type a Lock names, in the Lock's workspace. */
@@ -116,32 +117,16 @@ export async function readLockTarget(
   };
 }
 
-/** The export of the binding whose bound resources include the type. */
+/** The export of the first binding whose bound resources include the type. */
 function boundFromOf(
   bindings: readonly unknown[],
   ref: LockTargetRef,
 ): BoundFrom | undefined {
-  for (const binding of bindings) {
-    if (!isRecord(binding)) continue;
-    const status = isRecord(binding.status) ? binding.status : {};
-    const bound = Array.isArray(status.boundResources)
-      ? status.boundResources
-      : [];
-    if (
-      !bound.some((b) =>
-        isRecord(b) && b.group === ref.group && b.resource === ref.resource
-      )
-    ) continue;
-    const spec = isRecord(binding.spec) ? binding.spec : {};
-    const reference = isRecord(spec.reference) ? spec.reference : {};
-    const exported = isRecord(reference.export) ? reference.export : {};
-    const name = typeof exported.name === "string" ? exported.name : "";
-    const path = typeof exported.path === "string" && exported.path !== ""
-      ? exported.path
-      : ref.cluster;
-    return { path, name };
-  }
-  return undefined;
+  const bound = boundResourcesOf(bindings).find((b) =>
+    b.group === ref.group && b.resource === ref.resource
+  );
+  if (bound === undefined) return undefined;
+  return { path: bound.export.path ?? ref.cluster, name: bound.export.name };
 }
 
 /** Why a Lock's target is not in effect where it is placed. */

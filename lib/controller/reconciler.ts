@@ -29,8 +29,9 @@ import {
   lockTargetKey,
   type LockTargetRef,
 } from "./lock_targets.ts";
-import { ReadCache, type Reading } from "../runtime/mod.ts";
+import { ReadCache } from "../runtime/mod.ts";
 import {
+  describeExportReading,
   type ExportAnswer,
   exportKey,
   type ExportRef,
@@ -182,7 +183,7 @@ export class Reconciler {
         read: options.readExport,
         log: options.log,
         what: "APIExport",
-        describe: describeExport,
+        describe: describeExportReading,
         backoff,
         // An export not there yet is often being created: look again soon.
         recheck: { when: (answer) => !answer.found, everyMs: RECHECK_MS },
@@ -384,18 +385,4 @@ export class Reconciler {
     }
     return parsed;
   }
-}
-
-/** The fields of the log line of an APIExport read. */
-function describeExport(
-  ref: ExportRef,
-  reading: Reading<ExportAnswer>,
-): Record<string, unknown> {
-  return {
-    workspace: ref.workspace,
-    name: ref.name,
-    found: reading.answer?.found,
-    types: reading.answer?.found ? reading.answer.types.length : undefined,
-    error: reading.error,
-  };
 }

@@ -18,7 +18,12 @@ import {
 } from "../kcp/mod.ts";
 import { pruneSchema, type SchemaNode } from "../rules/mod.ts";
 import { isRecord } from "../runtime/mod.ts";
-import type { ExportAnswer, ExportedType, ExportRef } from "./export_checks.ts";
+import type {
+  ExportAnswer,
+  ExportedType,
+  ExportReading,
+  ExportRef,
+} from "./export_checks.ts";
 
 const EXPORTS = "/apis/apis.kcp.io/v1alpha2/apiexports";
 const SCHEMAS = "/apis/apis.kcp.io/v1alpha1/apiresourceschemas";
@@ -126,4 +131,18 @@ async function readSchema(
 function openApiSchema(schema: unknown): Record<string, unknown> | undefined {
   if (!isRecord(schema)) return undefined;
   return isRecord(schema.openAPIV3Schema) ? schema.openAPIV3Schema : schema;
+}
+
+/** The fields of a log line about what reading an export gave. */
+export function describeExportReading(
+  ref: ExportRef,
+  reading: ExportReading,
+): Record<string, unknown> {
+  return {
+    workspace: ref.workspace,
+    name: ref.name,
+    found: reading.answer?.found,
+    types: reading.answer?.found ? reading.answer.types.length : undefined,
+    error: reading.error,
+  };
 }

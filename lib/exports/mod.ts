@@ -8,5 +8,6 @@
  *
  * @module
  */
+export * from "./bound_resources.ts";
 export * from "./export_checks.ts";
 export * from "./export_reader.ts";

@@ -23,7 +23,8 @@ import {
   pathSegment,
   RESPONSE_TOO_LARGE,
 } from "../kcp/mod.ts";
-import { isRecord, type Semaphore } from "../runtime/mod.ts";
+import type { Semaphore } from "../runtime/mod.ts";
+import { boundResourcesOf } from "../exports/mod.ts";
 
 /**
  * Asks for the object's metadata only (`PartialObjectMetadata`), with plain
@@ -255,22 +256,9 @@ export function boundIdentitiesOf(
   bindings: readonly unknown[],
 ): Map<string, string> {
   const identities = new Map<string, string>();
-  for (const binding of bindings) {
-    const status = isRecord(binding) && isRecord(binding.status)
-      ? binding.status
-      : {};
-    const bound = Array.isArray(status.boundResources)
-      ? status.boundResources
-      : [];
-    for (const resource of bound) {
-      if (!isRecord(resource) || !isRecord(resource.schema)) continue;
-      const { group, resource: name } = resource;
-      const { identityHash } = resource.schema;
-      if (
-        typeof group === "string" && typeof name === "string" &&
-        typeof identityHash === "string" && identityHash !== ""
-      ) identities.set(`${group}/${name}`, identityHash);
-    }
+  for (const bound of boundResourcesOf(bindings)) {
+    if (bound.identityHash === undefined) continue;
+    identities.set(`${bound.group}/${bound.resource}`, bound.identityHash);
   }
   return identities;
 }

@@ -25,6 +25,7 @@
  */
 import {
   checkExported,
+  describeExportReading,
   type ExportAnswer,
   exportKey,
   type ExportReading,
@@ -156,12 +157,7 @@ export class RuleAdmitter {
       read: options.read,
       log: options.log,
       what: "APIExport of a rule's dependent type",
-      describe: (ref, reading) => ({
-        workspace: ref.workspace,
-        name: ref.name,
-        found: reading.answer?.found,
-        error: reading.error,
-      }),
+      describe: describeExportReading,
       ...(options.backoff === undefined ? {} : { backoff: options.backoff }),
       // A provider creating its export: enforce its rules soon after.
       recheck: {

@@ -60,13 +60,33 @@ async function attempt(kcp: KcpServer, args: string[]): Promise<string> {
   return r.code === 0 ? "" : r.stderr;
 }
 
+/**
+ * kubectl arguments that label the VPC `core` in `namespace` with a value
+ * never used before. kubectl sends no request at all when the label already
+ * has the value asked for (or has one and `--overwrite` is missing), so a
+ * repeated `tier=silver` would look "allowed" without reaching admission.
+ */
+function relabel(namespace: string): () => string[] {
+  return () => [
+    "label",
+    "vpc",
+    "core",
+    "-n",
+    namespace,
+    `tier=t-${crypto.randomUUID().slice(0, 8)}`,
+    "--overwrite",
+  ];
+}
+
 async function waitForDenial(
   kcp: KcpServer,
-  args: string[],
+  args: string[] | (() => string[]),
   expected: RegExp,
 ): Promise<string> {
-  return await waitFor(`kubectl ${args.join(" ")} to be denied`, async () => {
-    const error = await attempt(kcp, args);
+  const argsOf = typeof args === "function" ? args : () => args;
+  const what = typeof args === "function" ? "an update" : args.join(" ");
+  return await waitFor(`kubectl ${what} to be denied`, async () => {
+    const error = await attempt(kcp, argsOf());
     if (expected.test(error)) return error;
     // Not yet: the timeout names the last answer.
     throw new Error(`last answer: ${error.trim() || "allowed"}`);
@@ -253,15 +273,11 @@ kcpTest(
           await applyObjects(kcp, C1, [
             lock("prod", VPC_TARGET, ["Delete", "Update"]),
           ]);
-          const error = await waitForDenial(kcp, [
-            "label",
-            "vpc",
-            "core",
-            "-n",
-            "team-a",
-            "tier=silver",
-            "--overwrite",
-          ], /locked by Lock/);
+          const error = await waitForDenial(
+            kcp,
+            relabel("team-a"),
+            /locked by Lock/,
+          );
           assert.match(
             error,
             /cannot update vpcs\/core: locked by Lock team-a\/prod/,
@@ -300,15 +316,7 @@ kcpTest(
           await waitFor(
             "updates to be allowed again",
             async () =>
-              await attempt(kcp, [
-                  "label",
-                  "vpc",
-                  "core",
-                  "-n",
-                  "team-a",
-                  "tier=silver",
-                  "--overwrite",
-                ]) === "" || undefined,
+              await attempt(kcp, relabel("team-a")()) === "" || undefined,
             { timeoutMs: 60_000, intervalMs: 250 },
           );
         },
@@ -487,14 +495,11 @@ kcpTest(
             return out === "True" || undefined;
           }, { timeoutMs: 60_000, intervalMs: 250 });
           // Its Update is enforced: the configuration gained UPDATE.
-          const error = await waitForDenial(kcp, [
-            "label",
-            "vpc",
-            "core",
-            "-n",
-            "team-b",
-            "tier=gold",
-          ], /locked by Lock/);
+          const error = await waitForDenial(
+            kcp,
+            relabel("team-b"),
+            /locked by Lock/,
+          );
           assert.match(
             error,
             /cannot update vpcs\/core: locked by Lock team-b\/later/,
@@ -537,14 +542,7 @@ kcpTest(
             { timeoutMs: 60_000, intervalMs: 250 },
           );
           assert.equal(
-            await attempt(kcp, [
-              "label",
-              "vpc",
-              "core",
-              "-n",
-              "team-b",
-              "tier=silver",
-            ]),
+            await attempt(kcp, relabel("team-b")()),
             "",
           );
         },

@@ -1,6 +1,7 @@
 /**
  * Structured logs: one JSON object per line, `time`, `level` and `msg`
- * first, then fields. Errors keep their name, message, stack and cause;
+ * first, then fields. Errors keep their name, message and cause chain, and
+ * their stack in `error` records or when the logger logs `debug`;
  * BigInts, cycles and throwing getters never break a log call. Every line is
  * bounded ({@linkcode MAX_LOG_LINE_BYTES}) and plain ASCII, whatever the
  * fields hold. No global logger: build one in `main()` and pass it down.
@@ -132,7 +133,9 @@ export function parseLogLevel(text: string): LogLevel {
  * written as `field.time`, `field.level` and `field.msg`.
  *
  * Values are made JSON-safe, at any depth:
- * - an `Error` becomes `{ name, message, stack?, cause? }`;
+ * - an `Error` becomes `{ name, message, stack?, cause? }`, with `stack` only
+ *   in an `error` record or when `level` is `debug` (a warning that repeats
+ *   while kcp is away stays one short line);
  * - a BigInt, `NaN` or an infinity becomes a string;
  * - a `Map` becomes an object and a `Set` an array;
  * - a cycle becomes `"[Circular]"` and nesting deeper than 10 (cause chains
@@ -190,11 +193,16 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       }'`,
     );
   }
-  return new JsonLogger({ threshold, write, now }, { ...fields });
+  return new JsonLogger(
+    { threshold, write, now, stacks: level === "debug" },
+    { ...fields },
+  );
 }
 
 interface Sink {
   threshold: number;
+  /** Whether records below `error` keep the stacks of their Errors. */
+  stacks: boolean;
   write: (line: string) => void;
   now: () => Date;
 }
@@ -235,7 +243,12 @@ class JsonLogger implements Logger {
       const merged = fields === undefined
         ? this.#fields
         : { ...this.#fields, ...fields };
-      line = formatRecord(this.#sink.now(), { level, msg, fields: merged });
+      line = formatRecord(this.#sink.now(), {
+        level,
+        msg,
+        fields: merged,
+        stacks: this.#sink.stacks || level === "error",
+      });
     } catch (error) {
       line = fallbackRecord(this.#sink.now, { level, msg, error });
     }
@@ -249,7 +262,7 @@ class JsonLogger implements Logger {
 
 function formatRecord(
   time: Date,
-  record: { level: LogLevel; msg: string; fields: LogFields },
+  record: { level: LogLevel; msg: string; fields: LogFields; stacks: boolean },
 ): string {
   // Joined by hand so that time, level and msg stay first even when a field
   // name looks like an array index (which objects would move to the front).
@@ -265,7 +278,11 @@ function formatRecord(
       dropped++;
       continue;
     }
-    const safe = toJson(value, { ancestors: [], left: FIELD_BUDGET });
+    const safe = toJson(value, {
+      ancestors: [],
+      left: FIELD_BUDGET,
+      stacks: record.stacks,
+    });
     if (safe === undefined) continue;
     const name = RESERVED.has(key) ? `field.${key}` : key;
     fields.push({
@@ -456,6 +473,8 @@ interface Copy {
   ancestors: object[];
   /** What the field may still cost, roughly in JSON characters. */
   left: number;
+  /** Whether Errors keep their stacks. */
+  stacks: boolean;
 }
 
 /**
@@ -552,7 +571,9 @@ function errorToJson(error: Error, copy: Copy): unknown {
   const out: Record<string, unknown> = Object.create(null);
   out.name = toJson(String(error.name), copy);
   out.message = toJson(String(error.message), copy);
-  if (typeof error.stack === "string") out.stack = toJson(error.stack, copy);
+  if (copy.stacks && typeof error.stack === "string") {
+    out.stack = toJson(error.stack, copy);
+  }
   if (error.cause !== undefined) out.cause = toJson(error.cause, copy);
   return out;
 }

@@ -142,6 +142,33 @@ Deno.test("createLogger() serializes Errors with name, message, stack and nested
   assert.equal(nested?.message, "r");
 });
 
+Deno.test("createLogger() keeps stacks in error records and at debug, and leaves them out of warnings", () => {
+  const err = new Error("Cannot list vpcs", {
+    cause: new Error("connection refused"),
+  });
+  const { lines, log } = capture();
+  log.warn("list or watch failed, retrying", { error: err });
+  log.info("noted", { error: err });
+  log.error("gave up", { error: err });
+  const [warn, info, error] = lines.map((l) => JSON.parse(l));
+  for (const record of [warn, info]) {
+    assert.deepEqual(record.error, {
+      name: "Error",
+      message: "Cannot list vpcs",
+      cause: { name: "Error", message: "connection refused" },
+    });
+  }
+  assert.equal(typeof error.error.stack, "string");
+  assert.equal(typeof error.error.cause.stack, "string");
+  const debug = capture({ level: "debug" });
+  debug.log.warn("list or watch failed, retrying", { error: err });
+  const record = only(debug.lines);
+  assert.match(
+    String((record.error as { stack: string }).stack),
+    /Cannot list/,
+  );
+});
+
 Deno.test("createLogger() serializes odd Errors: no stack, non-Error cause, cause cycles, long chains", () => {
   const bare = new Error("bare", { cause: "just a string" });
   delete bare.stack;

@@ -277,6 +277,13 @@ function logReview(
     );
   } else if (verdict.response.allowed) {
     log.debug("admission review", fields);
+  } else if (verdict.forbidden !== undefined) {
+    // An operator's job, not the tenant's: the webhook lacks a read grant.
+    const { verb, group, resource } = verdict.forbidden;
+    log.warn("admission review denied: the webhook may not read a type", {
+      ...fields,
+      forbidden: { verb, group, resource },
+    });
   } else {
     log.info("admission review denied", fields);
   }

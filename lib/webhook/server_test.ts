@@ -19,6 +19,7 @@ import {
   MAX_REVIEW_BYTES,
 } from "./admission_review.ts";
 import { parseDependencyRule } from "../rules/mod.ts";
+import { KubeApiError } from "../kcp/mod.ts";
 import {
   DeletionValidator,
   type DependentQuery,
@@ -249,6 +250,42 @@ Deno.test("createAdmissionApp() POST /validate denies a referenced object with H
   const record = h.logs.find((r) => r.msg === "admission review denied");
   assert.equal(record?.level, "info");
   assert.match(String(record?.message), /still referenced by/);
+});
+
+Deno.test("createAdmissionApp() logs a denial caused by a missing read grant at warn, naming the permission", async () => {
+  /** kcp refuses the webhook's LIST of the dependent type. */
+  class ForbiddenSource extends FakeSource {
+    // deno-lint-ignore require-yield
+    override async *pages(
+      query: DependentQuery,
+    ): AsyncIterable<readonly unknown[]> {
+      this.queries.push(query);
+      await Promise.resolve();
+      throw new KubeApiError("forbidden", { status: 403 });
+    }
+  }
+  const registry = new RuleRegistry();
+  registry.replace([{ cluster: "providercluster", rule: vpcRule() }]);
+  const h = admission({
+    validator: new DeletionValidator(registry, new ForbiddenSource()),
+  });
+  const response = await h.request({ body: JSON.stringify(deleteVpc) });
+  const review = await response.json();
+  assert.equal(review.response.allowed, false);
+  assert.equal(review.response.status.code, 503);
+  const record = h.logs.find((r) =>
+    r.msg === "admission review denied: the webhook may not read a type"
+  );
+  assert.equal(record?.level, "warn");
+  assert.deepEqual(record?.forbidden, {
+    verb: "list",
+    group: "compute.example.io",
+    resource: "virtualmachines",
+  });
+  assert.equal(
+    h.logs.some((r) => r.msg === "admission review denied"),
+    false,
+  );
 });
 
 Deno.test("createAdmissionApp() POST /validate denies with 503 while the rules are not loaded", async () => {

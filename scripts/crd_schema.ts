@@ -42,6 +42,7 @@ import {
 } from "../lib/rules/mod.ts";
 import { isRecord } from "../lib/runtime/mod.ts";
 import {
+  LOCK_CONDITION_REASONS,
   LOCK_KIND,
   LOCK_LIST_KIND,
   LOCK_PLURAL,
@@ -60,10 +61,23 @@ export const API_EXPORT_FILE: URL = new URL(
   import.meta.url,
 );
 
+/**
+ * The category both kinds belong to: `kubectl get dependencies` lists the
+ * DependencyRules and Locks of a workspace.
+ */
+export const CATEGORY = "dependencies";
+
 /** What one APIResourceSchema is generated from. */
 export interface SchemaSource {
-  /** Kind, list kind, plural and singular. */
-  names: { kind: string; listKind: string; plural: string; singular: string };
+  /** Kind, list kind, plural, singular, short names and categories. */
+  names: {
+    kind: string;
+    listKind: string;
+    plural: string;
+    singular: string;
+    shortNames: string[];
+    categories: string[];
+  };
   /** Whether objects live in a namespace. */
   scope: "Cluster" | "Namespaced";
   /** The zod schema of the whole object (its `spec` and description are used). */
@@ -85,6 +99,8 @@ export const DEPENDENCY_RULES: SchemaSource = {
     listKind: LIST_KIND,
     plural: PLURAL,
     singular: SINGULAR,
+    shortNames: ["deprule"],
+    categories: [CATEGORY],
   },
   scope: "Cluster",
   object: DependencyRuleSchema,
@@ -106,6 +122,8 @@ export const LOCKS: SchemaSource = {
     listKind: LOCK_LIST_KIND,
     plural: LOCK_PLURAL,
     singular: LOCK_SINGULAR,
+    shortNames: ["deplock"],
+    categories: [CATEGORY],
   },
   scope: "Namespaced",
   object: LockSchema,
@@ -191,6 +209,8 @@ export interface APIResourceSchema {
       listKind: string;
       plural: string;
       singular: string;
+      shortNames: string[];
+      categories: string[];
     };
     scope: "Cluster" | "Namespaced";
     versions: {
@@ -248,7 +268,11 @@ export function apiResourceSchema(
 ): APIResourceSchema {
   const spec: APIResourceSchema["spec"] = {
     group: GROUP,
-    names: { ...source.names },
+    names: {
+      ...source.names,
+      shortNames: [...source.names.shortNames],
+      categories: [...source.names.categories],
+    },
     scope: source.scope,
     versions: [{
       name: VERSION,
@@ -362,13 +386,21 @@ function _lockColumns(): PrinterColumn[] {
       name: "Reason",
       type: "string",
       jsonPath: ".spec.reason",
-      description: "Why the object is locked.",
+      description: "Why the object is locked, as its owner wrote it.",
     },
     {
       name: "Ready",
       type: "string",
       jsonPath: `${ready}.status`,
       description: `Status of the ${READY_CONDITION} condition.`,
+    },
+    {
+      name: "Status",
+      type: "string",
+      jsonPath: `${ready}.reason`,
+      description: `Reason of the ${READY_CONDITION} condition: one of ${
+        LOCK_CONDITION_REASONS.join(", ")
+      }.`,
     },
     { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
   ];
@@ -377,6 +409,26 @@ function _lockColumns(): PrinterColumn[] {
 function _printerColumns(): PrinterColumn[] {
   const ready = `.status.conditions[?(@.type=="${READY_CONDITION}")]`;
   return [
+    {
+      name: "Dependent",
+      type: "string",
+      jsonPath: ".spec.dependent.resource",
+      description: "The resource that refers (the dependent type).",
+    },
+    {
+      name: "Target",
+      type: "string",
+      jsonPath: ".spec.dependencies[0].resource",
+      description:
+        "The resource the first dependency protects (kubectl describe shows every one).",
+    },
+    {
+      name: "Path",
+      type: "string",
+      jsonPath: ".spec.dependencies[0].fieldRef.path",
+      description:
+        "The field of the dependent that names the first dependency's target.",
+    },
     {
       name: "Ready",
       type: "string",

@@ -191,12 +191,29 @@ Deno.test("apiResourceSchema(LOCKS) describes a namespaced Lock with its columns
     listKind: "LockList",
     plural: "locks",
     singular: "lock",
+    shortNames: ["deplock"],
+    categories: ["dependencies"],
   });
   const [version] = schema.spec.versions;
   assert.deepEqual(
     version!.additionalPrinterColumns.map((c) => c.name),
-    ["Target", "Resource", "Reason", "Ready", "Age"],
+    ["Target", "Resource", "Reason", "Ready", "Status", "Age"],
   );
+  // REASON is the human reason, STATUS the condition's reason.
+  const columns = new Map(
+    version!.additionalPrinterColumns.map((c) => [c.name, c]),
+  );
+  assert.equal(columns.get("Reason")?.jsonPath, ".spec.reason");
+  assert.equal(
+    columns.get("Status")?.jsonPath,
+    '.status.conditions[?(@.type=="Ready")].reason',
+  );
+  for (const name of ["Enforced", "TargetTypeUnknown", "ProviderMismatch"]) {
+    assert.match(
+      columns.get("Status")?.description ?? "",
+      new RegExp(`\\b${name}\\b`),
+    );
+  }
   const spec = version!.schema.properties!.spec!;
   // operations has a default, so only target and reason are required.
   assert.deepEqual(spec.required?.sort(), ["reason", "target"]);
@@ -244,6 +261,8 @@ Deno.test("apiResourceSchema() describes a cluster-scoped DependencyRule", () =>
     listKind: "DependencyRuleList",
     plural: PLURAL,
     singular: "dependencyrule",
+    shortNames: ["deprule"],
+    categories: ["dependencies"],
   });
   assert.equal(schema.spec.group, GROUP);
   assert.equal(schema.spec.scope, "Cluster");
@@ -261,6 +280,9 @@ Deno.test("apiResourceSchema() describes a cluster-scoped DependencyRule", () =>
       column.jsonPath,
     ]),
     [
+      ["Dependent", "string", ".spec.dependent.resource"],
+      ["Target", "string", ".spec.dependencies[0].resource"],
+      ["Path", "string", ".spec.dependencies[0].fieldRef.path"],
       ["Ready", "string", '.status.conditions[?(@.type=="Ready")].status'],
       ["Reason", "string", '.status.conditions[?(@.type=="Ready")].reason'],
       ["Age", "date", ".metadata.creationTimestamp"],

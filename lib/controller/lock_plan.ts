@@ -20,7 +20,12 @@
  * @module
  */
 import { clusterOf, type EndpointObject } from "../kcp/mod.ts";
-import { type Lock, type LockParseResult, parseLock } from "../locks/mod.ts";
+import {
+  type Lock,
+  type LockConditionReason,
+  type LockParseResult,
+  parseLock,
+} from "../locks/mod.ts";
 import {
   checkExported,
   exportKey,
@@ -40,10 +45,10 @@ import type { Reading } from "../runtime/mod.ts";
 
 /** Why a Lock is not in effect, as its Ready condition says. */
 export type LockProblemReason =
-  | "InvalidSpec"
-  | "PathNotResolved"
-  | "ProviderNotBound"
-  | "ClaimNotAccepted"
+  | Extract<
+    LockConditionReason,
+    "InvalidSpec" | "PathNotResolved" | "ProviderNotBound" | "ClaimNotAccepted"
+  >
   | LockTargetReason;
 
 /** One Lock's state after placement. */

@@ -37,6 +37,7 @@ import {
   pathSegment,
 } from "../kcp/mod.ts";
 import { isRecord } from "../runtime/mod.ts";
+import type { LockConditionReason } from "../locks/mod.ts";
 import { boundResourcesOf } from "../exports/mod.ts";
 import type { Reading } from "../runtime/mod.ts";
 
@@ -130,11 +131,13 @@ function boundFromOf(
 }
 
 /** Why a Lock's target is not in effect where it is placed. */
-export type LockTargetReason =
+export type LockTargetReason = Extract<
+  LockConditionReason,
   | "TargetTypeUnknown"
   | "ClusterScopedTarget"
   | "ProviderMismatch"
-  | "TargetNotChecked";
+  | "TargetNotChecked"
+>;
 
 /** The outcome of {@linkcode checkLockTarget}. */
 export type LockTargetCheck =

@@ -1,7 +1,8 @@
 /**
  * The controller's Prometheus metrics: reconcile passes and their duration,
- * writes and errors by kind, writes in flight, webhook configurations installed, rules by
- * their Ready condition, leadership, failing watches, and process memory.
+ * writes and errors by kind, writes in flight, webhook configurations
+ * installed, rules and Locks by their Ready condition, leadership, failing
+ * watches, and process memory.
  *
  * @module
  */
@@ -68,6 +69,11 @@ export function createControllerMetrics(
     help: "DependencyRules by the status and reason of their Ready condition",
     labelNames: ["status", "reason"],
   });
+  const locks = registry.gauge({
+    name: "dependency_controller_locks",
+    help: "Locks by the status and reason of their Ready condition",
+    labelNames: ["status", "reason"],
+  });
   const inFlight = registry.gauge({
     name: "dependency_controller_writes_in_flight",
     help: "Writes to kcp running now (at most --max-writes-in-flight)",
@@ -86,7 +92,8 @@ export function createControllerMetrics(
       "List+watch loops (endpoint slice, and rules, bindings and configurations per endpoint) whose last attempt failed; they retry with backoff",
   });
   const collectProcess = registerProcessMetrics(registry);
-  let seen = new Set<string>();
+  const ruleCounts = new LabelledCounts(rules);
+  const lockCounts = new LabelledCounts(locks);
   return {
     collectProcess,
     passed(plan: Plan | undefined, seconds: number) {
@@ -98,18 +105,8 @@ export function createControllerMetrics(
       passDuration.observe(seconds);
       configurations.set(plan.desiredClusters);
       pending.set(plan.configurations.length + plan.statuses.length);
-      const now = new Set<string>();
-      for (const [label, count] of plan.ready) {
-        const [status = "", reason = ""] = label.split("/");
-        rules.set({ status, reason }, count);
-        now.add(label);
-      }
-      for (const label of seen) {
-        if (now.has(label)) continue;
-        const [status = "", reason = ""] = label.split("/");
-        rules.set({ status, reason }, 0);
-      }
-      seen = now;
+      ruleCounts.publish(plan.ready);
+      lockCounts.publish(plan.lockReady);
     },
     wrote(kind, error) {
       writes.inc({ kind, result: error === undefined ? "success" : "error" });
@@ -123,11 +120,8 @@ export function createControllerMetrics(
       configurations.set(0);
       pending.set(0);
       inFlight.set(0);
-      for (const label of seen) {
-        const [status = "", reason = ""] = label.split("/");
-        rules.set({ status, reason }, 0);
-      }
-      seen = new Set();
+      ruleCounts.publish(new Map());
+      lockCounts.publish(new Map());
     },
     writing(count: number) {
       inFlight.set(count);
@@ -139,4 +133,31 @@ export function createControllerMetrics(
       synced.set(value ? 1 : 0);
     },
   };
+}
+
+/**
+ * A `{status, reason}` gauge set from counts keyed `status/reason`: labels
+ * that disappear are set to 0, so a dashboard sees them drop.
+ */
+class LabelledCounts {
+  readonly #gauge: ReturnType<MetricsRegistry["gauge"]>;
+  #seen = new Set<string>();
+
+  constructor(gauge: ReturnType<MetricsRegistry["gauge"]>) {
+    this.#gauge = gauge;
+  }
+
+  /** Sets every label of `counts`, and 0 for those no longer there. */
+  publish(counts: ReadonlyMap<string, number>): void {
+    for (const [label, count] of counts) {
+      const [status = "", reason = ""] = label.split("/");
+      this.#gauge.set({ status, reason }, count);
+    }
+    for (const label of this.#seen) {
+      if (counts.has(label)) continue;
+      const [status = "", reason = ""] = label.split("/");
+      this.#gauge.set({ status, reason }, 0);
+    }
+    this.#seen = new Set(counts.keys());
+  }
 }

@@ -7,8 +7,12 @@ import type { Plan } from "./reconcile_plan.ts";
 /** A plan with `writes` configuration writes and the given Ready counts. */
 function plan(
   ready: Record<string, number>,
-  options: { desiredClusters?: number; writes?: number; statuses?: number } =
-    {},
+  options: {
+    desiredClusters?: number;
+    writes?: number;
+    statuses?: number;
+    locks?: Record<string, number>;
+  } = {},
 ): Plan {
   const configurations: Plan["configurations"] = [];
   for (let i = 0; i < (options.writes ?? 0); i++) {
@@ -38,6 +42,7 @@ function plan(
     configurations,
     statuses,
     ready: new Map(Object.entries(ready)),
+    lockReady: new Map(Object.entries(options.locks ?? {})),
     desiredClusters: options.desiredClusters ?? 0,
     boundClusters: [],
   };
@@ -60,6 +65,7 @@ Deno.test("createControllerMetrics() registers every metric with HELP and TYPE a
     ["dependency_controller_webhook_configurations", "gauge"],
     ["dependency_controller_pending_writes", "gauge"],
     ["dependency_controller_rules", "gauge"],
+    ["dependency_controller_locks", "gauge"],
     ["dependency_controller_leader", "gauge"],
     ["dependency_controller_synced", "gauge"],
     ["dependency_controller_watches_failing", "gauge"],
@@ -177,6 +183,35 @@ Deno.test("ControllerMetrics.passed() sets the rules gauge by status and reason 
   metrics.passed(plan({}), 0);
   text = await registry.render();
   assert.equal(sample(text, rules("False", "PathNotResolved")), 0);
+});
+
+Deno.test("ControllerMetrics.passed() sets the locks gauge apart from the rules, and a follower reports none", async () => {
+  const { registry, metrics } = setup();
+  const locks = (status: string, reason: string) =>
+    `dependency_controller_locks{status="${status}",reason="${reason}"}`;
+  metrics.passed(
+    plan({ "True/Enforced": 1 }, {
+      locks: { "True/Enforced": 2, "False/TargetTypeUnknown": 1 },
+    }),
+    0,
+  );
+  let text = await registry.render();
+  assert.equal(sample(text, locks("True", "Enforced")), 2);
+  assert.equal(sample(text, locks("False", "TargetTypeUnknown")), 1);
+  assert.equal(
+    sample(
+      text,
+      'dependency_controller_rules{status="True",reason="Enforced"}',
+    ),
+    1,
+  );
+  metrics.passed(plan({}, { locks: { "True/Enforced": 3 } }), 0);
+  text = await registry.render();
+  assert.equal(sample(text, locks("True", "Enforced")), 3);
+  assert.equal(sample(text, locks("False", "TargetTypeUnknown")), 0);
+  metrics.leading(false);
+  text = await registry.render();
+  assert.equal(sample(text, locks("True", "Enforced")), 0);
 });
 
 Deno.test("ControllerMetrics.wrote() counts writes by kind and result and errors by kind", async () => {

@@ -30,6 +30,7 @@ import { compareStrings, isRecord, withArticle } from "../runtime/mod.ts";
 import { bindingProblem } from "./binding_check.ts";
 import { lockKey, type LockPlacement, planLockPlacement } from "./lock_plan.ts";
 import type { LockTargetAnswer, LockTargetRef } from "./lock_targets.ts";
+import type { LockConditionReason } from "../locks/mod.ts";
 import {
   accessKey,
   accessNeeded,
@@ -156,6 +157,8 @@ export interface Plan {
   statuses: StatusAction[];
   /** Rules by their Ready condition's status and reason, for metrics. */
   ready: Map<string, number>;
+  /** Locks by their Ready condition's status and reason, for metrics. */
+  lockReady: Map<string, number>;
   /** Provider clusters that keep (or get) a configuration. */
   desiredClusters: number;
   /** The logical clusters bound to the dep-ctrl export, sorted. */
@@ -204,11 +207,12 @@ export function planReconcile(input: PlanInput): Plan {
     uncheckedPaths: coverage.uncheckedPaths,
     pendingClusters: new Set(configurations.map((c) => c.cluster)),
   });
-  statuses.push(...planLockStatuses(input.locks ?? [], {
+  const lockStatuses = planLockStatuses(input.locks ?? [], {
     input,
     placement,
     pendingClusters: new Set(configurations.map((c) => c.cluster)),
-  }));
+  });
+  statuses.push(...lockStatuses.statuses);
   return {
     paths: [...coverage.paths].sort(),
     exports: [...coverage.exports.values()],
@@ -218,6 +222,7 @@ export function planReconcile(input: PlanInput): Plan {
     configurations,
     statuses,
     ready,
+    lockReady: lockStatuses.ready,
     desiredClusters: wanted,
     boundClusters: [...bindings.keys()].sort(),
   };
@@ -772,9 +777,14 @@ function planLockStatuses(
     placement: LockPlacement;
     pendingClusters: ReadonlySet<string>;
   },
-): StatusAction[] {
+): { statuses: StatusAction[]; ready: Map<string, number> } {
   const { input, placement } = context;
   const statuses: StatusAction[] = [];
+  const counts = new Map<string, number>();
+  const count = (condition: Condition) => {
+    const label = `${condition.status}/${condition.reason}`;
+    counts.set(label, (counts.get(label) ?? 0) + 1);
+  };
   for (const source of locks) {
     const metadata = source.object.metadata ?? {};
     const cluster = clusterOf(source.object);
@@ -782,9 +792,22 @@ function planLockStatuses(
     const state = placement.states.get(key);
     const lock = placement.locks.get(key);
     let ready: Condition | undefined;
-    if (state === undefined || state.state === "pending") continue;
+    // Settles in a later pass; meanwhile it counts as what it shows.
+    const unsettled = () => {
+      const shown = currentConditions(source.object).find((c) =>
+        c.type === READY_CONDITION
+      );
+      if (shown !== undefined) count(shown);
+    };
+    if (state === undefined || state.state === "pending") {
+      unsettled();
+      continue;
+    }
     // Placed, but its workspace is still being asked: no status yet.
-    if (state.state === "ok" && state.checking) continue;
+    if (state.state === "ok" && state.checking) {
+      unsettled();
+      continue;
+    }
     if (state.state === "failed") {
       ready = lockCondition("False", state.reason, state.message);
     } else if (state.problem !== undefined) {
@@ -797,7 +820,10 @@ function planLockStatuses(
       ready = lockCondition("False", "InstallFailed", input.settings.error);
     } else if (context.pendingClusters.has(state.cluster)) {
       const error = input.installErrors.get(state.cluster);
-      if (error === undefined) continue;
+      if (error === undefined) {
+        unsettled();
+        continue;
+      }
       ready = lockCondition(
         "False",
         "InstallFailed",
@@ -814,6 +840,7 @@ function planLockStatuses(
         `${verbs} ${spec.target.resource}/${spec.target.name} is denied while this Lock exists (webhook installed in ${state.shown})`,
       );
     }
+    count(ready);
     const status = statusFor(source.object, input.now, [ready]);
     if (statusUpToDate(source.object, status)) continue;
     statuses.push({
@@ -825,13 +852,13 @@ function planLockStatuses(
       status,
     });
   }
-  return statuses;
+  return { statuses, ready: counts };
 }
 
 /** A Lock's Ready condition. */
 function lockCondition(
   status: Condition["status"],
-  reason: string,
+  reason: LockConditionReason,
   message: string,
 ): Condition {
   return {

@@ -1560,6 +1560,7 @@ Deno.test("planReconcile() writes a Lock's Ready once its configuration is in pl
   // While the configuration is written, nothing is said yet.
   const creating = planReconcile({ ...networkInput([], []), locks: [vpcLock] });
   assert.deepEqual(creating.statuses, []);
+  assert.deepEqual([...creating.lockReady], []);
   const installed = planReconcile({
     ...networkInput([], []),
     configurations: [
@@ -1579,6 +1580,8 @@ Deno.test("planReconcile() writes a Lock's Ready once its configuration is in pl
     ready?.message,
     `deleting and updating vpcs/core is denied while this Lock exists (webhook installed in ${NETWORK_PATH})`,
   );
+  assert.deepEqual([...installed.lockReady], [["True/Enforced", 1]]);
+  assert.deepEqual([...installed.ready], []);
   const typo = planReconcile({
     ...networkInput([], []),
     exports: new Map([[
@@ -1595,6 +1598,7 @@ Deno.test("planReconcile() writes a Lock's Ready once its configuration is in pl
   const failed = typo.statuses[0]?.status.conditions?.[0];
   assert.equal(failed?.status, "False");
   assert.equal(failed?.reason, "TargetTypeUnknown");
+  assert.deepEqual([...typo.lockReady], [["False/TargetTypeUnknown", 1]]);
 });
 
 Deno.test("planReconcile() says WebhookCannotRead while kcp says the webhook may not read what a rule names, and asks about each read", () => {

@@ -55,6 +55,25 @@ export const REASON_MAX = 1024;
 export const LOCK_OPERATIONS = ["Delete", "Update"] as const;
 /** One of {@linkcode LOCK_OPERATIONS}. */
 export type LockOperation = typeof LOCK_OPERATIONS[number];
+/**
+ * Every reason the controller writes into a Lock's `Ready` condition:
+ * `Enforced` when the configuration that covers its target is in place, the
+ * others when it is not (or, for `TargetNotChecked`, not known to be).
+ */
+export const LOCK_CONDITION_REASONS = [
+  "Enforced",
+  "InvalidSpec",
+  "PathNotResolved",
+  "ProviderNotBound",
+  "ClaimNotAccepted",
+  "InstallFailed",
+  "TargetTypeUnknown",
+  "ClusterScopedTarget",
+  "ProviderMismatch",
+  "TargetNotChecked",
+] as const;
+/** One of {@linkcode LOCK_CONDITION_REASONS}. */
+export type LockConditionReason = typeof LOCK_CONDITION_REASONS[number];
 
 /** Schema of `spec.target`: the object a Lock protects, in the Lock's namespace. */
 export const LockTargetSchema = z.object({

@@ -263,6 +263,9 @@ export class Applier {
           this.#options.onWritten?.("configuration", error);
           log.warn("cannot write webhook configuration", {
             cluster: action.cluster,
+            ...(action.workspace === undefined
+              ? {}
+              : { workspace: action.workspace }),
             action: action.action,
             error,
           });
@@ -271,6 +274,9 @@ export class Applier {
         this.#options.onWritten?.("configuration");
         log.info("webhook configuration written", {
           cluster: action.cluster,
+          ...(action.workspace === undefined
+            ? {}
+            : { workspace: action.workspace }),
           action: action.action,
         });
         if (action.action === "update") {

@@ -115,6 +115,8 @@ export interface PlanInput {
 export interface ConfigurationAction {
   /** Provider logical cluster. */
   cluster: string;
+  /** The provider workspace's path, where a rule names it: for logs. */
+  workspace?: string;
   /** Endpoint to write through. */
   endpoint: string;
   /** The write. */
@@ -604,10 +606,13 @@ function planConfigurations(
       // configuration merges the operations of duplicates.
       types = [...types, ...protectedTypesOf(existing.object)];
     }
+    const path = providerPaths.get(cluster);
+    const named = path === undefined ? {} : { workspace: path };
     if (types.length === 0) {
       if (existing !== undefined && !unsure) {
         actions.push({
           cluster,
+          ...named,
           endpoint: existing.endpoint,
           action: "delete",
           object: existing.object,
@@ -616,7 +621,6 @@ function planConfigurations(
       continue;
     }
     wanted++;
-    const path = providerPaths.get(cluster);
     if ("error" in input.settings || path === undefined) continue;
     const want = desiredWebhookConfiguration(types, {
       ...input.settings,
@@ -625,10 +629,17 @@ function planConfigurations(
     if (existing === undefined) {
       const endpoint = bindings.get(cluster)?.endpoint;
       if (endpoint === undefined) continue;
-      actions.push({ cluster, endpoint, action: "create", object: want });
+      actions.push({
+        cluster,
+        workspace: path,
+        endpoint,
+        action: "create",
+        object: want,
+      });
     } else if (!webhookConfigurationUpToDate(existing.object, want)) {
       actions.push({
         cluster,
+        workspace: path,
         endpoint: existing.endpoint,
         action: "update",
         object: updatedWebhookConfiguration(existing.object, want),

@@ -277,6 +277,7 @@ Deno.test("planReconcile() creates the configuration through the binding's endpo
   }));
   assert.deepEqual(plan.configurations, [{
     cluster: NETWORK,
+    workspace: NETWORK_PATH,
     endpoint: OTHER_ENDPOINT,
     action: "create",
     object: providerConfiguration(NETWORK, [VPCS], SETTINGS),
@@ -584,6 +585,7 @@ Deno.test("planReconcile() keeps the types a configuration protects while a path
   }));
   assert.deepEqual(plan.configurations, [{
     cluster: NETWORK,
+    workspace: NETWORK_PATH,
     endpoint: ENDPOINT,
     action: "update",
     object: updatedWebhookConfiguration(
@@ -635,6 +637,7 @@ Deno.test("planReconcile() updates a configuration when the client settings chan
       });
       assert.deepEqual(plan.configurations, [{
         cluster: NETWORK,
+        workspace: NETWORK_PATH,
         endpoint: ENDPOINT,
         action: "update",
         object: updatedWebhookConfiguration(
@@ -898,6 +901,7 @@ Deno.test("planReconcile() lists every provider a rule's webhook is installed in
   const pending = planReconcile(base);
   assert.deepEqual(pending.configurations, [{
     cluster: STORAGE,
+    workspace: STORAGE_PATH,
     endpoint: OTHER_ENDPOINT,
     action: "create",
     object: providerConfiguration(STORAGE, [VOLUMES], SETTINGS),

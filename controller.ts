@@ -6,6 +6,9 @@
  * dep-ctrl APIExport's virtual workspaces; resolves workspace paths through
  * the front-proxy; with `--leader-elect`, only the Lease holder writes.
  *
+ * `controller grants ...` instead prints the webhook's read grants for the
+ * live rules and exits (`lib/grants`).
+ *
  * @module
  */
 import {
@@ -23,6 +26,7 @@ import {
   WorkspaceResolver,
 } from "./lib/controller/mod.ts";
 import { readExport } from "./lib/exports/mod.ts";
+import { GRANTS_COMMAND, GRANTS_ENTRYPOINT } from "./lib/grants/mod.ts";
 import {
   DEFAULT_SHUTDOWN_TIMEOUT_MS,
   type Logger,
@@ -40,7 +44,7 @@ import {
 } from "./lib/kcp/mod.ts";
 
 const SUMMARY =
-  "Installs the dependency webhook in every kcp provider workspace whose types DependencyRules protect, and reports each rule's state in its status.";
+  "Installs the dependency webhook in every kcp provider workspace whose types DependencyRules protect, and reports each rule's state in its status. `controller grants --help`: print the webhook's read grants for the live rules.";
 
 /** Wires the controller together and runs it until SIGTERM/SIGINT. */
 async function run(options: ControllerOptions, log: Logger): Promise<number> {
@@ -178,7 +182,9 @@ async function run(options: ControllerOptions, log: Logger): Promise<number> {
   return 0;
 }
 
-if (import.meta.main) {
+if (import.meta.main && Deno.args[0] === GRANTS_COMMAND) {
+  Deno.exit(await runEntrypoint(Deno.args.slice(1), GRANTS_ENTRYPOINT));
+} else if (import.meta.main) {
   Deno.exit(
     await runEntrypoint(Deno.args, {
       name: "controller",

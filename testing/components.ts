@@ -272,10 +272,10 @@ async function stopWatched(
 
 /**
  * Grants the webhook's reads for the live DependencyRules as an operator
- * does: `deno task rbac` with the webhook's kubeconfig, its output applied
- * in `system:admin` as a `system:masters` identity. Returns the ClusterRole
- * applied (YAML). `options.lockTypes` is `--lock-types`: the Lock target
- * types the operator lets the webhook read.
+ * does, with the shipped tool: `controller grants` with the webhook's
+ * kubeconfig, its output applied in `system:admin` as a `system:masters`
+ * identity. Returns the ClusterRole applied (YAML). `options.lockTypes` is
+ * `--lock-types`: the Lock target types the operator lets the webhook read.
  */
 export async function grantWebhookReads(
   kcp: KcpApi,
@@ -287,14 +287,15 @@ export async function grantWebhookReads(
     "--allow-net",
     "--allow-read",
     "--allow-env",
-    `${ROOT}scripts/rbac.ts`,
+    `${ROOT}controller.ts`,
+    "grants",
     `--kubeconfig=${kubeconfig}`,
     ...(options.lockTypes === undefined
       ? []
       : [`--lock-types=${options.lockTypes.join(",")}`]),
   ], { cwd: ROOT });
   if (printed.code !== 0) {
-    throw new Error(`deno task rbac failed: ${printed.stderr}`);
+    throw new Error(`controller grants failed: ${printed.stderr}`);
   }
   await kcp.kubectlOk(["apply", "-f", "-"], {
     workspace: "system:admin",

@@ -228,9 +228,10 @@ export interface ReadGrant {
 
 /**
  * Grants the webhook's reads as an operator with a fixed list of provider
- * groups does: an overlay of `manifests/kcp/system-admin` that adds the
- * grants to `dependency-webhook:dependents-reader` (the patch its
- * kustomization.yaml shows), applied in `system:admin`.
+ * groups does: an overlay of `manifests/kcp/system-admin` that adds a
+ * ClusterRole of its own with the label kcp aggregates into
+ * `dependency-webhook:dependents-reader` (what its kustomization.yaml
+ * shows), applied in `system:admin`.
  */
 export async function applySystemAdminOverlay(
   kcp: KcpApi,
@@ -238,29 +239,30 @@ export async function applySystemAdminOverlay(
 ): Promise<void> {
   const dir = await Deno.makeTempDir({ dir: kcp.rootDir });
   try {
-    const patch = grants.map((g) =>
-      [
-        "- op: add",
-        "  path: /rules/-",
-        `  value: ${
-          JSON.stringify({
-            apiGroups: [g.group],
-            resources: g.resources,
-            verbs: g.verbs,
-          })
-        }`,
-      ].join("\n")
-    ).join("\n");
+    const role = {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRole",
+      metadata: {
+        name: "dependency-webhook:reads:overlay",
+        labels: {
+          "dependencies.opendefense.cloud/aggregate-to-dependents-reader":
+            "true",
+        },
+      },
+      rules: grants.map((g) => ({
+        apiGroups: [g.group],
+        resources: g.resources,
+        verbs: g.verbs,
+      })),
+    };
+    await Deno.writeTextFile(`${dir}/reads.yaml`, JSON.stringify(role));
     await Deno.writeTextFile(
       `${dir}/kustomization.yaml`,
       [
         "resources:",
         // kustomize takes local bases by relative path.
         `  - ${relative(dir, `${MANIFESTS}kcp/system-admin`)}`,
-        "patches:",
-        '  - target: {kind: ClusterRole, name: "dependency-webhook:dependents-reader"}',
-        "    patch: |",
-        ...patch.split("\n").map((line) => `      ${line}`),
+        "  - reads.yaml",
         "",
       ].join("\n"),
     );

@@ -31,7 +31,6 @@ import {
 } from "../lib/webhook/mod.ts";
 import { type FlagSpec, MetricsRegistry } from "../lib/runtime/mod.ts";
 import { runCommand, SUBNETS, VIRTUAL_MACHINES, VPCS } from "../testing/mod.ts";
-import { parse as parseYaml } from "yaml";
 
 const ROOT = new URL("../", import.meta.url);
 const OPERATIONS = new URL("docs/operations.md", ROOT);
@@ -135,42 +134,6 @@ Deno.test("docs/operations.md lists every metric with its type", async () => {
         new RegExp(`\\|\\s*${type}\\s*\\|`).test(line)
       ),
       `docs/operations.md has no table row giving \`${name}\` the type ${type}`,
-    );
-  }
-});
-
-/** Values that are Kubernetes objects, documented whole. */
-const OBJECT_VALUES = new Set(["resources", "podSelector"]);
-
-/** The chart's values by dotted path: every leaf and every object value. */
-function valuePaths(values: unknown, prefix = ""): [string, unknown][] {
-  if (values === null || typeof values !== "object" || Array.isArray(values)) {
-    return [[prefix, values]];
-  }
-  return Object.entries(values).flatMap(([key, value]) => {
-    const path = prefix === "" ? key : `${prefix}.${key}`;
-    return OBJECT_VALUES.has(key) ? [[path, value]] : valuePaths(value, path);
-  });
-}
-
-Deno.test("docs/operations.md lists every value of the Helm chart with its default", async () => {
-  const text = section(await Deno.readTextFile(OPERATIONS), "Chart values");
-  const values = parseYaml(
-    await Deno.readTextFile(
-      new URL("charts/dependency-controller/values.yaml", ROOT),
-    ),
-  );
-  const paths = valuePaths(values);
-  assert.ok(paths.length > 10, "values.yaml has values");
-  for (const [path, value] of paths) {
-    const row = text.split("\n").find((line) =>
-      new RegExp(`^\\|\\s*\`${escapeRegExp(path)}\``).test(line)
-    );
-    assert.ok(row, `"### Chart values" has no table row for ${path}`);
-    if (typeof value === "object" || value === "") continue;
-    assert.ok(
-      row.includes(`\`${value}\``),
-      `the row of ${path} in "### Chart values" does not give its default \`${value}\`:\n${row}`,
     );
   }
 });

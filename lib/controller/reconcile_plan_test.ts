@@ -1627,7 +1627,7 @@ Deno.test("planReconcile() says WebhookCannotRead while kcp says the webhook may
   assert.equal(ready.reason, "WebhookCannotRead");
   assert.match(
     ready.message,
-    /dependency-webhook may not list virtualmachines\.compute\.example\.com.*deno task rbac/,
+    /dependency-webhook may not list virtualmachines\.compute\.example\.com.*controller grants/,
   );
   // The configuration stays: the webhook denies (503) rather than allows.
   assert.deepEqual(plan.configurations, []);

@@ -128,7 +128,7 @@ export function accessProblems(
     if (reading?.answer === false) {
       problems.missing.push(
         `the webhook's identity ${options.user} may not ${ref.verb} ${type}, so every delete it protects is denied with 503: ` +
-          `grant it in system:admin of every shard (deno task rbac --kubeconfig=<webhook kubeconfig> | kubectl apply -f -)`,
+          `grant it in system:admin of every shard (controller grants --kubeconfig=<webhook kubeconfig> | kubectl apply -f -)`,
       );
     } else if (reading?.answer === undefined && reading?.error !== undefined) {
       problems.unverified.push(

@@ -48,7 +48,7 @@ Deno.test("accessProblems() names each read kcp refused, notes each it could not
   assert.deepEqual(problems.missing, [
     "the webhook's identity dependency-webhook may not list virtualmachines.compute.example.com, " +
     "so every delete it protects is denied with 503: grant it in system:admin of every shard " +
-    "(deno task rbac --kubeconfig=<webhook kubeconfig> | kubectl apply -f -)",
+    "(controller grants --kubeconfig=<webhook kubeconfig> | kubectl apply -f -)",
   ]);
   assert.deepEqual(problems.unverified, [
     "whether dependency-webhook may get vpcs.network.example.com: 403 Forbidden",

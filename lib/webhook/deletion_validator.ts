@@ -920,7 +920,7 @@ class Forbidden extends Error {
       : `${type.resource}.${type.group}`;
     super(
       `the webhook's identity may not ${verb} ${shown} in this workspace (403 Forbidden): ` +
-        `grant "${verb}" on ${shown} to it in system:admin of every shard (manifests/kcp/system-admin, deno task rbac)`,
+        `grant "${verb}" on ${shown} to it in system:admin of every shard (controller grants --kubeconfig=<webhook kubeconfig> | kubectl apply -f -)`,
     );
     this.name = "Forbidden";
     this.permission = { verb, group: type.group, resource: type.resource };

@@ -1123,7 +1123,7 @@ function forbidden(
         reason: "ServiceUnavailable",
         message:
           `cannot delete vpcs/vpc-a: the webhook's identity may not ${verb} ${shown} in this workspace (403 Forbidden): ` +
-          `grant "${verb}" on ${shown} to it in system:admin of every shard (manifests/kcp/system-admin, deno task rbac); ` +
+          `grant "${verb}" on ${shown} to it in system:admin of every shard (controller grants --kubeconfig=<webhook kubeconfig> | kubectl apply -f -); ` +
           "the delete is denied until it may: retry later, or set the annotation " +
           "dependencies.opendefense.cloud/skip-protection=true on the object to delete it anyway",
       },

@@ -2,7 +2,11 @@
  * The least privilege the webhook's identity needs in consumer workspaces,
  * computed from the DependencyRules: `list` on every dependent type and
  * `get` on every protected type, per group and resource, never `*`. Applied
- * in `system:admin` of every shard (it then holds in every workspace there).
+ * in `system:admin` of every shard (it then holds in every workspace there)
+ * as a ClusterRole of its own with {@linkcode AGGREGATE_LABEL}: kcp
+ * aggregates it into {@linkcode DEPENDENTS_READER_ROLE}, which
+ * `manifests/kcp/system-admin` binds and whose rules it never sets, so
+ * applying those manifests again keeps every grant.
  *
  * What tenants write never widens it: Locks add `get` on their target types
  * only where an operator allowed the type by name, and no rule or Lock ever
@@ -13,9 +17,9 @@
  *
  * @example Usage
  * ```ts
- * import { dependentsReaderRole } from "./rbac.ts";
+ * import { webhookReadsRole } from "./rbac.ts";
  *
- * const role = dependentsReaderRole([]); // { kind: "ClusterRole", rules: [] ... }
+ * const role = webhookReadsRole([]); // { kind: "ClusterRole", rules: [] ... }
  * ```
  *
  * @module
@@ -24,8 +28,17 @@ import type { DependencyRule } from "../rules/mod.ts";
 import type { Lock } from "../locks/mod.ts";
 import { compareStrings } from "../runtime/mod.ts";
 
-/** The ClusterRole's name; `manifests/kcp/system-admin` binds it to the webhook. */
+/**
+ * The aggregated ClusterRole `manifests/kcp/system-admin` binds to the
+ * webhook: kcp fills its rules from every ClusterRole with
+ * {@linkcode AGGREGATE_LABEL}.
+ */
 export const DEPENDENTS_READER_ROLE = "dependency-webhook:dependents-reader";
+/** The label (value `"true"`) that adds a ClusterRole's grants to the webhook's. */
+export const AGGREGATE_LABEL =
+  "dependencies.opendefense.cloud/aggregate-to-dependents-reader";
+/** The name of the ClusterRole printed for the live rules and Locks. */
+export const RULE_READS_ROLE = "dependency-webhook:reads:rules";
 
 /**
  * Types the webhook is never granted, whatever a rule or Lock names, as
@@ -72,8 +85,10 @@ export interface ClusterRole {
   rules: PolicyRule[];
 }
 
-/** Options of {@linkcode dependentsReaderRole}. */
-export interface DependentsReaderOptions {
+/** Options of {@linkcode webhookReadsRole}. */
+export interface WebhookReadsOptions {
+  /** The ClusterRole's name. @default {RULE_READS_ROLE} */
+  name?: string;
   /** The Locks; a Lock adds `get` on its target's type only if `lockTypes` names it. */
   locks?: readonly Lock[];
   /**
@@ -92,9 +107,9 @@ export interface DependentsReaderOptions {
  * rule grants nothing beyond the types it names, and never a type of
  * {@linkcode NEVER_GRANTED}.
  */
-export function dependentsReaderRole(
+export function webhookReadsRole(
   rules: readonly DependencyRule[],
-  options: DependentsReaderOptions = {},
+  options: WebhookReadsOptions = {},
 ): ClusterRole {
   const verbs = new Map<string, Set<string>>();
   const grant = (group: string, resource: string, ...add: string[]) => {
@@ -133,8 +148,11 @@ export function dependentsReaderRole(
     apiVersion: "rbac.authorization.k8s.io/v1",
     kind: "ClusterRole",
     metadata: {
-      name: DEPENDENTS_READER_ROLE,
-      labels: { "app.kubernetes.io/part-of": "dependency-controller" },
+      name: options.name ?? RULE_READS_ROLE,
+      labels: {
+        "app.kubernetes.io/part-of": "dependency-controller",
+        [AGGREGATE_LABEL]: "true",
+      },
     },
     rules: [...byGroupAndVerbs.values()],
   };

@@ -8,10 +8,10 @@ import {
   VIRTUAL_MACHINES,
   VPCS,
 } from "../../testing/mod.ts";
-import { dependentsReaderRole } from "./rbac.ts";
+import { webhookReadsRole } from "./rbac.ts";
 
-Deno.test("dependentsReaderRole() grants list on dependents and get on protected types, resource by resource", () => {
-  const role = dependentsReaderRole([
+Deno.test("webhookReadsRole() grants list on dependents and get on protected types, resource by resource", () => {
+  const role = webhookReadsRole([
     validRule("vm", VIRTUAL_MACHINES, [
       dependency(VPCS, ".spec.vpcRef.name"),
       dependency(SUBNETS, ".spec.subnetRef.name"),
@@ -22,8 +22,11 @@ Deno.test("dependentsReaderRole() grants list on dependents and get on protected
     apiVersion: "rbac.authorization.k8s.io/v1",
     kind: "ClusterRole",
     metadata: {
-      name: "dependency-webhook:dependents-reader",
-      labels: { "app.kubernetes.io/part-of": "dependency-controller" },
+      name: "dependency-webhook:reads:rules",
+      labels: {
+        "app.kubernetes.io/part-of": "dependency-controller",
+        "dependencies.opendefense.cloud/aggregate-to-dependents-reader": "true",
+      },
     },
     rules: [
       {
@@ -46,8 +49,18 @@ Deno.test("dependentsReaderRole() grants list on dependents and get on protected
   assert.ok(role.rules.every((r) => !r.resources.includes("*")));
 });
 
-Deno.test("dependentsReaderRole() merges the verbs of a type that is both dependent and protected", () => {
-  const role = dependentsReaderRole([
+Deno.test("webhookReadsRole() takes another name, keeping the label that aggregates it", () => {
+  const role = webhookReadsRole([], { name: "dependency-webhook:reads:team" });
+  assert.equal(role.metadata.name, "dependency-webhook:reads:team");
+  assert.equal(
+    role.metadata
+      .labels["dependencies.opendefense.cloud/aggregate-to-dependents-reader"],
+    "true",
+  );
+});
+
+Deno.test("webhookReadsRole() merges the verbs of a type that is both dependent and protected", () => {
+  const role = webhookReadsRole([
     validRule("vm", VIRTUAL_MACHINES, [dependency(VPCS, ".spec.vpcRef.name")]),
     validRule("vpc", { ...VPCS, kind: "VPC" }, [
       dependency(SUBNETS, ".spec.subnetRef.name"),
@@ -70,19 +83,19 @@ Deno.test("dependentsReaderRole() merges the verbs of a type that is both depend
   );
 });
 
-Deno.test("dependentsReaderRole() grants nothing without rules", () => {
-  assert.deepEqual(dependentsReaderRole([]).rules, []);
+Deno.test("webhookReadsRole() grants nothing without rules", () => {
+  assert.deepEqual(webhookReadsRole([]).rules, []);
 });
 
-Deno.test("dependentsReaderRole() grants get on a locked type only where the operator allows it", () => {
+Deno.test("webhookReadsRole() grants get on a locked type only where the operator allows it", () => {
   const lock = (resource: string) =>
     validLock("home", "team-a", {
       target: { group: "", version: "v1", resource, name: "team-a" },
       reason: "r",
     });
   const locks = [lock("namespaces"), lock("services")];
-  assert.deepEqual(dependentsReaderRole([], { locks }).rules, []);
-  const role = dependentsReaderRole([], {
+  assert.deepEqual(webhookReadsRole([], { locks }).rules, []);
+  const role = webhookReadsRole([], {
     locks,
     lockTypes: new Set(["namespaces"]),
   });
@@ -91,12 +104,12 @@ Deno.test("dependentsReaderRole() grants get on a locked type only where the ope
   ]);
 });
 
-Deno.test("dependentsReaderRole() never grants Secrets, ConfigMaps or RBAC, whatever rules and Locks name", () => {
+Deno.test("webhookReadsRole() never grants Secrets, ConfigMaps or RBAC, whatever rules and Locks name", () => {
   const secret = validLock("db", "team-a", {
     target: { group: "", version: "v1", resource: "secrets", name: "db" },
     reason: "r",
   });
-  const role = dependentsReaderRole(
+  const role = webhookReadsRole(
     [
       validRule("roles", {
         group: "rbac.authorization.k8s.io",

@@ -89,7 +89,7 @@ kcpTest(
           ], { workspace: COMPUTE });
           assert.match(
             message,
-            /dependency-webhook may not list virtualmachines\.compute\.example\.com.*deno task rbac/,
+            /dependency-webhook may not list virtualmachines\.compute\.example\.com.*controller grants/,
           );
           await grantWebhookReads(kcp);
           await waitForReason(kcp, COMPUTE, "vm-vpc", "Enforced");

@@ -1,7 +1,7 @@
 /**
  * References in lists and across namespaces, end to end on a real kcp:
  * `controller.ts` and `webhook.ts` run as separate processes with their own
- * identities, the webhook's reads are granted with `deno task rbac` after
+ * identities, the webhook's reads are granted with `controller grants` after
  * each rule that names new types, and users act with kubectl. Rules read
  * every element of a list (`.spec.nics[*].subnetRef.name`), a namespace
  * beside the name (`fieldRef.namespacePath`), and a cluster-scoped dependent
@@ -320,7 +320,7 @@ kcpTest(
       );
 
       await step(
-        "a rule with a list path is Enforced, and deno task rbac grants what it names",
+        "a rule with a list path is Enforced, and controller grants grants what it names",
         async () => {
           await applyObjects(kcp, COMPUTE, [
             rule("vm-nics", "VirtualMachine", [{

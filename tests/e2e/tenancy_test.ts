@@ -467,7 +467,7 @@ kcpTest(
       );
 
       await step(
-        "a Lock on a Secret holds it, naming no reason; deno task rbac grants no Secrets or ConfigMaps; the webhook cannot read a tenant's Secret; deleting the Lock unlocks",
+        "a Lock on a Secret holds it, naming no reason; controller grants grants no Secrets or ConfigMaps; the webhook cannot read a tenant's Secret; deleting the Lock unlocks",
         async () => {
           for (const workspace of [C1, C2]) {
             await kcp.kubectlOk([
@@ -631,7 +631,7 @@ kcpTest(
               namespace: NS,
             });
           }
-          // Re-running deno task rbac with the tenant's rules live grants
+          // Re-running controller grants with the tenant's rules live grants
           // the webhook no RBAC type either.
           const role = await grantWebhookReads(kcp);
           assert.doesNotMatch(role, /clusterroles/);

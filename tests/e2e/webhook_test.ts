@@ -268,7 +268,7 @@ kcpTest(
     );
 
     await step(
-      "deno task rbac grants exactly the rule's types, and protection names the VM",
+      "controller grants grants exactly the rule's types, and protection names the VM",
       async () => {
         const role = await grantWebhookReads(kcp);
         assert.match(role, /kind: ClusterRole/);

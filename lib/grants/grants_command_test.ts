@@ -1,0 +1,50 @@
+import assert from "node:assert/strict";
+import { GRANTS_ENTRYPOINT, parseGrantsOptions } from "./grants_command.ts";
+import { runEntrypoint } from "../runtime/mod.ts";
+
+Deno.test("parseGrantsOptions() reads the flags, with the default role name", () => {
+  const parsed = parseGrantsOptions([
+    "--kubeconfig=/k",
+    "--lock-types=namespaces, vpcs.network.example.com,",
+    "--timeout=5s",
+  ]);
+  assert.equal(parsed.help, false);
+  if (parsed.help) return;
+  assert.equal(parsed.options.kubeconfig, "/k");
+  assert.deepEqual(
+    [...parsed.options.lockTypes],
+    ["namespaces", "vpcs.network.example.com"],
+  );
+  assert.equal(parsed.options.timeoutMs, 5_000);
+  assert.equal(parsed.options.name, "dependency-webhook:reads:rules");
+  assert.equal(parsed.options.logLevel, "warn");
+});
+
+Deno.test("parseGrantsOptions() refuses a role name kubectl could not apply", () => {
+  for (const name of ["Upper", "a b", "-lead", "x".repeat(254), "../x"]) {
+    assert.throws(
+      () => parseGrantsOptions(["--kubeconfig=/k", `--name=${name}`]),
+      /--name must be a ClusterRole name/,
+      name,
+    );
+  }
+  const parsed = parseGrantsOptions([
+    "--kubeconfig=/k",
+    "--name=dependency-webhook:reads:team-a",
+  ]);
+  assert.ok(!parsed.help && parsed.options.name.endsWith("team-a"));
+});
+
+Deno.test("controller grants answers --help and refuses bad flags before reading anything", async () => {
+  const out: string[] = [];
+  const err: string[] = [];
+  const io = {
+    out: (t: string) => out.push(t),
+    err: (t: string) => err.push(t),
+  };
+  assert.equal(await runEntrypoint(["--help"], GRANTS_ENTRYPOINT, io), 0);
+  assert.match(out.join("\n"), /^Usage: controller grants \[flags\]/);
+  assert.match(out.join("\n"), /--lock-types=/);
+  assert.equal(await runEntrypoint(["--bogus"], GRANTS_ENTRYPOINT, io), 2);
+  assert.match(err.join("\n"), /^controller grants: .*bogus/);
+});

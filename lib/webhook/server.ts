@@ -165,7 +165,7 @@ export function createAdmissionApp(deps: AdmissionAppDeps): Hono {
     const seconds = (now() - started) / 1000;
     observer.reviewed(verdict, seconds);
     if (request.operation === "DELETE") {
-      logReview(log, request, verdict, seconds);
+      logReview(log, request, verdict, { seconds, provider });
     }
     return c.json(toReview(verdict.response));
   };
@@ -236,8 +236,9 @@ function logReview(
   log: Logger,
   request: AdmissionRequest,
   verdict: Verdict,
-  seconds: number,
+  context: { seconds: number; provider: string | undefined },
 ): void {
+  const { seconds, provider } = context;
   const found = objectOf(request)?.metadata;
   const metadata = isRecord(found) ? found : {};
   const annotations = isRecord(metadata.annotations)
@@ -251,6 +252,8 @@ function logReview(
       `${request.resource.resource}.${request.resource.group}`,
     ),
     workspace: shortText(annotations?.[CLUSTER_ANNOTATION]),
+    // The provider workspace's path, from the configuration's URL.
+    provider: shortText(provider),
     namespace: shortText(request.namespace),
     name: shortText(request.name || metadata.name),
     dryRun: request.dryRun ?? false,

@@ -846,6 +846,9 @@ Deno.test("createAdmissionApp() POST /validate/<provider path> applies only the 
   )).json();
   assert.equal(denied.response.allowed, false);
   assert.match(denied.response.status.message, /VirtualMachine\/vm-1/);
+  // The log names the provider's path beside the consumer's cluster.
+  const logged = own.logs.find((r) => r.msg === "admission review denied");
+  assert.equal(logged?.provider, "root:network");
 
   const other = admission({ items: referencing });
   const allowed = await (await other.request(

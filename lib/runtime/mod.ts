@@ -8,6 +8,7 @@
  * @module
  */
 export * from "./backoff.ts";
+export * from "./deadline.ts";
 export * from "./entrypoint.ts";
 export * from "./fair_queue.ts";
 export * from "./flags.ts";

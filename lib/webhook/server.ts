@@ -17,7 +17,7 @@ import {
 import { CLUSTER_ANNOTATION, isWorkspacePath } from "../kcp/mod.ts";
 import { SKIP_PROTECTION_ANNOTATION } from "../rules/mod.ts";
 import { type ConnectionLimits, serveBoundedTls } from "./bounded_server.ts";
-import type { DeletionValidator, Verdict } from "./deletion_validator.ts";
+import type { Validator, Verdict } from "./deletion_validator.ts";
 import {
   type BindAddress,
   createSampler,
@@ -39,7 +39,7 @@ export interface AdmissionObserver {
 /** Dependencies of {@linkcode createAdmissionApp}. */
 export interface AdmissionAppDeps {
   /** Decides reviews. */
-  validator: DeletionValidator;
+  validator: Validator;
   /** Where to log. */
   log: Logger;
   /** Metrics hooks. */

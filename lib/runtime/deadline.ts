@@ -1,0 +1,107 @@
+/**
+ * One deadline for a piece of work and every read it makes: a signal that
+ * aborts when the time is up (or when the caller cancels), what is left of
+ * it, and a race that ends a promise at the deadline even when what it
+ * awaits ignores the signal.
+ *
+ * @example Usage
+ * ```ts
+ * import { Deadline } from "./deadline.ts";
+ *
+ * const deadline = new Deadline(7_000, { what: "the review's reads" });
+ * try {
+ *   const page = await deadline.race(fetch("https://example.com", { signal: deadline.signal }));
+ * } finally {
+ *   deadline.close();
+ * }
+ * ```
+ *
+ * @module
+ */
+
+/** The reason a {@linkcode Deadline}'s signal aborts with when time is up. */
+export class DeadlineExceeded extends Error {
+  /** The time the deadline allowed, in ms. */
+  readonly timeoutMs: number;
+
+  /** Builds the error for `what` not finishing within `timeoutMs`. */
+  constructor(what: string, timeoutMs: number) {
+    super(`${what} did not finish within ${timeoutMs} ms`);
+    this.name = "DeadlineExceeded";
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+/** Options of {@linkcode Deadline}. */
+export interface DeadlineOptions {
+  /** What runs under the deadline, for the error message. @default {"the work"} */
+  what?: string;
+  /** A caller's signal that ends the work early as well. */
+  signal?: AbortSignal;
+  /** The clock in ms, for {@linkcode Deadline.remainingMs}. @default {performance.now} */
+  now?: () => number;
+}
+
+/** A deadline: its signal, what is left of it, and a race against it. */
+export class Deadline {
+  readonly #controller = new AbortController();
+  readonly #timer: ReturnType<typeof setTimeout>;
+  readonly #end: number;
+  readonly #now: () => number;
+  readonly #aborted: Promise<never>;
+  readonly #signal: AbortSignal | undefined;
+  readonly #onCallerAbort = () => this.abort(this.#signal?.reason);
+
+  /** Starts a deadline `timeoutMs` from now. */
+  constructor(timeoutMs: number, options: DeadlineOptions = {}) {
+    this.#now = options.now ?? (() => performance.now());
+    this.#end = this.#now() + timeoutMs;
+    const what = options.what ?? "the work";
+    this.#timer = setTimeout(
+      () => this.abort(new DeadlineExceeded(what, timeoutMs)),
+      Math.max(0, timeoutMs),
+    );
+    this.#aborted = new Promise<never>((_, reject) => {
+      this.#controller.signal.addEventListener(
+        "abort",
+        () => reject(this.#controller.signal.reason),
+        { once: true },
+      );
+    });
+    this.#aborted.catch(() => {});
+    this.#signal = options.signal;
+    if (this.#signal?.aborted) this.abort(this.#signal.reason);
+    else this.#signal?.addEventListener("abort", this.#onCallerAbort);
+  }
+
+  /** Aborts when the deadline passes, the caller cancels, or {@linkcode abort} is called. */
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  /** Milliseconds left, 0 once passed or aborted. */
+  remainingMs(): number {
+    if (this.#controller.signal.aborted) return 0;
+    return Math.max(0, this.#end - this.#now());
+  }
+
+  /** Ends the work now, with `reason` as the signal's reason (if not ended already). */
+  abort(reason?: unknown): void {
+    if (!this.#controller.signal.aborted) this.#controller.abort(reason);
+  }
+
+  /**
+   * Settles as `work` does, or rejects with the signal's reason once it
+   * aborts, whichever comes first.
+   */
+  race<T>(work: Promise<T>): Promise<T> {
+    return Promise.race([work, this.#aborted]);
+  }
+
+  /** Clears the timer and lets go of the caller's signal; aborts what still runs. */
+  close(): void {
+    clearTimeout(this.#timer);
+    this.#signal?.removeEventListener("abort", this.#onCallerAbort);
+    this.abort(new Error("finished"));
+  }
+}

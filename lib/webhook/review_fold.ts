@@ -1,0 +1,204 @@
+/**
+ * The last step of a review: its plan and readings folded into the
+ * verdict. Pure: the same plan and readings give the same verdict.
+ *
+ * {@linkcode foldReview} decides from the reads of the plan;
+ * {@linkcode foldTeardown} decides again, from the same readings, once the
+ * fold asked whether kcp is deleting the workspace
+ * ({@linkcode asksTeardown}): Locks no longer hold there, and references
+ * keep the teardown in dependency order only for a while.
+ *
+ * @module
+ */
+import { errorText } from "../runtime/mod.ts";
+import type { ReviewPlan } from "./review_plan.ts";
+import {
+  Forbidden,
+  type ReviewReadings,
+  UnknownWorkspace,
+} from "./review_reads.ts";
+import { shownTarget } from "./review_target.ts";
+import {
+  allowed,
+  locked,
+  lockedUnreadable,
+  referenced,
+  skipUnauthorized,
+  unavailable,
+  unconfirmed,
+  type Verdict,
+} from "./verdicts.ts";
+
+/** The verdict of `plan` given what was read. */
+export function foldReview(
+  plan: ReviewPlan,
+  readings: ReviewReadings,
+): Verdict {
+  const { uid, target } = plan;
+  const { confirmed } = readings;
+  if (plan.holds.length > 0) {
+    // A Lock holds whatever the annotation says, once the live object
+    // confirms the review: a forged review learns nothing, not even a
+    // Lock's reason. A failed list does not matter: the Lock denies anyway.
+    if (
+      confirmed.status === "rejected" && confirmed.reason instanceof Forbidden
+    ) {
+      return lockedUnreadable(uid, { target, verb: plan.verb });
+    }
+    const refused = refusal(plan, confirmed);
+    if (refused !== undefined) return refused;
+    const blockers = readings.blockers;
+    return locked(uid, {
+      target,
+      verb: plan.verb,
+      holds: plan.holds,
+      also: blockers?.status === "fulfilled" ? blockers.value : undefined,
+    });
+  }
+  return foldUnlocked(plan, readings, { confirmFirst: plan.covered });
+}
+
+/** Whether `verdict` holds the object in a way a workspace teardown releases. */
+export function asksTeardown(verdict: Verdict): boolean {
+  return verdict.outcome === "denied_referenced" ||
+    verdict.outcome === "denied_locked";
+}
+
+/** Options of {@linkcode foldTeardown}. */
+export interface TeardownContext {
+  /** When kcp marked the workspace for deletion; `undefined` if not (or unknown). */
+  deletedAt: Date | undefined;
+  /** Now, in ms since the epoch. */
+  now: number;
+  /** How long after the mark references still order the teardown. */
+  teardownOrderMs: number;
+}
+
+/**
+ * What a denial becomes when kcp is deleting the object's workspace: Locks
+ * no longer hold (they go with the workspace), and references keep the
+ * teardown in dependency order (dependents first) for `teardownOrderMs`
+ * after the mark, then no longer hold either, so that a cycle or a stuck
+ * dependent cannot keep a workspace for ever. Unknown whether it is being
+ * deleted, the denial stands (fail closed).
+ */
+export function foldTeardown(
+  plan: ReviewPlan,
+  readings: ReviewReadings,
+  context: { verdict: Verdict } & TeardownContext,
+): Verdict {
+  const { verdict, deletedAt } = context;
+  if (!asksTeardown(verdict) || deletedAt === undefined) return verdict;
+  const released = allowed(plan.uid, "allowed_workspace_deleting");
+  if (context.now - deletedAt.getTime() >= context.teardownOrderMs) {
+    return released;
+  }
+  if (verdict.outcome === "denied_referenced") return verdict;
+  // Locked: decided again as if no Lock held it, from the same readings.
+  const again = foldUnlocked(plan, readings, { confirmFirst: false });
+  return again.response.allowed ? released : again;
+}
+
+/** The verdict when no Lock holds the object. */
+function foldUnlocked(
+  plan: ReviewPlan,
+  readings: ReviewReadings,
+  options: { confirmFirst: boolean },
+): Verdict {
+  const { uid, target, unlocked } = plan;
+  const { confirmed } = readings;
+  const shown = shownTarget(target);
+  switch (unlocked.kind) {
+    case "verdict": {
+      // A type Locks cover is confirmed first, so a forged review of a free
+      // object is answered as one of a held object would be. A type the
+      // webhook may not read is not: reading it is not ours to grant.
+      if (!options.confirmFirst) return unlocked.verdict;
+      const forbidden = confirmed.status === "rejected" &&
+        confirmed.reason instanceof Forbidden;
+      return (forbidden ? undefined : refusal(plan, confirmed)) ??
+        unlocked.verdict;
+    }
+    case "bypass": {
+      // Nothing about the user is answered unless the live object confirms
+      // the review.
+      if (confirmed.status === "fulfilled" && !confirmed.value) {
+        return unconfirmed(uid);
+      }
+      const asked = readings.bypass;
+      const failed = confirmed.status === "rejected"
+        ? confirmed.reason
+        : asked === undefined
+        ? new Error("not asked")
+        : asked.status === "rejected"
+        ? asked.reason
+        : undefined;
+      if (failed !== undefined || asked?.status !== "fulfilled") {
+        return unavailable(uid, {
+          shown,
+          what: `cannot check whether you may bypass its protection (${
+            errorText(failed)
+          })`,
+          until: "it can be checked",
+          forbidden: failed instanceof Forbidden
+            ? failed.permission
+            : undefined,
+        });
+      }
+      if (asked.value) return allowed(uid, "allowed_skip");
+      return skipUnauthorized(uid, {
+        target,
+        username: unlocked.user.username ?? "",
+      });
+    }
+    case "references": {
+      const refused = refusal(plan, confirmed);
+      if (refused !== undefined) return refused;
+      const listed = readings.blockers;
+      if (listed === undefined || listed.status === "rejected") {
+        const reason = listed?.status === "rejected"
+          ? listed.reason
+          : new Error("nothing was listed");
+        return unavailable(uid, {
+          shown,
+          what: reason instanceof Forbidden
+            ? reason.message
+            : `cannot check whether other objects still refer to it (${
+              errorText(reason)
+            })`,
+          until: reason instanceof Forbidden ? "it may" : "they can be checked",
+          forbidden: reason instanceof Forbidden
+            ? reason.permission
+            : undefined,
+        });
+      }
+      const { named, total } = listed.value;
+      if (total === 0) return allowed(uid);
+      return referenced(uid, { target, named, total });
+    }
+  }
+}
+
+/**
+ * The verdict when the live object could not be read or does not confirm
+ * the review; `undefined` when it confirms it.
+ */
+function refusal(
+  plan: ReviewPlan,
+  confirmed: PromiseSettledResult<boolean>,
+): Verdict | undefined {
+  if (confirmed.status === "fulfilled") {
+    return confirmed.value ? undefined : unconfirmed(plan.uid);
+  }
+  const reason = confirmed.reason;
+  const named = reason instanceof Forbidden ||
+    reason instanceof UnknownWorkspace;
+  return unavailable(plan.uid, {
+    shown: shownTarget(plan.target),
+    what: named
+      ? reason.message
+      : `cannot read the object itself (${errorText(reason)})`,
+    until: named ? "it may" : "it can be read",
+    forbidden: reason instanceof Forbidden ? reason.permission : undefined,
+  });
+}

@@ -1,0 +1,281 @@
+/**
+ * What a review answers, and every message it answers with: the
+ * {@linkcode Verdict} type, its outcomes, and one builder per kind of
+ * answer. Pure: the texts depend only on their arguments.
+ *
+ * @module
+ */
+import { GROUP, SKIP_PROTECTION_ANNOTATION } from "../rules/mod.ts";
+import { BYPASS_RESOURCE, BYPASS_VERB } from "./access_review.ts";
+import { type AdmissionResponse, allow, deny } from "./admission_review.ts";
+import { lockedMessage, type LockHold } from "../locks/mod.ts";
+import {
+  isNamespaceType,
+  type ReviewTarget,
+  shownTarget,
+} from "./review_target.ts";
+
+/** The exact denial while rules are not loaded (scripts match on it). */
+export const NOT_INITIALIZED_MESSAGE =
+  "dependency webhook not yet initialized, retry later";
+
+/**
+ * The one denial of a review that the live object does not confirm: the
+ * object is gone, or its uid is not the one the review carries. It names
+ * nothing, so a forged review learns nothing from it.
+ */
+export const UNCONFIRMED_MESSAGE =
+  "cannot confirm the object being deleted: it no longer exists as the review describes it " +
+  "(deleted or recreated meanwhile); retry the delete";
+
+/** How a review ended, for metrics and logs. */
+export type Outcome =
+  | "allowed"
+  | "allowed_skip"
+  | "allowed_workspace_deleting"
+  | "denied_referenced"
+  | "denied_not_ready"
+  | "denied_error"
+  | "denied_invalid"
+  | "denied_unconfirmed"
+  | "denied_busy"
+  | "denied_skip_unauthorized"
+  | "denied_locked";
+
+/** A decision: the response and why. */
+export interface Verdict {
+  /** The AdmissionReview response. */
+  response: AdmissionResponse;
+  /** Why, in one word. */
+  outcome: Outcome;
+  /** Number of blocking dependents found (denied_referenced only). */
+  blockers?: number;
+  /** The permission kcp refused our identity (denied_error only). */
+  forbidden?: Permission;
+}
+
+/** A permission on a type: what a 403 refused. */
+export interface Permission {
+  /** The verb refused. */
+  verb: "get" | "list";
+  /** The type's API group (`""` for core). */
+  group: string;
+  /** The type's resource. */
+  resource: string;
+}
+
+/** A dependent that still refers to the object under review. */
+export interface Blocker {
+  /** Its kind. */
+  kind: string;
+  /** Its namespace, `""` when cluster-scoped. */
+  namespace: string;
+  /** Its name. */
+  name: string;
+  /** The fields that refer, concrete (`.spec.nics[1].subnetRef.name`). */
+  paths: string[];
+}
+
+/** Allowed, for `outcome`. */
+export function allowed(
+  uid: string,
+  outcome: "allowed" | "allowed_skip" | "allowed_workspace_deleting" =
+    "allowed",
+): Verdict {
+  return { response: allow(uid), outcome };
+}
+
+/** Denied while the rules or Locks are not loaded (503). */
+export function notReady(uid: string): Verdict {
+  return {
+    response: deny(uid, {
+      code: 503,
+      reason: "ServiceUnavailable",
+      message: NOT_INITIALIZED_MESSAGE,
+    }),
+    outcome: "denied_not_ready",
+  };
+}
+
+/** A review that cannot be used (400). */
+export function invalid(uid: string, message: string): Verdict {
+  return {
+    response: deny(uid, { code: 400, reason: "BadRequest", message }),
+    outcome: "denied_invalid",
+  };
+}
+
+/** The one generic denial of a review the live object does not confirm. */
+export function unconfirmed(uid: string): Verdict {
+  return {
+    response: deny(uid, {
+      code: 409,
+      reason: "Conflict",
+      message: UNCONFIRMED_MESSAGE,
+    }),
+    outcome: "denied_unconfirmed",
+  };
+}
+
+/** Busy: the workspace's share of the reviews that read kcp is in use (503). */
+export function busy(
+  uid: string,
+  context: { target: ReviewTarget; maxPerKey: number; capacity: number },
+): Verdict {
+  return {
+    response: deny(uid, {
+      code: 503,
+      reason: "ServiceUnavailable",
+      message:
+        `cannot delete ${
+          shownTarget(context.target)
+        }: the dependency webhook is busy ` +
+        `with this workspace's deletes (at most ${context.maxPerKey} of a workspace's ` +
+        `${context.capacity} reviews read kcp at once, and more wait); retry the delete`,
+    }),
+    outcome: "denied_busy",
+  };
+}
+
+/**
+ * Fail closed: the delete waits until the check can be made (503). With
+ * `problem.forbidden`, the verdict carries the permission kcp refused.
+ */
+export function unavailable(
+  uid: string,
+  problem: {
+    shown: string;
+    what: string;
+    until: string;
+    forbidden?: Permission | undefined;
+  },
+): Verdict {
+  return {
+    ...(problem.forbidden === undefined
+      ? {}
+      : { forbidden: problem.forbidden }),
+    response: deny(uid, {
+      code: 503,
+      reason: "ServiceUnavailable",
+      message: `cannot delete ${problem.shown}: ${problem.what}; ` +
+        `the delete is denied until ${problem.until}: retry later, or set the annotation ` +
+        `${SKIP_PROTECTION_ANNOTATION}=true on the object to delete it anyway`,
+    }),
+    outcome: "denied_error",
+  };
+}
+
+/** Denied while dependents refer to the object (409), naming them. */
+export function referenced(
+  uid: string,
+  found: { target: ReviewTarget; named: readonly Blocker[]; total: number },
+): Verdict {
+  return {
+    response: deny(uid, {
+      code: 409,
+      reason: "Conflict",
+      message: `cannot delete ${shownTarget(found.target)}: ${
+        referencedBy(found.named, found.total, found.target.namespace)
+      }`,
+    }),
+    outcome: "denied_referenced",
+    blockers: found.total,
+  };
+}
+
+/**
+ * Denied by Locks (409), naming them and their reasons and, when known,
+ * what else still refers to the object.
+ */
+export function locked(
+  uid: string,
+  context: {
+    target: ReviewTarget;
+    verb: "delete" | "update";
+    holds: readonly LockHold[];
+    also?: { named: readonly Blocker[]; total: number } | undefined;
+  },
+): Verdict {
+  const { target, also } = context;
+  const references = also !== undefined && also.total > 0
+    ? `; also ${referencedBy(also.named, also.total, target.namespace)}`
+    : "";
+  return {
+    response: deny(uid, {
+      code: 409,
+      reason: "Conflict",
+      message: `cannot ${context.verb} ${shownTarget(target)}: ${
+        lockedMessage(context.holds)
+      }${references}`,
+    }),
+    outcome: "denied_locked",
+  };
+}
+
+/**
+ * The denial of a locked object the webhook may not read (a Secret, say:
+ * the grant generator never grants it): without the live object the review
+ * cannot be confirmed, so it names no Lock and no reason, only where to
+ * look.
+ */
+export function lockedUnreadable(
+  uid: string,
+  context: { target: ReviewTarget; verb: "delete" | "update" },
+): Verdict {
+  const { target } = context;
+  const namespace = target.namespace ??
+    (isNamespaceType(target.resource) ? target.name : undefined);
+  const where = namespace === undefined
+    ? "kubectl get locks --all-namespaces"
+    : `kubectl get locks -n ${namespace}`;
+  return {
+    response: deny(uid, {
+      code: 409,
+      reason: "Conflict",
+      message:
+        `cannot ${context.verb} ${
+          shownTarget(target)
+        }: a Lock may hold it, and the dependency webhook may not read ` +
+        `${target.resource.resource} to say which: see the Locks in its namespace (${where}); deleting the Lock unlocks it`,
+    }),
+    outcome: "denied_locked",
+  };
+}
+
+/** The annotation set by a user kcp does not allow `bypass` (403). */
+export function skipUnauthorized(
+  uid: string,
+  context: { target: ReviewTarget; username: string },
+): Verdict {
+  return {
+    response: deny(uid, {
+      code: 403,
+      reason: "Forbidden",
+      message:
+        `cannot delete ${
+          shownTarget(context.target)
+        }: the ${SKIP_PROTECTION_ANNOTATION} annotation lets a delete through only for users ` +
+        `allowed "${BYPASS_VERB}" on ${BYPASS_RESOURCE}.${GROUP} in this workspace, and ${
+          JSON.stringify(context.username)
+        } is not: ask for that permission, or delete what still refers to the object first`,
+    }),
+    outcome: "denied_skip_unauthorized",
+  };
+}
+
+/** `still referenced by VirtualMachine/vm-1 (.spec.vpcRef.name) and 2 more`. */
+export function referencedBy(
+  named: readonly Blocker[],
+  total: number,
+  namespace: string | undefined,
+): string {
+  const names = named.map((b) => {
+    // A dependent in the object's own namespace goes by its name alone.
+    const id = b.namespace !== "" && b.namespace !== namespace
+      ? `${b.kind}/${b.namespace}/${b.name}`
+      : `${b.kind}/${b.name}`;
+    return `${id} (${b.paths.join(", ")})`;
+  });
+  const more = total > named.length ? ` and ${total - named.length} more` : "";
+  return `still referenced by ${names.join(", ")}${more}`;
+}

@@ -6,7 +6,12 @@
  *
  * @module
  */
-import { errorText, type Semaphore } from "../runtime/mod.ts";
+import {
+  Deadline,
+  DeadlineExceeded,
+  errorText,
+  type Semaphore,
+} from "../runtime/mod.ts";
 import type { KubeConnection } from "./kube_config.ts";
 
 /**
@@ -517,16 +522,17 @@ export class KubeClient {
       });
     }
     const timeoutMs = options.timeoutMs ?? this.#timeoutMs;
-    const deadline = new AbortController();
-    // What is left of the deadline after waiting for room to read the answer.
-    const timer = setTimeout(
-      () => deadline.abort(new DOMException("deadline", "TimeoutError")),
+    // What is left of the deadline after waiting for room to read the
+    // answer; the caller's signal ends the request too, also after done().
+    const deadline = new Deadline(
       Math.max(0, timeoutMs - (options.waitedMs ?? 0)),
+      {
+        what: `${method} ${url}`,
+        ...(options.signal === undefined ? {} : { signal: options.signal }),
+      },
     );
-    const done = () => clearTimeout(timer);
-    const signal = options.signal === undefined
-      ? deadline.signal
-      : AbortSignal.any([options.signal, deadline.signal]);
+    const done = () => deadline.disarm();
+    const signal = deadline.signal;
     const headers = { ...this.#headers };
     if (options.accept !== undefined) headers.accept = options.accept;
     let body: string | undefined;
@@ -546,9 +552,8 @@ export class KubeClient {
     } catch (error) {
       done();
       throw this.#failure(method, url, error, {
-        deadline: deadline.signal,
+        timedOut: deadline.signal.reason instanceof DeadlineExceeded,
         timeoutMs,
-        ...options,
       });
     }
   }
@@ -563,9 +568,9 @@ export class KubeClient {
     method: string,
     url: string,
     error: unknown,
-    context: { deadline: AbortSignal; timeoutMs: number; signal?: AbortSignal },
+    context: { timedOut: boolean; timeoutMs: number },
   ): KubeApiError {
-    if (context.deadline.aborted && !context.signal?.aborted) {
+    if (context.timedOut) {
       return new KubeApiError(
         `${method} ${url}: no answer within ${context.timeoutMs} ms`,
         {

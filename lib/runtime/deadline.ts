@@ -45,12 +45,11 @@ export interface DeadlineOptions {
 /** A deadline: its signal, what is left of it, and a race against it. */
 export class Deadline {
   readonly #controller = new AbortController();
+  readonly #signal: AbortSignal;
   readonly #timer: ReturnType<typeof setTimeout>;
   readonly #end: number;
   readonly #now: () => number;
   readonly #aborted: Promise<never>;
-  readonly #signal: AbortSignal | undefined;
-  readonly #onCallerAbort = () => this.abort(this.#signal?.reason);
 
   /** Starts a deadline `timeoutMs` from now. */
   constructor(timeoutMs: number, options: DeadlineOptions = {}) {
@@ -61,27 +60,29 @@ export class Deadline {
       () => this.abort(new DeadlineExceeded(what, timeoutMs)),
       Math.max(0, timeoutMs),
     );
+    // AbortSignal.any holds the caller's signal weakly: a long-lived one
+    // shared by many deadlines keeps none of them alive.
+    this.#signal = options.signal === undefined
+      ? this.#controller.signal
+      : AbortSignal.any([this.#controller.signal, options.signal]);
+    const signal = this.#signal;
     this.#aborted = new Promise<never>((_, reject) => {
-      this.#controller.signal.addEventListener(
-        "abort",
-        () => reject(this.#controller.signal.reason),
-        { once: true },
-      );
+      if (signal.aborted) reject(signal.reason);
+      signal.addEventListener("abort", () => reject(signal.reason), {
+        once: true,
+      });
     });
     this.#aborted.catch(() => {});
-    this.#signal = options.signal;
-    if (this.#signal?.aborted) this.abort(this.#signal.reason);
-    else this.#signal?.addEventListener("abort", this.#onCallerAbort);
   }
 
   /** Aborts when the deadline passes, the caller cancels, or {@linkcode abort} is called. */
   get signal(): AbortSignal {
-    return this.#controller.signal;
+    return this.#signal;
   }
 
   /** Milliseconds left, 0 once passed or aborted. */
   remainingMs(): number {
-    if (this.#controller.signal.aborted) return 0;
+    if (this.#signal.aborted) return 0;
     return Math.max(0, this.#end - this.#now());
   }
 
@@ -98,10 +99,18 @@ export class Deadline {
     return Promise.race([work, this.#aborted]);
   }
 
-  /** Clears the timer and lets go of the caller's signal; aborts what still runs. */
+  /**
+   * Stops the clock and nothing else: the signal no longer aborts for time,
+   * but still does when the caller's signal aborts (a response body that
+   * streams on after its headers came in time).
+   */
+  disarm(): void {
+    clearTimeout(this.#timer);
+  }
+
+  /** Clears the timer and aborts what still runs. */
   close(): void {
     clearTimeout(this.#timer);
-    this.#signal?.removeEventListener("abort", this.#onCallerAbort);
     this.abort(new Error("finished"));
   }
 }

@@ -81,3 +81,14 @@ Deno.test("Deadline.close() clears the timer and aborts what still runs", () => 
   assert.equal(deadline.signal.aborted, true);
   assert.ok(!(deadline.signal.reason instanceof DeadlineExceeded));
 });
+
+Deno.test("Deadline.disarm() stops the clock but keeps following the caller", async () => {
+  const caller = new AbortController();
+  const deadline = new Deadline(10, { signal: caller.signal });
+  deadline.disarm();
+  await new Promise((resolve) => setTimeout(resolve, 30));
+  assert.equal(deadline.signal.aborted, false);
+  caller.abort(new Error("stop watching"));
+  assert.match(String(deadline.signal.reason), /stop watching/);
+  deadline.close();
+});

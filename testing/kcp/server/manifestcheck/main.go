@@ -50,6 +50,7 @@ import (
 	_ "k8s.io/kubernetes/pkg/apis/core/install"
 	_ "k8s.io/kubernetes/pkg/apis/networking/install"
 	_ "k8s.io/kubernetes/pkg/apis/policy/install"
+	_ "k8s.io/kubernetes/pkg/apis/rbac/install"
 	"k8s.io/kubernetes/pkg/registry/apps/deployment"
 	"k8s.io/kubernetes/pkg/registry/core/configmap"
 	"k8s.io/kubernetes/pkg/registry/core/namespace"
@@ -58,6 +59,7 @@ import (
 	"k8s.io/kubernetes/pkg/registry/core/serviceaccount"
 	"k8s.io/kubernetes/pkg/registry/networking/networkpolicy"
 	"k8s.io/kubernetes/pkg/registry/policy/poddisruptionbudget"
+	"k8s.io/kubernetes/pkg/registry/rbac/clusterrole"
 	psapi "k8s.io/pod-security-admission/api"
 	pspolicy "k8s.io/pod-security-admission/policy"
 )
@@ -65,14 +67,15 @@ import (
 // strategies are the kinds this command knows, with the create strategy
 // kube-apiserver's REST storage uses for each.
 var strategies = map[schema.GroupKind]rest.RESTCreateStrategy{
-	{Group: "apps", Kind: "Deployment"}:                 deployment.Strategy,
-	{Group: "", Kind: "Namespace"}:                      namespace.Strategy,
-	{Group: "", Kind: "ServiceAccount"}:                 serviceaccount.Strategy,
-	{Group: "", Kind: "Service"}:                        service.Strategy,
-	{Group: "", Kind: "ConfigMap"}:                      configmap.Strategy,
-	{Group: "", Kind: "Secret"}:                         secret.Strategy,
-	{Group: "policy", Kind: "PodDisruptionBudget"}:      poddisruptionbudget.Strategy,
-	{Group: "networking.k8s.io", Kind: "NetworkPolicy"}: networkpolicy.Strategy,
+	{Group: "apps", Kind: "Deployment"}:                       deployment.Strategy,
+	{Group: "", Kind: "Namespace"}:                            namespace.Strategy,
+	{Group: "", Kind: "ServiceAccount"}:                       serviceaccount.Strategy,
+	{Group: "", Kind: "Service"}:                              service.Strategy,
+	{Group: "", Kind: "ConfigMap"}:                            configmap.Strategy,
+	{Group: "", Kind: "Secret"}:                               secret.Strategy,
+	{Group: "policy", Kind: "PodDisruptionBudget"}:            poddisruptionbudget.Strategy,
+	{Group: "networking.k8s.io", Kind: "NetworkPolicy"}:       networkpolicy.Strategy,
+	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}: clusterrole.Strategy,
 }
 
 // restricted is the Pod Security Standard every Pod template must meet.

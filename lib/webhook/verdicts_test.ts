@@ -1,0 +1,99 @@
+import assert from "node:assert/strict";
+import {
+  busy,
+  locked,
+  lockedUnreadable,
+  referenced,
+  referencedBy,
+  skipUnauthorized,
+  unavailable,
+} from "./verdicts.ts";
+import type { ReviewTarget } from "./review_target.ts";
+import { VPCS } from "../../testing/mod.ts";
+
+const TARGET: ReviewTarget = {
+  cluster: "consumer1",
+  namespace: "team-a",
+  name: "core",
+  uid: "u",
+  resource: { ...VPCS },
+};
+
+const VM = (name: string, namespace = "team-a") => ({
+  kind: "VirtualMachine",
+  namespace,
+  name,
+  paths: [".spec.vpcRef.name"],
+});
+
+Deno.test("referencedBy() names dependents of the object's namespace by name, others with theirs, and counts the rest", () => {
+  assert.equal(
+    referencedBy([VM("vm-1"), VM("vm-2", "shared")], 5, "team-a"),
+    "still referenced by VirtualMachine/vm-1 (.spec.vpcRef.name), VirtualMachine/shared/vm-2 (.spec.vpcRef.name) and 3 more",
+  );
+  assert.equal(
+    referencedBy([VM("vm-1", "")], 1, undefined),
+    "still referenced by VirtualMachine/vm-1 (.spec.vpcRef.name)",
+  );
+});
+
+Deno.test("each builder answers with its status code, reason and outcome", () => {
+  const cases = [
+    [
+      referenced("u", { target: TARGET, named: [VM("vm-1")], total: 1 }),
+      409,
+      "denied_referenced",
+      /^cannot delete vpcs\/core: still referenced by VirtualMachine\/vm-1/,
+    ],
+    [
+      locked("u", {
+        target: TARGET,
+        verb: "update",
+        holds: [{ namespace: "team-a", name: "prod", reason: "r" }],
+      }),
+      409,
+      "denied_locked",
+      /^cannot update vpcs\/core: locked by Lock team-a\/prod \("r"\)/,
+    ],
+    [
+      lockedUnreadable("u", { target: TARGET, verb: "delete" }),
+      409,
+      "denied_locked",
+      /kubectl get locks -n team-a/,
+    ],
+    [
+      skipUnauthorized("u", { target: TARGET, username: "bob" }),
+      403,
+      "denied_skip_unauthorized",
+      /"bob" is not/,
+    ],
+    [
+      busy("u", { target: TARGET, maxPerKey: 2, capacity: 4 }),
+      503,
+      "denied_busy",
+      /at most 2 of a workspace's 4 reviews/,
+    ],
+    [
+      unavailable("u", { shown: "vpcs/core", what: "x", until: "y" }),
+      503,
+      "denied_error",
+      /^cannot delete vpcs\/core: x; the delete is denied until y: retry later/,
+    ],
+  ] as const;
+  for (const [verdict, code, outcome, message] of cases) {
+    assert.equal(verdict.response.allowed, false, outcome);
+    assert.equal(verdict.response.status?.code, code, outcome);
+    assert.equal(verdict.outcome, outcome);
+    assert.match(verdict.response.status?.message ?? "", message, outcome);
+  }
+  assert.equal(
+    referenced("u", { target: TARGET, named: [], total: 3 }).blockers,
+    3,
+  );
+  const forbidden = { verb: "list", group: "g", resource: "r" } as const;
+  assert.deepEqual(
+    unavailable("u", { shown: "s", what: "w", until: "u", forbidden })
+      .forbidden,
+    forbidden,
+  );
+});

@@ -184,7 +184,7 @@ kcpTest(
           assert.match(role, /name: dependency-webhook:reads:rules/);
           assert.match(
             role,
-            /dependencies\.opendefense\.cloud\/aggregate-to-dependents-reader: "true"/,
+            /dependencies\.opendefense\.cloud\/aggregate-to-dependents-reader: ['"]true['"]/,
           );
           assert.match(role, /- vpcattachments/);
           await waitForReason(kcp, "vpcattachment-vpc", "Enforced");

@@ -35,6 +35,12 @@ import {
   VIRTUAL_MACHINES,
   VPCS,
 } from "../../testing/mod.ts";
+import {
+  isLabel,
+  isSubdomain,
+  isSubdomainOfLabels,
+  LABEL,
+} from "../../testing/dns_oracle.ts";
 
 /** Fixed, so that a failure is reproducible; family i runs with SEED + i. */
 const SEED = 20261124;
@@ -50,26 +56,7 @@ const BYSTANDER = "vm-bystander";
 // ---------------------------------------------------------------------------
 // Name rules, written out independently of the code under test
 
-const LABEL = "[a-z0-9](?:[-a-z0-9]*[a-z0-9])?";
-const LABEL_RE = new RegExp(`^${LABEL}$`);
-const SUBDOMAIN_RE = new RegExp(`^${LABEL}(?:\\.${LABEL})*$`);
-
-/** A DNS-1123 label (a namespace; also the shape of a logical cluster name). */
-function isLabel(value: unknown): value is string {
-  return typeof value === "string" && value.length <= 63 &&
-    LABEL_RE.test(value);
-}
-
-/** Kubernetes' IsDNS1123Subdomain: no limit on the length of one label. */
-function isSubdomain(value: unknown): value is string {
-  return typeof value === "string" && value.length <= 253 &&
-    SUBDOMAIN_RE.test(value);
-}
-
-/** A DNS-1123 subdomain whose labels are 63 characters at most. */
-function isSubdomainOfLabels(value: unknown): value is string {
-  return isSubdomain(value) && value.split(".").every((l) => l.length <= 63);
-}
+// (isLabel, isSubdomain, isSubdomainOfLabels: testing/dns_oracle.ts)
 
 // ---------------------------------------------------------------------------
 // The fake kcp

@@ -24,6 +24,12 @@ import {
   VIRTUAL_MACHINES,
   VPCS,
 } from "../../testing/mod.ts";
+import {
+  isLabel,
+  isSubdomain,
+  isSubdomainOfLabels,
+  LABEL,
+} from "../../testing/dns_oracle.ts";
 
 /** Fixed, so that a failure is reproducible; fast-check prints the path to replay. */
 const SEED = 20261124;
@@ -34,26 +40,7 @@ const PAGE_SIZE = "10000";
 // The oracle: Kubernetes' and kcp's name rules, written out independently of
 // the code under test.
 
-const LABEL = "[a-z0-9](?:[-a-z0-9]*[a-z0-9])?";
-const LABEL_RE = new RegExp(`^${LABEL}$`);
-const SUBDOMAIN_RE = new RegExp(`^${LABEL}(?:\\.${LABEL})*$`);
-
-/** A DNS-1123 label (a namespace; also the shape of a logical cluster name). */
-function isLabel(value: unknown): value is string {
-  return typeof value === "string" && value.length <= 63 &&
-    LABEL_RE.test(value);
-}
-
-/** Kubernetes' IsDNS1123Subdomain: no limit on the length of one label. */
-function isSubdomain(value: unknown): value is string {
-  return typeof value === "string" && value.length <= 253 &&
-    SUBDOMAIN_RE.test(value);
-}
-
-/** A DNS-1123 subdomain whose labels are DNS-1123 labels, 63 characters at most. */
-function isSubdomainOfLabels(value: unknown): value is string {
-  return isSubdomain(value) && value.split(".").every((l) => l.length <= 63);
-}
+// (isLabel, isSubdomain, isSubdomainOfLabels: testing/dns_oracle.ts)
 
 // ---------------------------------------------------------------------------
 // Generators

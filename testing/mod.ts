@@ -20,6 +20,7 @@ export * from "./apis.ts";
 export * from "./components.ts";
 export * from "./connections.ts";
 export * from "./fake_api.ts";
+export * from "./fake_dependent_source.ts";
 export * from "./kcp_server.ts";
 export * from "./kcp_suite.ts";
 export * from "./metrics_text.ts";

@@ -4,10 +4,8 @@ import type { AdmissionRequest } from "./admission_review.ts";
 import {
   DeletionValidator,
   type DeletionValidatorOptions,
-  type DependentQuery,
   type DependentSource,
   NOT_INITIALIZED_MESSAGE,
-  type ObjectQuery,
   UNCONFIRMED_MESSAGE,
   type Verdict,
 } from "./deletion_validator.ts";
@@ -23,8 +21,11 @@ import { LockIndex } from "../locks/mod.ts";
 import {
   dependency,
   type DependentType,
+  FakeDependentSource,
+  type Listing,
   LOAD_BALANCERS,
   SUBNETS,
+  untilAborted,
   validLock,
   validRule,
   VIRTUAL_MACHINES,
@@ -171,162 +172,6 @@ function clusterScopedDeleteRequest(
 // ---------------------------------------------------------------------------
 // A fake DependentSource
 
-/** How the fake answers a list of one dependent type. */
-type Listing =
-  | { pages: readonly (readonly unknown[])[]; thenThrow?: unknown }
-  | { error: unknown }
-  | { hang: true }
-  | {
-    run: (
-      query: DependentQuery,
-      signal: AbortSignal,
-    ) => AsyncIterable<readonly unknown[]>;
-  };
-
-/** Resolves when `promise` does, rejects with the signal's reason on abort. */
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    if (signal.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(value);
-      },
-      (error) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(error);
-      },
-    );
-  });
-}
-
-/** How the fake answers a read of the live object: its uid, or a failure. */
-type Live =
-  | { uid: string | undefined }
-  | { error: unknown }
-  | { hang: true };
-
-/**
- * Records every query and answers it from `listings`, keyed by resource.
- * The live object under review has uid `uid-<name>` (as {@linkcode vpc}
- * builds it) unless `live` says otherwise.
- */
-class FakeSource implements DependentSource {
-  readonly queries: DependentQuery[] = [];
-  readonly signals: AbortSignal[] = [];
-  readonly objectQueries: ObjectQuery[] = [];
-  readonly #listings: Map<string, Listing>;
-  readonly #live: Live | undefined;
-
-  constructor(listings: Record<string, Listing> = {}, live?: Live) {
-    this.#listings = new Map(Object.entries(listings));
-    this.#live = live;
-  }
-
-  /**
-   * How the fake answers when the workspace was marked for deletion:
-   * `undefined` (not being deleted, the default), a date, an error to
-   * throw, or never.
-   */
-  deletedAt: Date | undefined | { error: unknown } | { hang: true } = undefined;
-  /** The logical clusters asked about. */
-  readonly workspaceQueries: string[] = [];
-
-  async workspaceDeletedAt(
-    cluster: string,
-    signal: AbortSignal,
-  ): Promise<Date | undefined> {
-    this.workspaceQueries.push(cluster);
-    await Promise.resolve();
-    const deletedAt = this.deletedAt;
-    if (deletedAt === undefined || deletedAt instanceof Date) return deletedAt;
-    if ("error" in deletedAt) throw deletedAt.error;
-    return await untilAborted(new Promise<never>(() => {}), signal);
-  }
-
-  /**
-   * What the workspace binds, by `group/resource`: an identity per type,
-   * or an error to throw. @default {nothing bound}
-   */
-  bound: ReadonlyMap<string, string> | { error: unknown } = new Map();
-  /** How often the bindings were read. */
-  boundReads = 0;
-
-  async boundIdentities(): Promise<ReadonlyMap<string, string>> {
-    this.boundReads++;
-    await Promise.resolve();
-    if ("error" in this.bound) throw this.bound.error;
-    return this.bound as ReadonlyMap<string, string>;
-  }
-
-  async liveUid(
-    query: ObjectQuery,
-    signal: AbortSignal,
-  ): Promise<string | undefined> {
-    this.objectQueries.push(query);
-    await Promise.resolve();
-    const live = this.#live;
-    if (live === undefined) return `uid-${query.name}`;
-    if ("error" in live) throw live.error;
-    if ("hang" in live) {
-      return await untilAborted(new Promise<never>(() => {}), signal);
-    }
-    return live.uid;
-  }
-
-  /** The queries, reduced to plain data (dependent as group/version/resource). */
-  get plainQueries(): DependentQuery[] {
-    return this.queries.map((q) => ({
-      cluster: q.cluster,
-      ...(Object.hasOwn(q, "namespace") ? { namespace: q.namespace! } : {}),
-      dependent: {
-        group: q.dependent.group,
-        version: q.dependent.version,
-        resource: q.dependent.resource,
-      },
-    }));
-  }
-
-  /** The resources listed, in the order they were requested. */
-  get listed(): string[] {
-    return this.queries.map((q) => q.dependent.resource);
-  }
-
-  pages(
-    query: DependentQuery,
-    signal: AbortSignal,
-  ): AsyncIterable<readonly unknown[]> {
-    this.queries.push(query);
-    this.signals.push(signal);
-    const listing = this.#listings.get(query.dependent.resource);
-    return (async function* () {
-      if (listing === undefined) {
-        throw new Error(
-          `fake source: unexpected list of ${query.dependent.resource}`,
-        );
-      }
-      if ("run" in listing) {
-        yield* listing.run(query, signal);
-      } else if ("error" in listing) {
-        throw listing.error;
-      } else if ("hang" in listing) {
-        await untilAborted(new Promise<never>(() => {}), signal);
-      } else {
-        for (const page of listing.pages) {
-          await Promise.resolve();
-          yield page;
-        }
-        if ("thenThrow" in listing) throw listing.thenThrow;
-      }
-    })();
-  }
-}
-
 /** Validates `request` with a fresh validator. */
 function validate(
   registry: RuleRegistry,
@@ -366,7 +211,7 @@ function namesIn(message: string): string[] {
 
 for (const operation of ["CREATE", "UPDATE", "CONNECT"] as const) {
   Deno.test(`DeletionValidator.validate() allows ${operation} without listing, even before the rules are loaded`, async () => {
-    const source = new FakeSource();
+    const source = new FakeDependentSource();
     const notLoaded = new RuleRegistry();
     assert.deepEqual(
       await validate(notLoaded, source, deleteRequest({ operation })),
@@ -385,7 +230,7 @@ for (const operation of ["CREATE", "UPDATE", "CONNECT"] as const) {
 // 2. Rules not loaded
 
 Deno.test("DeletionValidator.validate() denies a DELETE with the exact not-initialized message while rules are not loaded", async () => {
-  const source = new FakeSource({ virtualmachines: { pages: [] } });
+  const source = new FakeDependentSource({ virtualmachines: { pages: [] } });
   // Loaded only by replace(), which the webhook calls once the rules are complete.
   const registry = new RuleRegistry();
   const want: Verdict = {
@@ -421,7 +266,7 @@ Deno.test("DeletionValidator.validate() denies a DELETE with the exact not-initi
 // 3. Skip-protection annotation
 
 Deno.test('DeletionValidator.validate() allows without listing when skip-protection is exactly "true"', async () => {
-  const source = new FakeSource({
+  const source = new FakeDependentSource({
     virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
   });
   const request = deleteRequest({
@@ -438,7 +283,7 @@ Deno.test('DeletionValidator.validate() allows without listing when skip-protect
 });
 
 Deno.test("DeletionValidator.validate() honours skip-protection even without a kcp.io/cluster annotation", async () => {
-  const source = new FakeSource();
+  const source = new FakeDependentSource();
   const request = deleteRequest({
     oldObject: vpc("vpc-a", {
       namespace: "default",
@@ -458,7 +303,7 @@ for (const value of ["True", "TRUE", "yes", "1", "", " true", true]) {
       JSON.stringify(value)
     }`,
     async () => {
-      const source = new FakeSource({
+      const source = new FakeDependentSource({
         virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
       });
       const request = deleteRequest({
@@ -483,7 +328,7 @@ for (const value of ["True", "TRUE", "yes", "1", "", " true", true]) {
 // 4. Malformed requests
 
 Deno.test("DeletionValidator.validate() answers 400 when the review carries neither oldObject nor object", async () => {
-  const source = new FakeSource();
+  const source = new FakeDependentSource();
   for (
     const overrides of [
       { oldObject: undefined, object: undefined },
@@ -514,7 +359,7 @@ Deno.test("DeletionValidator.validate() answers 400 when the review carries neit
 });
 
 Deno.test("DeletionValidator.validate() falls back to object when oldObject is missing", async () => {
-  const source = new FakeSource({
+  const source = new FakeDependentSource({
     virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
   });
   const request = deleteRequest({
@@ -543,7 +388,7 @@ for (
   ] as const
 ) {
   Deno.test(`DeletionValidator.validate() answers 400 naming the annotation for ${label}`, async () => {
-    const source = new FakeSource();
+    const source = new FakeDependentSource();
     const oldObject = vpc("vpc-a", { namespace: "default" });
     const metadata = oldObject.metadata as Record<string, unknown>;
     if (annotations === undefined) delete metadata.annotations;
@@ -572,7 +417,7 @@ for (
 }
 
 Deno.test("DeletionValidator.validate() answers 400 when neither request.name nor metadata.name names the object", async () => {
-  const source = new FakeSource();
+  const source = new FakeDependentSource();
   const oldObject = vpc("", { namespace: "default" });
   assert.deepEqual(
     await validate(
@@ -600,7 +445,7 @@ Deno.test("DeletionValidator.validate() answers 400 when neither request.name no
 // 5. DELETECOLLECTION items and the query
 
 Deno.test("DeletionValidator.validate() takes the name from oldObject.metadata.name when request.name is empty", async () => {
-  const source = new FakeSource({
+  const source = new FakeDependentSource({
     virtualmachines: {
       pages: [[vm("vm-1", "vpc-a"), vm("vm-2", "vpc-b")]],
     },
@@ -630,7 +475,7 @@ Deno.test("DeletionValidator.validate() takes the name from oldObject.metadata.n
 });
 
 Deno.test("DeletionValidator.validate() lists the dependent type in the consumer's cluster and the request's namespace", async () => {
-  const source = new FakeSource({ virtualmachines: { pages: [] } });
+  const source = new FakeDependentSource({ virtualmachines: { pages: [] } });
   const request = deleteRequest({
     namespace: "team-a",
     oldObject: vpc("vpc-a", {
@@ -663,7 +508,7 @@ Deno.test("DeletionValidator.validate() lists all namespaces and qualifies block
       namespace: "",
     }]
   ) {
-    const source = new FakeSource({
+    const source = new FakeDependentSource({
       virtualmachines: {
         pages: [[vm("vm-1", "vpc-a", "team-b"), vm("vm-1", "vpc-a", "team-a")]],
       },
@@ -685,7 +530,7 @@ Deno.test("DeletionValidator.validate() lists all namespaces and qualifies block
 });
 
 Deno.test("DeletionValidator.validate() names cluster-scoped blockers of a cluster-scoped target without a namespace", async () => {
-  const source = new FakeSource({
+  const source = new FakeDependentSource({
     virtualmachines: { pages: [[vm("vm-1", "vpc-a", null)]] },
   });
   assert.deepEqual(
@@ -698,7 +543,7 @@ Deno.test("DeletionValidator.validate() names cluster-scoped blockers of a clust
 });
 
 Deno.test("DeletionValidator.validate() names blockers of a namespaced target without their namespace", async () => {
-  const source = new FakeSource({
+  const source = new FakeDependentSource({
     virtualmachines: { pages: [[vm("vm-1", "vpc-a", "default")]] },
   });
   const verdict = await validate(
@@ -720,7 +565,7 @@ Deno.test("DeletionValidator.validate() names blockers of a namespaced target wi
 // 7. No protecting rule
 
 Deno.test("DeletionValidator.validate() allows without listing when no rule protects the type", async () => {
-  const source = new FakeSource({
+  const source = new FakeDependentSource({
     virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
   });
   const subnetRule = rule("vm-needs-subnet", VIRTUAL_MACHINES, [
@@ -748,7 +593,7 @@ Deno.test("DeletionValidator.validate() allows without listing when no rule prot
 // 8-9. Blockers
 
 Deno.test("DeletionValidator.validate() denies 409 naming the one VirtualMachine that refers to the VPC", async () => {
-  const source = new FakeSource({
+  const source = new FakeDependentSource({
     virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
   });
   const verdict = await validate(
@@ -776,7 +621,7 @@ Deno.test("DeletionValidator.validate() denies 409 naming the one VirtualMachine
 });
 
 Deno.test("DeletionValidator.validate() allows when the listed VirtualMachines refer to other VPCs", async () => {
-  const source = new FakeSource({
+  const source = new FakeDependentSource({
     virtualmachines: {
       pages: [[
         vm("vm-1", "vpc-b"),
@@ -795,7 +640,7 @@ Deno.test("DeletionValidator.validate() allows when the listed VirtualMachines r
 Deno.test("DeletionValidator.validate() names every referring VirtualMachine and ignores items that do not refer", async () => {
   const noSpec = vm("vm-no-spec", "vpc-a");
   delete noSpec.spec;
-  const source = new FakeSource({
+  const source = new FakeDependentSource({
     virtualmachines: {
       pages: [[
         vm("vm-2", "vpc-a"),
@@ -832,7 +677,7 @@ Deno.test("DeletionValidator.validate() names every referring VirtualMachine and
 });
 
 Deno.test("DeletionValidator.validate() allows a VirtualMachine list without referring items", async () => {
-  const source = new FakeSource({
+  const source = new FakeDependentSource({
     virtualmachines: {
       pages: [[null, "vpc-a", vm("vm-number", 1), vm("vm-missing", undefined)]],
     },
@@ -854,7 +699,7 @@ const TWELVE = Array.from(
 
 Deno.test("DeletionValidator.validate() names 10 of 12 blockers across pages, then says how many more", async () => {
   const [a, b, c] = [TWELVE.slice(0, 5), TWELVE.slice(5, 10), TWELVE.slice(10)];
-  const source = new FakeSource({
+  const source = new FakeDependentSource({
     virtualmachines: {
       pages: [
         [...a.map((n) => vm(n, "vpc-a")), vm("vm-x", "vpc-b")],
@@ -887,7 +732,7 @@ Deno.test("DeletionValidator.validate() names 10 of 12 blockers across pages, th
 
 Deno.test("DeletionValidator.validate() lists the named blockers sorted by kind, namespace and name", async () => {
   const shuffled = ["vm-07", "vm-03", "vm-12", "vm-01", "vm-09", "vm-05"];
-  const source = new FakeSource({
+  const source = new FakeDependentSource({
     virtualmachines: {
       pages: [
         shuffled.slice(0, 3).map((n) => vm(n, "vpc-a", "team-b")),
@@ -917,7 +762,7 @@ Deno.test("DeletionValidator.validate() lists the named blockers sorted by kind,
 Deno.test("DeletionValidator.validate() names the same blockers whatever order the list returns them in", async () => {
   const messages: string[] = [];
   for (const order of [TWELVE, [...TWELVE].reverse()]) {
-    const source = new FakeSource({
+    const source = new FakeDependentSource({
       virtualmachines: {
         pages: [
           order.slice(0, 6).map((n) => vm(n, "vpc-a")),
@@ -943,7 +788,7 @@ Deno.test("DeletionValidator.validate() names the same blockers whatever order t
 });
 
 Deno.test("DeletionValidator.validate() names as many blockers as maxNamed says", async () => {
-  const source = new FakeSource({
+  const source = new FakeDependentSource({
     virtualmachines: {
       pages: [[vm("vm-1", "vpc-a"), vm("vm-2", "vpc-a"), vm("vm-3", "vpc-a")]],
     },
@@ -975,7 +820,7 @@ Deno.test("DeletionValidator.validate() names a dependent that refers through tw
   (backupOnly.spec as Record<string, unknown>).backupVpcRef = {
     name: "vpc-a",
   };
-  const source = new FakeSource({
+  const source = new FakeDependentSource({
     virtualmachines: { pages: [[both, backupOnly]] },
   });
   assert.deepEqual(
@@ -992,7 +837,7 @@ Deno.test("DeletionValidator.validate() names a dependent that refers through tw
 });
 
 Deno.test("DeletionValidator.validate() names a dependent once when two rules protect through the same field path", async () => {
-  const source = new FakeSource({
+  const source = new FakeDependentSource({
     virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
   });
   const twin = rule("vm-needs-vpc-too", VIRTUAL_MACHINES, ["spec.vpcRef.name"]);
@@ -1024,7 +869,7 @@ Deno.test("DeletionValidator.validate() lists two dependent types in parallel", 
       yield items;
     },
   });
-  const source = new FakeSource({
+  const source = new FakeDependentSource({
     virtualmachines: waitForBoth([vm("vm-1", "vpc-a")]),
     loadbalancers: waitForBoth([lb("lb-1", "vpc-a")]),
   });
@@ -1054,7 +899,7 @@ Deno.test("DeletionValidator.validate() lists two dependent types in parallel", 
 // 13. NotFound
 
 Deno.test("DeletionValidator.validate() allows when the consumer's workspace does not serve the dependent type", async () => {
-  const source = new FakeSource({
+  const source = new FakeDependentSource({
     virtualmachines: {
       error: new KubeApiError("virtualmachines not found", {
         status: 404,
@@ -1070,7 +915,7 @@ Deno.test("DeletionValidator.validate() allows when the consumer's workspace doe
 });
 
 Deno.test("DeletionValidator.validate() still denies for a second dependent type when the first is not found", async () => {
-  const source = new FakeSource({
+  const source = new FakeDependentSource({
     virtualmachines: {
       error: new KubeApiError("not found", { status: 404, reason: "NotFound" }),
     },
@@ -1134,7 +979,7 @@ function forbidden(
 }
 
 Deno.test("DeletionValidator.validate() denies 503 naming the permission when listing is forbidden", async () => {
-  const source = new FakeSource({
+  const source = new FakeDependentSource({
     virtualmachines: {
       error: new KubeApiError(
         'virtualmachines.compute.example.com is forbidden: User "webhook" cannot list resource',
@@ -1149,7 +994,7 @@ Deno.test("DeletionValidator.validate() denies 503 naming the permission when li
 });
 
 Deno.test("DeletionValidator.validate() denies 503 naming the permission when reading the object is forbidden", async () => {
-  const source = new FakeSource({ virtualmachines: { pages: [[]] } }, {
+  const source = new FakeDependentSource({ virtualmachines: { pages: [[]] } }, {
     error: new KubeApiError("forbidden", { status: 403 }),
   });
   assert.deepEqual(
@@ -1159,7 +1004,7 @@ Deno.test("DeletionValidator.validate() denies 503 naming the permission when re
 });
 
 Deno.test("DeletionValidator.validate() denies 503 on a transport error", async () => {
-  const source = new FakeSource({
+  const source = new FakeDependentSource({
     virtualmachines: {
       error: new KubeApiError("connection refused (os error 111)", {
         status: 0,
@@ -1181,7 +1026,7 @@ Deno.test("DeletionValidator.validate() denies 503 on a transport error", async 
 });
 
 Deno.test("DeletionValidator.validate() denies 503 when a later page fails, even after blockers were found", async () => {
-  const source = new FakeSource({
+  const source = new FakeDependentSource({
     virtualmachines: {
       pages: [[vm("vm-1", "vpc-a")]],
       thenThrow: new KubeApiError(
@@ -1203,7 +1048,7 @@ Deno.test("DeletionValidator.validate() denies 503 when a later page fails, even
 });
 
 Deno.test("DeletionValidator.validate() denies 503 when one of two dependent types fails", async () => {
-  const source = new FakeSource({
+  const source = new FakeDependentSource({
     virtualmachines: { pages: [[]] },
     loadbalancers: { error: new KubeApiError("unavailable", { status: 500 }) },
   });
@@ -1214,7 +1059,9 @@ Deno.test("DeletionValidator.validate() denies 503 when one of two dependent typ
 });
 
 Deno.test("DeletionValidator.validate() denies 503 instead of throwing when the source throws something other than an Error", async () => {
-  const source = new FakeSource({ virtualmachines: { error: "boom" } });
+  const source = new FakeDependentSource({
+    virtualmachines: { error: "boom" },
+  });
   assert.deepEqual(
     await validate(registryOf(VM_RULE), source, deleteRequest()),
     failedCheck("listing virtualmachines.compute.example.com failed: boom"),
@@ -1242,7 +1089,7 @@ Deno.test("DeletionValidator.validate() denies 503 when the source throws before
 // 15. Deadline
 
 Deno.test("DeletionValidator.validate() denies 503 when listing does not finish within timeoutMs", async () => {
-  const source = new FakeSource({ virtualmachines: { hang: true } });
+  const source = new FakeDependentSource({ virtualmachines: { hang: true } });
   const verdict = await validate(
     registryOf(VM_RULE),
     source,
@@ -1273,7 +1120,7 @@ Deno.test("DeletionValidator.validate() never lists the protected type itself: t
     ["cluster-scoped", clusterScopedDeleteRequest()],
   ];
   for (const [label, request] of requests) {
-    const source = new FakeSource({
+    const source = new FakeDependentSource({
       vpcs: {
         pages: [[
           vpc("vpc-a", { namespace: "default", peer: "vpc-a" }),
@@ -1297,17 +1144,17 @@ Deno.test("DeletionValidator.validate() never lists the protected type itself: t
 // 17. dryRun
 
 Deno.test("DeletionValidator.validate() answers a dry-run DELETE exactly like a real one", async () => {
-  const cases: [string, () => FakeSource][] = [
+  const cases: [string, () => FakeDependentSource][] = [
     ["referenced", () =>
-      new FakeSource({
+      new FakeDependentSource({
         virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
       })],
     ["unreferenced", () =>
-      new FakeSource({
+      new FakeDependentSource({
         virtualmachines: { pages: [[vm("vm-1", "vpc-b")]] },
       })],
     ["failing", () =>
-      new FakeSource({
+      new FakeDependentSource({
         virtualmachines: {
           error: new KubeApiError("forbidden", { status: 403 }),
         },
@@ -1339,7 +1186,9 @@ Deno.test("DeletionValidator.validate() follows rule edits made in the registry 
   const registry = registryOf(VM_RULE);
   const items = [vm("vm-1", "vpc-a")];
   (items[0]!.spec as Record<string, unknown>).network = { vpc: "vpc-b" };
-  const source = new FakeSource({ virtualmachines: { pages: [items] } });
+  const source = new FakeDependentSource({
+    virtualmachines: { pages: [items] },
+  });
   const validator = new DeletionValidator(registry, source);
   assert.equal(
     (await validator.validate(deleteRequest())).outcome,
@@ -1367,7 +1216,7 @@ const UNCONFIRMED: Verdict = {
 };
 
 Deno.test("DeletionValidator.validate() reads the live object under review in the consumer's cluster, beside the lists", async () => {
-  const source = new FakeSource({ virtualmachines: { pages: [[]] } });
+  const source = new FakeDependentSource({ virtualmachines: { pages: [[]] } });
   assert.deepEqual(
     await validate(registryOf(VM_RULE), source, deleteRequest()),
     ALLOWED,
@@ -1388,7 +1237,7 @@ for (
   ] as const
 ) {
   Deno.test(`DeletionValidator.validate() names no blocker and gives the one generic denial for ${label}`, async () => {
-    const source = new FakeSource({
+    const source = new FakeDependentSource({
       virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
     }, live);
     const verdict = await validate(
@@ -1402,7 +1251,7 @@ for (
 }
 
 Deno.test("DeletionValidator.validate() ends the lists once the live object does not confirm the review", async () => {
-  const source = new FakeSource({ virtualmachines: { hang: true } }, {
+  const source = new FakeDependentSource({ virtualmachines: { hang: true } }, {
     uid: undefined,
   });
   assert.deepEqual(
@@ -1415,7 +1264,7 @@ Deno.test("DeletionValidator.validate() ends the lists once the live object does
 });
 
 Deno.test("DeletionValidator.validate() denies 503 without naming blockers when the live object cannot be read", async () => {
-  const source = new FakeSource({
+  const source = new FakeDependentSource({
     virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
   }, {
     error: new KubeApiError("GET vpcs/vpc-a: 500: etcd down", { status: 500 }),
@@ -1435,7 +1284,7 @@ Deno.test("DeletionValidator.validate() denies 503 without naming blockers when 
 });
 
 Deno.test("DeletionValidator.validate() denies 503 when the live object does not answer within timeoutMs", async () => {
-  const source = new FakeSource({ virtualmachines: { pages: [[]] } }, {
+  const source = new FakeDependentSource({ virtualmachines: { pages: [[]] } }, {
     hang: true,
   });
   const verdict = await validate(
@@ -1513,7 +1362,9 @@ for (
   ] as const
 ) {
   Deno.test(`DeletionValidator.validate() answers 400 and asks kcp nothing for ${label}`, async () => {
-    const source = new FakeSource({ virtualmachines: { pages: [[]] } });
+    const source = new FakeDependentSource({
+      virtualmachines: { pages: [[]] },
+    });
     const verdict = await validate(registryOf(VM_RULE), source, request);
     assert.equal(verdict.outcome, "denied_invalid");
     assert.equal(verdict.response.status?.code, 400);
@@ -1529,7 +1380,7 @@ for (
 Deno.test("DeletionValidator.validate() lets a review wait for a permit, then reads kcp", async () => {
   const reviews = new FairQueue({ capacity: 1 });
   const held = (await reviews.acquire("consumer1", { timeoutMs: 0 }))!;
-  const source = new FakeSource({ virtualmachines: { pages: [[]] } });
+  const source = new FakeDependentSource({ virtualmachines: { pages: [[]] } });
   const verdict = validate(registryOf(VM_RULE), source, deleteRequest(), {
     reviews,
     queueTimeoutMs: 60_000,
@@ -1548,7 +1399,7 @@ Deno.test("DeletionValidator.validate() denies 503 busy without reading kcp when
     (await reviews.acquire("consumer1", { timeoutMs: 0 }))!,
     (await reviews.acquire("consumer1", { timeoutMs: 0 }))!,
   ];
-  const source = new FakeSource({ virtualmachines: { pages: [[]] } });
+  const source = new FakeDependentSource({ virtualmachines: { pages: [[]] } });
   const verdict = await validate(
     registryOf(VM_RULE),
     source,
@@ -1579,7 +1430,7 @@ Deno.test("DeletionValidator.validate() needs no permit for a type no rule prote
   const held = (await reviews.acquire("consumer1", { timeoutMs: 0 }))!;
   const verdict = await validate(
     registryOf(VM_RULE),
-    new FakeSource(),
+    new FakeDependentSource(),
     deleteRequest({ resource: { ...SUBNETS } }),
     { reviews, queueTimeoutMs: 0 },
   );
@@ -1589,7 +1440,9 @@ Deno.test("DeletionValidator.validate() needs no permit for a type no rule prote
 
 Deno.test("DeletionValidator.validate() gives the permit back when the review fails", async () => {
   const reviews = new FairQueue({ capacity: 1 });
-  const source = new FakeSource({ virtualmachines: { error: "boom" } });
+  const source = new FakeDependentSource({
+    virtualmachines: { error: "boom" },
+  });
   const verdict = await validate(registryOf(VM_RULE), source, deleteRequest(), {
     reviews,
   });
@@ -1604,7 +1457,7 @@ Deno.test("DeletionValidator.validate() lets another workspace's review through 
   // The heavy workspace's next review waits behind its own, though a permit is free.
   const waiting = reviews.acquire("heavy", { timeoutMs: 60_000 });
   assert.equal(reviews.waiting, 1);
-  const source = new FakeSource({ virtualmachines: { pages: [[]] } });
+  const source = new FakeDependentSource({ virtualmachines: { pages: [[]] } });
   const verdict = await validate(registryOf(VM_RULE), source, deleteRequest(), {
     reviews,
     queueTimeoutMs: 0,
@@ -1642,7 +1495,7 @@ function skipRequest(uid = "uid-vpc-a"): AdmissionRequest {
 
 Deno.test("DeletionValidator.validate() with a bypass authorizer lets the annotation through for an allowed user, asking in the consumer's cluster", async () => {
   const bypass = new FakeBypass(true);
-  const source = new FakeSource({
+  const source = new FakeDependentSource({
     virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
   });
   const verdict = await validate(registryOf(VM_RULE), source, skipRequest(), {
@@ -1663,7 +1516,7 @@ Deno.test("DeletionValidator.validate() with a bypass authorizer lets the annota
 Deno.test("DeletionValidator.validate() with a bypass authorizer denies 403 naming the permission for a user kcp does not allow", async () => {
   const verdict = await validate(
     registryOf(VM_RULE),
-    new FakeSource(),
+    new FakeDependentSource(),
     skipRequest(),
     { bypass: new FakeBypass(false) },
   );
@@ -1685,7 +1538,7 @@ Deno.test("DeletionValidator.validate() with a bypass authorizer denies 403 nami
 Deno.test("DeletionValidator.validate() with a bypass authorizer answers a forged skip review with the generic denial", async () => {
   const verdict = await validate(
     registryOf(VM_RULE),
-    new FakeSource(),
+    new FakeDependentSource(),
     skipRequest("uid-guessed"),
     { bypass: new FakeBypass(false) },
   );
@@ -1695,7 +1548,7 @@ Deno.test("DeletionValidator.validate() with a bypass authorizer answers a forge
 Deno.test("DeletionValidator.validate() with a bypass authorizer fails closed when kcp cannot answer", async () => {
   const verdict = await validate(
     registryOf(VM_RULE),
-    new FakeSource(),
+    new FakeDependentSource(),
     skipRequest(),
     {
       bypass: new FakeBypass({
@@ -1716,10 +1569,15 @@ Deno.test("DeletionValidator.validate() with a bypass authorizer fails closed wh
 Deno.test("DeletionValidator.validate() with a bypass authorizer asks nothing for a type no rule protects", async () => {
   const bypass = new FakeBypass(false);
   const request = skipRequest();
-  const verdict = await validate(registryOf(VM_RULE), new FakeSource(), {
-    ...request,
-    resource: { ...SUBNETS },
-  }, { bypass });
+  const verdict = await validate(
+    registryOf(VM_RULE),
+    new FakeDependentSource(),
+    {
+      ...request,
+      resource: { ...SUBNETS },
+    },
+    { bypass },
+  );
   assert.equal(verdict.outcome, "allowed");
   assert.deepEqual(bypass.queries, []);
 });
@@ -1771,7 +1629,7 @@ Deno.test("DeletionValidator.validate() names the list element that refers to th
   const registry = registryOf(
     rule("nics", VIRTUAL_MACHINES, [".spec.nics[*].subnetRef.name"]),
   );
-  const source = new FakeSource({
+  const source = new FakeDependentSource({
     virtualmachines: {
       pages: [[
         vmWithNics("vm-1", ["other", "vpc-a", "other"]),
@@ -1796,7 +1654,7 @@ Deno.test("DeletionValidator.validate() names at most three fields of one depend
   const registry = registryOf(
     rule("nics", VIRTUAL_MACHINES, [".spec.nics[*].subnetRef.name"]),
   );
-  const source = new FakeSource({
+  const source = new FakeDependentSource({
     virtualmachines: {
       pages: [[vmWithNics("vm-1", Array(1000).fill("vpc-a"))]],
     },
@@ -1817,7 +1675,7 @@ Deno.test("DeletionValidator.validate() lists every namespace for a namespace pa
       ".spec.nics[*].subnetRef.namespace",
     ),
   );
-  const source = new FakeSource({
+  const source = new FakeDependentSource({
     virtualmachines: {
       pages: [[
         // Refers to default/vpc-a from team-a: blocks.
@@ -1863,7 +1721,7 @@ Deno.test("DeletionValidator.validate() lets a cluster-scoped dependent protect 
         ".spec.vpcRef.namespace",
       ),
     ),
-    new FakeSource({ virtualmachines: { pages: [items] } }),
+    new FakeDependentSource({ virtualmachines: { pages: [items] } }),
     deleteRequest(),
   );
   assert.deepEqual(
@@ -1875,7 +1733,9 @@ Deno.test("DeletionValidator.validate() lets a cluster-scoped dependent protect 
   );
   // Without a namespace path the listing stays in the object's namespace,
   // and a cluster-scoped item found there still refers to no namespace.
-  const source = new FakeSource({ virtualmachines: { pages: [items] } });
+  const source = new FakeDependentSource({
+    virtualmachines: { pages: [items] },
+  });
   const without = await validate(
     registryOf(VM_RULE),
     source,
@@ -1894,7 +1754,7 @@ Deno.test("DeletionValidator.validate() ignores namespaces for a cluster-scoped 
       ".spec.vpcRef.namespace",
     ),
   );
-  const source = new FakeSource({
+  const source = new FakeDependentSource({
     virtualmachines: {
       pages: [[{
         ...vm("vm-1", "vpc-a", "team-a"),
@@ -1926,7 +1786,7 @@ Deno.test("DeletionValidator.validate() lists a type once when only one of its r
       ".spec.altVpcRef.namespace",
     ),
   );
-  const source = new FakeSource({
+  const source = new FakeDependentSource({
     virtualmachines: {
       pages: [[
         // .spec.vpcRef.name has no namespace path: team-a/vpc-a, no block.
@@ -1966,12 +1826,14 @@ Deno.test("DeletionValidator.validate() with a provider applies only the rules a
   // Every rule applies without a provider: the other provider's rule blocks.
   const all = await validate(
     registry,
-    new FakeSource({ virtualmachines: { pages: [items] } }),
+    new FakeDependentSource({ virtualmachines: { pages: [items] } }),
     deleteRequest(),
   );
   assert.equal(all.outcome, "denied_referenced");
   // The first provider's configuration: only VM_RULE, which finds nothing.
-  const source = new FakeSource({ virtualmachines: { pages: [items] } });
+  const source = new FakeDependentSource({
+    virtualmachines: { pages: [items] },
+  });
   const own = await new DeletionValidator(registry, source).validate(
     deleteRequest(),
     { provider: "root:providers:network" },
@@ -1980,7 +1842,7 @@ Deno.test("DeletionValidator.validate() with a provider applies only the rules a
   // The second provider's: its rule blocks.
   const second = await new DeletionValidator(
     registry,
-    new FakeSource({ virtualmachines: { pages: [items] } }),
+    new FakeDependentSource({ virtualmachines: { pages: [items] } }),
   ).validate(deleteRequest(), { provider: "root:providers:network2" });
   assert.deepEqual(
     second,
@@ -1990,7 +1852,7 @@ Deno.test("DeletionValidator.validate() with a provider applies only the rules a
     ),
   );
   // A provider no rule is about: allowed without reading kcp.
-  const none = new FakeSource({});
+  const none = new FakeDependentSource({});
   assert.deepEqual(
     await new DeletionValidator(registry, none).validate(deleteRequest(), {
       provider: "root:elsewhere",
@@ -2025,7 +1887,7 @@ const LOCKED =
   'cannot delete vpcs/vpc-a: locked by Lock default/prod ("production VPC"): deleting the Lock unlocks it; the skip-protection annotation does not';
 
 Deno.test("DeletionValidator.validate() denies the delete of a locked object with the Lock's reason, after confirming it", async () => {
-  const source = new FakeSource({});
+  const source = new FakeDependentSource({});
   const verdict = await validate(registryOf(), source, deleteRequest(), {
     locks: lockIndex(),
   });
@@ -2044,7 +1906,9 @@ Deno.test("DeletionValidator.validate() denies the delete of a locked object wit
 Deno.test("DeletionValidator.validate() names both the Lock and the references", async () => {
   const verdict = await validate(
     registryOf(VM_RULE),
-    new FakeSource({ virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] } }),
+    new FakeDependentSource({
+      virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
+    }),
     deleteRequest(),
     { locks: lockIndex() },
   );
@@ -2062,7 +1926,7 @@ Deno.test("DeletionValidator.validate() does not let the skip-protection annotat
       annotations: { "kcp.io/cluster": "consumer1", [SKIP]: "true" },
     }),
   });
-  const source = new FakeSource({
+  const source = new FakeDependentSource({
     virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
   });
   const verdict = await validate(registryOf(VM_RULE), source, skipping, {
@@ -2076,9 +1940,14 @@ Deno.test("DeletionValidator.validate() does not let the skip-protection annotat
   const unlocked = new LockIndex();
   unlocked.replace([]);
   assert.equal(
-    (await validate(registryOf(VM_RULE), new FakeSource({}), skipping, {
-      locks: unlocked,
-    })).outcome,
+    (await validate(
+      registryOf(VM_RULE),
+      new FakeDependentSource({}),
+      skipping,
+      {
+        locks: unlocked,
+      },
+    )).outcome,
     "allowed_skip",
   );
 });
@@ -2086,7 +1955,7 @@ Deno.test("DeletionValidator.validate() does not let the skip-protection annotat
 Deno.test("DeletionValidator.validate() learns nothing of a Lock from a review the live object does not confirm", async () => {
   const verdict = await validate(
     registryOf(),
-    new FakeSource({}, { uid: "someone-else" }),
+    new FakeDependentSource({}, { uid: "someone-else" }),
     deleteRequest(),
     { locks: lockIndex() },
   );
@@ -2096,13 +1965,23 @@ Deno.test("DeletionValidator.validate() learns nothing of a Lock from a review t
 
 Deno.test("DeletionValidator.validate() denies an UPDATE only of an object locked for Update", async () => {
   const update = deleteRequest({ operation: "UPDATE" });
-  const forDelete = await validate(registryOf(), new FakeSource({}), update, {
-    locks: lockIndex(["Delete"]),
-  });
+  const forDelete = await validate(
+    registryOf(),
+    new FakeDependentSource({}),
+    update,
+    {
+      locks: lockIndex(["Delete"]),
+    },
+  );
   assert.deepEqual(forDelete, ALLOWED);
-  const forUpdate = await validate(registryOf(), new FakeSource({}), update, {
-    locks: lockIndex(["Delete", "Update"]),
-  });
+  const forUpdate = await validate(
+    registryOf(),
+    new FakeDependentSource({}),
+    update,
+    {
+      locks: lockIndex(["Delete", "Update"]),
+    },
+  );
   assert.equal(forUpdate.outcome, "denied_locked");
   assert.match(
     forUpdate.response.status?.message ?? "",
@@ -2110,7 +1989,7 @@ Deno.test("DeletionValidator.validate() denies an UPDATE only of an object locke
   );
   // Without Locks an UPDATE is never looked at.
   assert.deepEqual(
-    await validate(registryOf(), new FakeSource({}), update),
+    await validate(registryOf(), new FakeDependentSource({}), update),
     ALLOWED,
   );
 });
@@ -2118,7 +1997,7 @@ Deno.test("DeletionValidator.validate() denies an UPDATE only of an object locke
 Deno.test("DeletionValidator.validate() denies as not ready until the Locks are loaded", async () => {
   const verdict = await validate(
     registryOf(),
-    new FakeSource({}),
+    new FakeDependentSource({}),
     deleteRequest(),
     {
       locks: new LockIndex(),
@@ -2144,7 +2023,9 @@ Deno.test("DeletionValidator.validate() applies no Lock of another workspace or 
     ]
   ) {
     assert.deepEqual(
-      await validate(registryOf(), new FakeSource({}), request, { locks }),
+      await validate(registryOf(), new FakeDependentSource({}), request, {
+        locks,
+      }),
       ALLOWED,
     );
   }
@@ -2164,7 +2045,7 @@ Deno.test("DeletionValidator.validate() reads a locked Namespace as the cluster-
       reason: "tenant home",
     }),
   }]);
-  const source = new FakeSource({});
+  const source = new FakeDependentSource({});
   const verdict = await validate(registryOf(), source, {
     ...deleteRequest(),
     kind: { group: "", version: "v1", kind: "Namespace" },
@@ -2208,7 +2089,7 @@ const VM_1_BLOCKS =
   "cannot delete vpcs/vpc-a: still referenced by VirtualMachine/vm-1 (.spec.vpcRef.name)";
 
 Deno.test("DeletionValidator.validate() keeps references ordering a workspace's teardown until teardownOrderMs after kcp marked it, then lets go", async () => {
-  const within = new FakeSource({
+  const within = new FakeDependentSource({
     virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
   });
   within.deletedAt = MARKED;
@@ -2220,7 +2101,7 @@ Deno.test("DeletionValidator.validate() keeps references ordering a workspace's 
     referenced(VM_1_BLOCKS, 1),
   );
   assert.deepEqual(within.workspaceQueries, ["consumer1"]);
-  const past = new FakeSource({
+  const past = new FakeDependentSource({
     virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
   });
   past.deletedAt = MARKED;
@@ -2232,7 +2113,7 @@ Deno.test("DeletionValidator.validate() keeps references ordering a workspace's 
     WORKSPACE_DELETING,
   );
   // 0: nothing in a workspace being deleted is protected at all.
-  const zero = new FakeSource({
+  const zero = new FakeDependentSource({
     virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
   });
   zero.deletedAt = MARKED;
@@ -2244,7 +2125,7 @@ Deno.test("DeletionValidator.validate() keeps references ordering a workspace's 
     WORKSPACE_DELETING,
   );
   // Nothing refers to it: allowed without asking about the workspace.
-  const free = new FakeSource({ virtualmachines: { pages: [[]] } });
+  const free = new FakeDependentSource({ virtualmachines: { pages: [[]] } });
   free.deletedAt = MARKED;
   assert.deepEqual(
     await validate(registryOf(VM_RULE), free, deleteRequest()),
@@ -2254,7 +2135,7 @@ Deno.test("DeletionValidator.validate() keeps references ordering a workspace's 
 });
 
 Deno.test("DeletionValidator.validate() lets no Lock hold in a workspace being deleted, while references still order it", async () => {
-  const lockedOnly = new FakeSource({});
+  const lockedOnly = new FakeDependentSource({});
   lockedOnly.deletedAt = MARKED;
   assert.deepEqual(
     await validate(registryOf(), lockedOnly, deleteRequest(), {
@@ -2263,7 +2144,7 @@ Deno.test("DeletionValidator.validate() lets no Lock hold in a workspace being d
     }),
     WORKSPACE_DELETING,
   );
-  const lockedAndReferenced = new FakeSource({
+  const lockedAndReferenced = new FakeDependentSource({
     virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
   });
   lockedAndReferenced.deletedAt = MARKED;
@@ -2274,7 +2155,7 @@ Deno.test("DeletionValidator.validate() lets no Lock hold in a workspace being d
     }),
     referenced(VM_1_BLOCKS, 1),
   );
-  const beyond = new FakeSource({
+  const beyond = new FakeDependentSource({
     virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
   });
   beyond.deletedAt = MARKED;
@@ -2289,13 +2170,13 @@ Deno.test("DeletionValidator.validate() lets no Lock hold in a workspace being d
 });
 
 Deno.test("DeletionValidator.validate() keeps the denial while the workspace is not being deleted or cannot be read in time", async () => {
-  const answers: FakeSource["deletedAt"][] = [
+  const answers: FakeDependentSource["deletedAt"][] = [
     undefined,
     { error: new KubeApiError("forbidden", { status: 403 }) },
     { hang: true },
   ];
   for (const deletedAt of answers) {
-    const source = new FakeSource({
+    const source = new FakeDependentSource({
       virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
     });
     source.deletedAt = deletedAt;
@@ -2322,7 +2203,7 @@ Deno.test("DeletionValidator.validate() keeps the denial while the workspace is 
     assert.deepEqual(source.workspaceQueries, ["consumer1"]);
   }
   // Nor does an unconfirmed review ever ask.
-  const forged = new FakeSource({}, { uid: "someone-else" });
+  const forged = new FakeDependentSource({}, { uid: "someone-else" });
   forged.deletedAt = MARKED;
   assert.equal(
     (await validate(registryOf(), forged, deleteRequest(), {
@@ -2351,13 +2232,13 @@ Deno.test("DeletionValidator.validate() answers a forged review of a type Locks 
   const forged = { uid: "someone-else" };
   const held = await validate(
     registryOf(),
-    new FakeSource({}, forged),
+    new FakeDependentSource({}, forged),
     deleteRequest(),
     { locks: lockIndex() },
   );
   const free = await validate(
     registryOf(),
-    new FakeSource({}, forged),
+    new FakeDependentSource({}, forged),
     deleteRequest(),
     { locks: otherLocked() },
   );
@@ -2371,13 +2252,18 @@ Deno.test("DeletionValidator.validate() answers a forged review of a type Locks 
     }),
   });
   assert.deepEqual(
-    await validate(registryOf(), new FakeSource({}, forged), skipping, {
-      locks: otherLocked(),
-    }),
+    await validate(
+      registryOf(),
+      new FakeDependentSource({}, forged),
+      skipping,
+      {
+        locks: otherLocked(),
+      },
+    ),
     held,
   );
   // A real review of the free object is allowed after the one read.
-  const source = new FakeSource({});
+  const source = new FakeDependentSource({});
   assert.deepEqual(
     await validate(registryOf(), source, deleteRequest(), {
       locks: otherLocked(),
@@ -2396,7 +2282,7 @@ Deno.test("DeletionValidator.validate() holds a locked object it may not read, n
   };
   const verdict = await validate(
     registryOf(),
-    new FakeSource({}, cannotRead),
+    new FakeDependentSource({}, cannotRead),
     deleteRequest(),
     { locks: lockIndex() },
   );
@@ -2418,7 +2304,7 @@ Deno.test("DeletionValidator.validate() holds a locked object it may not read, n
   assert.deepEqual(
     await validate(
       registryOf(),
-      new FakeSource({}, cannotRead),
+      new FakeDependentSource({}, cannotRead),
       deleteRequest(),
       { locks: otherLocked() },
     ),
@@ -2428,7 +2314,7 @@ Deno.test("DeletionValidator.validate() holds a locked object it may not read, n
 
 Deno.test("DeletionValidator.validate() does not report a workspace it cannot read at all as a missing grant", async () => {
   const denied = new KubeApiError("403", { status: 403, reason: "Forbidden" });
-  const source = new FakeSource({ virtualmachines: { pages: [[]] } }, {
+  const source = new FakeDependentSource({ virtualmachines: { pages: [[]] } }, {
     error: denied,
   });
   // The LogicalCluster is refused too: the workspace does not exist (kcp
@@ -2446,9 +2332,12 @@ Deno.test("DeletionValidator.validate() does not report a workspace it cannot re
   );
   assert.deepEqual(source.workspaceQueries, ["consumer1"]);
   // When the workspace can be read, the 403 is the missing grant it says.
-  const granted = new FakeSource({ virtualmachines: { pages: [[]] } }, {
-    error: denied,
-  });
+  const granted = new FakeDependentSource(
+    { virtualmachines: { pages: [[]] } },
+    {
+      error: denied,
+    },
+  );
   assert.deepEqual(
     await validate(registryOf(VM_RULE), granted, deleteRequest()),
     forbidden("get", VPCS),
@@ -2481,7 +2370,7 @@ function lookAlikeRegistry(): RuleRegistry {
 Deno.test("DeletionValidator.validate() applies a rule only to dependents bound from its own dependent export", async () => {
   // vm "vpc-a" refers to nothing, but its name matches the look-alike's path.
   const pages = { virtualmachines: { pages: [[vm("vpc-a", "other")]] } };
-  const source = new FakeSource(pages);
+  const source = new FakeDependentSource(pages);
   source.bound = new Map([["compute.example.com/virtualmachines", "real"]]);
   assert.deepEqual(
     await validate(lookAlikeRegistry(), source, deleteRequest()),
@@ -2489,7 +2378,7 @@ Deno.test("DeletionValidator.validate() applies a rule only to dependents bound 
   );
   assert.equal(source.boundReads, 1);
   // A VM that does refer through the provider's field still blocks.
-  const referring = new FakeSource({
+  const referring = new FakeDependentSource({
     virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
   });
   referring.bound = new Map([["compute.example.com/virtualmachines", "real"]]);
@@ -2499,7 +2388,7 @@ Deno.test("DeletionValidator.validate() applies a rule only to dependents bound 
   );
   // A workspace that binds VirtualMachines from the tenant's export: only
   // the tenant's rule speaks of them.
-  const tenants = new FakeSource({
+  const tenants = new FakeDependentSource({
     virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
   });
   tenants.bound = new Map([["compute.example.com/virtualmachines", "fake"]]);
@@ -2510,7 +2399,7 @@ Deno.test("DeletionValidator.validate() applies a rule only to dependents bound 
 });
 
 Deno.test("DeletionValidator.validate() counts every rule when the workspace's bindings cannot be read (fail closed)", async () => {
-  const source = new FakeSource({
+  const source = new FakeDependentSource({
     virtualmachines: { pages: [[vm("vpc-a", "other")]] },
   });
   source.bound = { error: new Error("403 Forbidden") };
@@ -2523,7 +2412,7 @@ Deno.test("DeletionValidator.validate() counts every rule when the workspace's b
 });
 
 Deno.test("DeletionValidator.validate() reads no bindings for rules without a known export identity", async () => {
-  const source = new FakeSource({ virtualmachines: { pages: [[]] } });
+  const source = new FakeDependentSource({ virtualmachines: { pages: [[]] } });
   await validate(registryOf(VM_RULE), source, deleteRequest());
   assert.equal(source.boundReads, 0);
 });

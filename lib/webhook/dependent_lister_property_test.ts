@@ -28,7 +28,6 @@ import {
   isLabel,
   isSubdomain,
   isSubdomainOfLabels,
-  LABEL,
 } from "../../testing/dns_oracle.ts";
 
 /** Fixed, so that a failure is reproducible; fast-check prints the path to replay. */

@@ -4,6 +4,7 @@ import {
   beforeWatchdog,
   type CertPair,
   closeQuietly,
+  FakeDependentSource,
   logCollector,
   readResponse,
   selfSignedCert,
@@ -22,10 +23,7 @@ import { parseDependencyRule } from "../rules/mod.ts";
 import { KubeApiError } from "../kcp/mod.ts";
 import {
   DeletionValidator,
-  type DependentQuery,
-  type DependentSource,
   NOT_INITIALIZED_MESSAGE,
-  type ObjectQuery,
   type Outcome,
   type Verdict,
 } from "./deletion_validator.ts";
@@ -82,28 +80,11 @@ function vpcRule() {
   return parsed.rule;
 }
 
-/** A DependentSource that serves one page of `items` and records queries. */
-class FakeSource implements DependentSource {
-  readonly queries: DependentQuery[] = [];
-  readonly objectQueries: ObjectQuery[] = [];
-  constructor(readonly items: unknown[] = []) {}
-  async *pages(query: DependentQuery): AsyncIterable<readonly unknown[]> {
-    this.queries.push(query);
-    await Promise.resolve();
-    yield this.items;
-  }
-  /** The live object is the one under review (uid as in the testdata). */
-  liveUid(query: ObjectQuery): Promise<string | undefined> {
-    this.objectQueries.push(query);
-    return Promise.resolve(LIVE_UID);
-  }
-  /** No workspace here is being deleted. */
-  workspaceDeletedAt(): Promise<Date | undefined> {
-    return Promise.resolve(undefined);
-  }
-  boundIdentities(): Promise<ReadonlyMap<string, string>> {
-    return Promise.resolve(new Map());
-  }
+/** The fake source of these tests: `items` are the VirtualMachines, the live object is the one under review. */
+function fakeSource(items: unknown[] = []): FakeDependentSource {
+  return new FakeDependentSource({ virtualmachines: { pages: [items] } }, {
+    uid: LIVE_UID,
+  });
 }
 
 interface AdmissionHarness {
@@ -111,7 +92,7 @@ interface AdmissionHarness {
   reviewed: { outcome: Outcome; allowed: boolean; seconds: number }[];
   rejected: number[];
   logs: Record<string, unknown>[];
-  source: FakeSource;
+  source: FakeDependentSource;
 }
 
 function admission(
@@ -126,7 +107,7 @@ function admission(
   if (options.loaded ?? true) {
     registry.replace([{ cluster: "providercluster", rule: vpcRule() }]);
   }
-  const source = new FakeSource(options.items);
+  const source = fakeSource(options.items);
   const reviewed: AdmissionHarness["reviewed"] = [];
   const rejected: number[] = [];
   const observer: AdmissionObserver = {
@@ -253,21 +234,14 @@ Deno.test("createAdmissionApp() POST /validate denies a referenced object with H
 });
 
 Deno.test("createAdmissionApp() logs a denial caused by a missing read grant at warn, naming the permission", async () => {
-  /** kcp refuses the webhook's LIST of the dependent type. */
-  class ForbiddenSource extends FakeSource {
-    // deno-lint-ignore require-yield
-    override async *pages(
-      query: DependentQuery,
-    ): AsyncIterable<readonly unknown[]> {
-      this.queries.push(query);
-      await Promise.resolve();
-      throw new KubeApiError("forbidden", { status: 403 });
-    }
-  }
+  // kcp refuses the webhook's LIST of the dependent type.
+  const forbidden = new FakeDependentSource({
+    virtualmachines: { error: new KubeApiError("forbidden", { status: 403 }) },
+  }, { uid: LIVE_UID });
   const registry = new RuleRegistry();
   registry.replace([{ cluster: "providercluster", rule: vpcRule() }]);
   const h = admission({
-    validator: new DeletionValidator(registry, new ForbiddenSource()),
+    validator: new DeletionValidator(registry, forbidden),
   });
   const response = await h.request({ body: JSON.stringify(deleteVpc) });
   const review = await response.json();

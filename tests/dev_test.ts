@@ -3,18 +3,31 @@
  * demo topology and both components, shows a delete denied and then allowed,
  * and cleans up; `--once --shards 2` does the same on a sharded kcp (two
  * shards behind kcp-front-proxy) with a consumer on each shard. Their output
- * is printed, so the CI log shows the walk-through.
+ * is printed, so the CI log shows the walk-through. `--help` and bad flags
+ * answer before anything is built.
  */
 import assert from "node:assert/strict";
 import { type CommandResult, runCommand } from "../testing/mod.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 
-function run(args: string[]): Promise<CommandResult> {
+function run(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<CommandResult> {
   return runCommand(Deno.execPath(), args, {
     cwd: ROOT,
-    env: { NO_COLOR: "1" },
+    env: { NO_COLOR: "1", ...env },
   });
+}
+
+/** The number of steps the walk-through numbers (`[n/STEPS]`). */
+const STEPS = 11;
+
+/** Where `text` first matches `pattern` after `from`, or -1. */
+function indexAfter(text: string, pattern: RegExp, from: number): number {
+  const found = text.slice(from).search(pattern);
+  return found < 0 ? -1 : from + found;
 }
 
 /** The processes whose command line names `dir`: what a run left behind. */
@@ -43,20 +56,74 @@ Deno.test("deno task dev --once walks through a denied and an allowed delete on 
     ]);
     console.log(stdout);
     assert.equal(code, 0, `deno task dev --once exited ${code}:\n${stderr}`);
-    for (let step = 1; step <= 10; step++) {
-      assert.match(stdout, new RegExp(`^\\[${step}/10\\] `, "m"));
+    for (let step = 1; step <= STEPS; step++) {
+      assert.match(stdout, new RegExp(`^\\[${step}/${STEPS}\\] `, "m"));
     }
-    const denied = stdout.search(
-      /denied the request: cannot delete vpcs\/vpc-a: still referenced by VirtualMachine\/vm-1 \(\.spec\.vpcRef\.name\)/,
-    );
-    const allowed = stdout.search(/vpc\.network\.example\.com "vpc-a" deleted/);
-    assert.ok(denied > 0, "the denied delete is shown with its message");
-    assert.ok(allowed > denied, "the allowed delete comes after the denial");
-    assert.match(stdout, /vm-dependencies\s+True\s+Enforced/);
+    // The waits say what they wait for.
     assert.match(
       stdout,
-      /cannot delete vpcs\/vpc-prod: locked by Lock default\/prod \("production VPC, ask #netops"\)/,
+      /^ +waiting for kcp to answer \/readyz .*\n(?: +\.\.\. still waiting for kcp .*\(\d+s\)\n)* +kcp is ready at /m,
     );
+    assert.match(
+      stdout,
+      /^ +waiting for the demo's workspaces, APIExports and APIBindings to be ready/m,
+    );
+    // The rule's YAML, then its apply.
+    assert.match(
+      stdout,
+      /\$ cat testing\/fixtures\/compute\/dependencyrule-vm-vpc\.yaml\n(?: {8}.*\n)* {8}kind: DependencyRule\n(?: {8}.*\n)* +\$ kubectl --kubeconfig=\S+ apply -f testing\/fixtures\/compute\/dependencyrule-vm-vpc\.yaml\n/,
+    );
+    // The grant, as an operator types it, with the demo's kubeconfigs.
+    assert.match(
+      stdout,
+      /\$ deno task rbac --kubeconfig=\S*\/kubeconfigs\/webhook@root_dep-ctrl\.kubeconfig \| kubectl --kubeconfig=\S*\/kubeconfigs\/shardAdmin@system_admin\.kubeconfig apply -f -\n +clusterrole\.rbac\.authorization\.k8s\.io\/\S+ (created|configured|unchanged)/,
+    );
+    assert.match(stdout, /^ +vm-dependencies\s.*\sTrue\s+Enforced\s/m);
+    const referenced =
+      /denied the request: cannot delete vpcs\/vpc-a: still referenced by VirtualMachine\/vm-1 \(\.spec\.vpcRef\.name\)/;
+    const dryRun = stdout.search(
+      new RegExp(
+        `\\$ kubectl --kubeconfig=\\S+ delete vpc vpc-a --dry-run=server\\n +.*${referenced.source}`,
+      ),
+    );
+    const denied = indexAfter(
+      stdout,
+      new RegExp(
+        `\\$ kubectl --kubeconfig=\\S+ delete vpc vpc-a\\n +.*${referenced.source}`,
+      ),
+      dryRun + 1,
+    );
+    const allowed = indexAfter(
+      stdout,
+      /vpc\.network\.example\.com "vpc-a" deleted/,
+      denied + 1,
+    );
+    const gone = indexAfter(
+      stdout,
+      /\$ kubectl --kubeconfig=\S+ get vpc vpc-a\n +Error from server \(NotFound\): vpcs\.network\.example\.com "vpc-a" not found/,
+      allowed + 1,
+    );
+    assert.ok(dryRun > 0, "a dry run asks what blocks the delete");
+    assert.ok(denied > dryRun, "then the real delete is denied");
+    assert.ok(allowed > denied, "the allowed delete comes after the denial");
+    assert.ok(gone > allowed, "and the VPC is gone");
+    // The Lock's YAML, then the denial with its reason, then the VPC gone.
+    const lockYaml = stdout.search(
+      /\$ cat \S*lock-prod\.yaml\n(?: {8}.*\n)* {8}kind: Lock\n(?: {8}.*\n)* {10}reason: "production VPC, ask #netops"\n/,
+    );
+    const locked = indexAfter(
+      stdout,
+      /cannot delete vpcs\/vpc-prod: locked by Lock default\/prod \("production VPC, ask #netops"\)/,
+      lockYaml + 1,
+    );
+    const unlocked = indexAfter(
+      stdout,
+      /\$ kubectl --kubeconfig=\S+ get vpc vpc-prod\n +Error from server \(NotFound\)/,
+      locked + 1,
+    );
+    assert.ok(lockYaml > gone, "the Lock's YAML is shown");
+    assert.ok(locked > lockYaml, "the locked VPC's delete is denied");
+    assert.ok(unlocked > locked, "once unlocked, the VPC is deleted");
     await assert.rejects(
       Deno.stat(dir),
       Deno.errors.NotFound,
@@ -86,13 +153,20 @@ Deno.test("deno task dev --once --shards 2 walks through the same on two shards,
       0,
       `deno task dev --once --shards 2 exited ${code}:\n${stderr}`,
     );
-    for (let step = 1; step <= 10; step++) {
-      assert.match(stdout, new RegExp(`^\\[${step}/10\\] `, "m"));
+    for (let step = 1; step <= STEPS; step++) {
+      assert.match(stdout, new RegExp(`^\\[${step}/${STEPS}\\] `, "m"));
     }
     assert.match(
       stdout,
       /kcp-front-proxy is ready at https:\/\/127\.0\.0\.1:\d+/,
     );
+    // The grant goes to system:admin of each shard, with its own kubeconfig.
+    const grants = [
+      ...stdout.matchAll(
+        /\$ deno task rbac --kubeconfig=\S+ \| kubectl --kubeconfig=(\S+) apply -f -\n +clusterrole\S+ (?:created|configured|unchanged)/g,
+      ),
+    ].map((m) => m[1]);
+    assert.equal(new Set(grants).size, 2, `one grant per shard: ${grants}`);
     // The placement, as printed: workspace, its shard, what it is.
     for (
       const [path, shard] of [
@@ -109,7 +183,7 @@ Deno.test("deno task dev --once --shards 2 walks through the same on two shards,
         `${path} is shown on shard ${shard}`,
       );
     }
-    assert.match(stdout, /vm-dependencies\s+True\s+Enforced/);
+    assert.match(stdout, /^ +vm-dependencies\s.*\sTrue\s+Enforced\s/m);
     for (const consumer of ["c1", "c2"]) {
       // The command (its kubeconfig names the workspace), then its answer.
       const command = (args: string) =>
@@ -119,6 +193,13 @@ Deno.test("deno task dev --once --shards 2 walks through the same on two shards,
           `${
             command("delete vpc vpc-a")
           } +.*denied the request: cannot delete vpcs/vpc-a: still referenced by VirtualMachine/vm-1 \\(\\.spec\\.vpcRef\\.name\\)`,
+        ),
+      );
+      const dryRun = stdout.search(
+        new RegExp(
+          `${
+            command("delete vpc vpc-a --dry-run=server")
+          } +.*denied the request: cannot delete vpcs/vpc-a: still referenced`,
         ),
       );
       const allowed = stdout.search(
@@ -135,7 +216,8 @@ Deno.test("deno task dev --once --shards 2 walks through the same on two shards,
           } +.*cannot delete vpcs/vpc-prod: locked by Lock default/prod \\("production VPC, ask #netops"\\)`,
         ),
       );
-      assert.ok(denied > 0, `the denied delete in ${consumer} is shown`);
+      assert.ok(dryRun > 0, `the dry run in ${consumer} is shown`);
+      assert.ok(denied > dryRun, `then the denied delete in ${consumer}`);
       assert.ok(allowed > denied, `then the allowed delete in ${consumer}`);
       assert.ok(locked > allowed, `then the locked VPC in ${consumer}`);
     }
@@ -193,4 +275,21 @@ Deno.test("deno task dev refuses unknown arguments and a directory it did not ma
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("deno task dev --help and a bad flag answer before anything is built", async () => {
+  // A kcp that does not exist fails any build: nothing may try one.
+  const env = {
+    KCP_BIN: "/nonexistent/kcp",
+    KUBECTL_BIN: "/nonexistent/kubectl",
+  };
+  const help = await run(["task", "dev", "--help"], env);
+  assert.equal(help.code, 0, help.stderr);
+  assert.match(help.stdout, /^Usage: deno task dev /m);
+  assert.doesNotMatch(help.stdout + help.stderr, /kcp:build/);
+
+  const bad = await run(["task", "dev", "--once", "--bogus"], env);
+  assert.equal(bad.code, 2, bad.stderr);
+  assert.match(bad.stderr, /Unknown argument --bogus\n\nUsage: deno task dev /);
+  assert.doesNotMatch(bad.stdout + bad.stderr, /kcp:build/);
 });

@@ -5,8 +5,11 @@
  * is neither cached already nor named by its override (`KCP_BIN`,
  * `KUBECTL_BIN`, `KCP_FRONT_PROXY_BIN`, `CACHE_SERVER_BIN`,
  * `MANIFEST_CHECK_BIN`, `HELM_BIN`), so a cache from before one of them
- * existed only gains that binary. Prints what it did and how long it took. Arguments name the
- * binaries to provide (`kcp kubectl` for `deno task dev`); none means all.
+ * existed only gains that binary. Prints what it did and how long it took,
+ * and while a binary builds a heartbeat with the time spent and the packages
+ * compiled out of those to compile (`build_progress.ts`): every 10 s, or one
+ * line redrawn in place on a terminal. Arguments name the binaries to
+ * provide (`kcp kubectl` for `deno task dev`); none means all.
  *
  * @module
  */
@@ -21,6 +24,7 @@ import {
   moduleDir,
   sourcesDigest,
 } from "./binaries.ts";
+import { buildWithProgress } from "./build_progress.ts";
 
 /** One binary and the Go package and module that build it. */
 export interface Target {
@@ -202,46 +206,49 @@ async function main(args: string[]): Promise<number> {
   return 0;
 }
 
+/**
+ * The environment of every build: static binaries, and the module pins of
+ * the committed `go.sum`.
+ */
+const GO_ENV = {
+  CGO_ENABLED: "0",
+  // The checksum database does not list kcp's fork pseudo-versions;
+  // the committed go.sum still pins every module's hash.
+  GONOSUMDB: "github.com/kcp-dev/*",
+  GOFLAGS: "-mod=readonly",
+  GOTOOLCHAIN: "auto",
+};
+
+/**
+ * Builds `target` into `output`, printing a heartbeat with the packages
+ * compiled out of those to compile ({@linkcode buildWithProgress}).
+ */
 async function goBuild(target: Target, output: string): Promise<void> {
-  const args = ["build", "-trimpath", "-o", output];
-  if (target.ldflags !== "") args.push("-ldflags", target.ldflags);
-  args.push(target.pkg);
-  let child;
+  const flags = ["-trimpath", "-o", output];
+  if (target.ldflags !== "") flags.push("-ldflags", target.ldflags);
+  const file = BINARIES[target.name].file;
   try {
-    child = new Deno.Command("go", {
-      args,
+    await buildWithProgress({
       cwd: moduleDir(target.module),
-      env: {
-        CGO_ENABLED: "0",
-        // The checksum database does not list kcp's fork pseudo-versions;
-        // the committed go.sum still pins every module's hash.
-        GONOSUMDB: "github.com/kcp-dev/*",
-        GOFLAGS: "-mod=readonly",
-        GOTOOLCHAIN: "auto",
-      },
-      stdout: "inherit",
-      stderr: "inherit",
-    }).spawn();
+      env: GO_ENV,
+      flags,
+      pkg: target.pkg,
+      label: `kcp:build: ${file}`,
+    });
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) {
       throw new Error(
-        `Cannot build ${
-          BINARIES[target.name].file
-        }: 'go' is not on PATH (install Go or set ${
+        `Cannot build ${file}: 'go' is not on PATH (install Go or set ${
           BINARIES[target.name].env
         })`,
       );
     }
-    throw error;
+    throw new Error(`Cannot build ${file}: ${errorMessage(error)}`);
   }
-  const status = await child.status;
-  if (!status.success) {
-    throw new Error(
-      `Cannot build ${BINARIES[target.name].file}: 'go ${
-        args.join(" ")
-      }' exited with ${status.code}`,
-    );
-  }
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
 
 function seconds(ms: number): string {

@@ -32,10 +32,19 @@ import {
   WEBHOOK_FLAGS,
   type WebhookOptions,
 } from "./lib/webhook/mod.ts";
-import { KubeClient, loadKubeConnection } from "./lib/kcp/mod.ts";
+import {
+  ExportWatcher,
+  KubeClient,
+  loadKubeConnection,
+} from "./lib/kcp/mod.ts";
 import { readExport } from "./lib/exports/mod.ts";
-import { enforcedRules, RuleWatcher } from "./lib/rules/mod.ts";
-import { LockIndex, LockWatcher } from "./lib/locks/mod.ts";
+import {
+  enforcedRules,
+  RULES_PATH,
+  ruleSnapshot,
+  ruleView,
+} from "./lib/rules/mod.ts";
+import { LockIndex, LOCKS_PATH, lockView } from "./lib/locks/mod.ts";
 
 const SUMMARY =
   "Serves the kcp admission webhook that denies deleting objects other objects still refer to.";
@@ -76,31 +85,33 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
       }, registry.protectedTypes);
     },
   });
-  const watcher = new RuleWatcher({
-    client,
-    workspaceUrl: connection.server,
-    apiExportName: options.apiExportName,
-    log,
-    onChange(snapshot) {
-      if (snapshot.synced) admitter.update(enforcedRules(snapshot.rules));
-      metrics.rules(snapshot, registry.protectedTypes);
-      log.debug("rules changed", {
-        rules: snapshot.rules.length,
-        invalid: snapshot.invalid.length,
-        synced: snapshot.synced,
-      });
-    },
-  });
   const locks = new LockIndex();
-  const lockWatcher = new LockWatcher({
+  // One watch of the dep-ctrl export; the rules and the Locks are two views
+  // of it, each handed on when it changed.
+  const watcher = new ExportWatcher<"rules" | "locks">({
     client,
     workspaceUrl: connection.server,
     apiExportName: options.apiExportName,
+    collections: { rules: { path: RULES_PATH }, locks: { path: LOCKS_PATH } },
     log,
-    onChange(snapshot) {
-      if (snapshot.synced) locks.replace(snapshot.locks);
+    onChange() {
+      const changedRules = ruleObjects.changed();
+      if (changedRules !== undefined) {
+        const snapshot = ruleSnapshot(changedRules);
+        if (snapshot.synced) admitter.update(enforcedRules(snapshot.rules));
+        metrics.rules(snapshot, registry.protectedTypes);
+        log.debug("rules changed", {
+          rules: snapshot.rules.length,
+          invalid: snapshot.invalid.length,
+          synced: snapshot.synced,
+        });
+      }
+      const changedLocks = lockObjects.changed();
+      if (changedLocks?.synced) locks.replace(changedLocks.items);
     },
   });
+  const ruleObjects = ruleView(watcher, { collection: "rules", log });
+  const lockObjects = lockView(watcher, { collection: "locks", log });
   // List pages are read up to a byte cap, and all reviews' pages together
   // under one byte budget: the lists' memory stays bounded whatever the
   // tenants' objects and however many reviews run.
@@ -153,14 +164,11 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
     registry: metricsRegistry,
     collect() {
       metrics.collectProcess();
-      metrics.watchesFailing(
-        watcher.failingWatches() + lockWatcher.failingWatches(),
-      );
+      metrics.watchesFailing(watcher.failingWatches());
     },
     drainTimeoutMs: drainTimeoutWithin(options.shutdownTimeoutMs),
   });
   watcher.start();
-  lockWatcher.start();
   log.info("serving", {
     port: admission.port,
     base,
@@ -184,9 +192,8 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
       name: `http listener :${s.port}`,
       stop: () => s.shutdown(),
     })),
-    { name: "rule watcher", stop: () => watcher.stop() },
+    { name: "export watcher", stop: () => watcher.stop() },
     { name: "rule admission", stop: () => admitter.stop() },
-    { name: "lock watcher", stop: () => lockWatcher.stop() },
   ]], { timeoutMs: options.shutdownTimeoutMs, log });
   client.close();
   reviewClient.close();

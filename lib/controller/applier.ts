@@ -28,11 +28,9 @@ import {
 } from "../kcp/mod.ts";
 import { LOCK_PLURAL } from "../locks/mod.ts";
 import { KeyedTasks } from "../runtime/mod.ts";
-import type {
-  ConfigurationAction,
-  Plan,
-  StatusAction,
-} from "./reconcile_plan.ts";
+import type { ConfigurationAction } from "./configuration_plan.ts";
+import type { Plan } from "./reconcile_plan.ts";
+import type { StatusAction } from "./status_plan.ts";
 import {
   MANAGED_BY_LABEL,
   MANAGED_BY_VALUE,

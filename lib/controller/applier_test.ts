@@ -11,7 +11,7 @@ import {
   waitUntil,
 } from "../../testing/mod.ts";
 import { Applier, type Observed, REFRESHED_ANNOTATION } from "./applier.ts";
-import type { StatusAction } from "./reconcile_plan.ts";
+import type { StatusAction } from "./status_plan.ts";
 
 const NOTHING_OBSERVED: Observed = { configurations: [], rules: [] };
 

@@ -10,13 +10,8 @@ import {
   waitUntil,
 } from "../../testing/mod.ts";
 import { KubeClient } from "../kcp/mod.ts";
-import {
-  LeaderElector,
-  type LeaderElectorOptions,
-  type Lease,
-  type LeaseSpec,
-  microTime,
-} from "./leader_election.ts";
+import { LeaderElector, type LeaderElectorOptions } from "./leader_election.ts";
+import { type Lease, type LeaseSpec, microTime } from "./lease.ts";
 import { createLogger } from "../runtime/mod.ts";
 
 const COLLECTION_PATH =
@@ -674,11 +669,4 @@ Deno.test("LeaderElector rejects inconsistent durations, an empty identity and a
   } finally {
     client.close();
   }
-});
-
-Deno.test("microTime writes microseconds", () => {
-  assert.equal(
-    microTime(new Date(Date.UTC(2026, 0, 2, 3, 4, 5, 123))),
-    "2026-01-02T03:04:05.123000Z",
-  );
 });

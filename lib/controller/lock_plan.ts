@@ -15,7 +15,9 @@
  * (`lock_targets.ts`): kcp must call the configuration the Lock is placed
  * in, and a Lock holds only namespaced objects (or its namespace). A Lock is
  * placed while its workspace is being asked (its status waits for the
- * answer) and removed if the answer refuses it.
+ * answer) and removed if the answer refuses it. What each Lock's status
+ * then says is planned in `status_plan.ts`, its types' configurations in
+ * `configuration_plan.ts`.
  *
  * @module
  */
@@ -42,6 +44,7 @@ import {
   type LockTargetRef,
 } from "./lock_targets.ts";
 import type { Reading } from "../runtime/mod.ts";
+import type { Resolution } from "./path_cache.ts";
 
 /** Why a Lock is not in effect, as its Ready condition says. */
 export type LockProblemReason =
@@ -76,20 +79,13 @@ export type LockState =
 /** What the placement step is computed from. */
 export interface LockPlacementContext {
   /** Resolved workspace paths; a path without an entry is being resolved. */
-  resolutions: ReadonlyMap<
-    string,
-    { cluster: string } | {
-      reason: string;
-      message: string;
-      definitive: boolean;
-    }
-  >;
+  resolutions: ReadonlyMap<string, Resolution>;
   /** Dep-ctrl bindings by logical cluster, with whether the claim is accepted. */
   bindings: ReadonlyMap<string, { claimAccepted: boolean }>;
   /** APIExports read, by `exportKey`; absent: nothing checked. */
-  exports?: ReadonlyMap<string, ExportReading>;
+  exports?: ReadonlyMap<string, ExportReading> | undefined;
   /** What each Lock's workspace said of its target type, by `lockTargetKey`; absent: nothing checked. */
-  targets?: ReadonlyMap<string, Reading<LockTargetAnswer>>;
+  targets?: ReadonlyMap<string, Reading<LockTargetAnswer>> | undefined;
   /** `<path>:<name>` of the dep-ctrl export, for messages. */
   exportRef: string;
   /** Validates a Lock object. @default {parseLock} */

@@ -7,12 +7,16 @@
  * @module
  */
 export * from "./ca_bundle.ts";
+export type { ConfigurationAction } from "./configuration_plan.ts";
 export * from "./leader_election.ts";
+export { type Lease, type LeaseSpec, microTime } from "./lease.ts";
 export * from "./lock_targets.ts";
 export * from "./metrics.ts";
 export * from "./options.ts";
+export type { Resolution } from "./path_cache.ts";
 export * from "./reconcile_plan.ts";
 export * from "./reconciler.ts";
+export type { StatusAction } from "./status_plan.ts";
 export * from "./webhook_access.ts";
 export * from "./webhook_config.ts";
 export * from "./workspace_resolver.ts";

@@ -17,11 +17,19 @@
  */
 import type { BackoffOptions, Logger } from "../runtime/mod.ts";
 import { KeyedTasks } from "../runtime/mod.ts";
-import type { Resolution } from "./reconcile_plan.ts";
 import {
   WorkspaceResolutionError,
   type WorkspaceResolver,
 } from "./workspace_resolver.ts";
+
+/**
+ * The outcome of resolving one workspace path: its logical cluster, or why
+ * not, and whether that answer is `definitive` (the workspace does not
+ * exist) or may change (forbidden, unreachable).
+ */
+export type Resolution =
+  | { cluster: string }
+  | { reason: string; message: string; definitive: boolean };
 
 /** Options for {@linkcode PathCache}. */
 export interface PathCacheOptions {

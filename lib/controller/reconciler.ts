@@ -29,7 +29,7 @@ import {
   lockTargetKey,
   type LockTargetRef,
 } from "./lock_targets.ts";
-import { ReadCache } from "../runtime/mod.ts";
+import { PassScheduler, ReadCache } from "../runtime/mod.ts";
 import {
   describeExportReading,
   type ExportAnswer,
@@ -153,14 +153,11 @@ export class Reconciler {
   readonly #applier: Applier;
   /** Each rule object's validation, kept as long as the watch cache keeps the object. */
   readonly #parsed = new WeakMap<KubeObject, DependencyRuleParseResult>();
+  /** Runs the passes: coalesced, never two at once, spaced apart. */
+  readonly #passes: PassScheduler;
   #settings: Settings | undefined;
-  #scheduled = false;
-  #running: Promise<void> | undefined;
-  #again = false;
   #resync = false;
   #resyncTimer: ReturnType<typeof setInterval> | undefined;
-  #passTimer: ReturnType<typeof setTimeout> | undefined;
-  #lastPassAt = -Infinity;
   #started = false;
   #stopped = false;
 
@@ -168,6 +165,14 @@ export class Reconciler {
   constructor(options: ReconcilerOptions) {
     this.#options = options;
     const { observer } = options;
+    // Passes start at least minIntervalMs apart: a burst of changes
+    // (thousands of writes showing up in the watches) shares passes.
+    this.#passes = new PassScheduler(() => this.#pass(), {
+      minIntervalMs: options.minPassIntervalMs ?? 200,
+      onError: (error) => {
+        this.#options.log.error("reconcile pass failed", { error });
+      },
+    });
     const backoff = options.backoff ?? { initialMs: 500, maxMs: 60_000 };
     this.#paths = new PathCache({
       resolver: options.resolver,
@@ -255,41 +260,15 @@ export class Reconciler {
 
   /** Asks for a pass soon (coalesced; never two at once, at most one per `minPassIntervalMs`). */
   trigger(): void {
-    if (!this.#started || this.#stopped || this.#scheduled) return;
-    this.#scheduled = true;
-    // Passes start at least minPassIntervalMs apart: a burst of changes
-    // (thousands of writes showing up in the watches) shares passes.
-    const wait = Math.max(
-      0,
-      this.#lastPassAt + (this.#options.minPassIntervalMs ?? 200) -
-        performance.now(),
-    );
-    this.#passTimer = setTimeout(() => {
-      this.#scheduled = false;
-      if (this.#stopped) return;
-      if (this.#running !== undefined) {
-        this.#again = true;
-        return;
-      }
-      this.#lastPassAt = performance.now();
-      this.#running = this.#pass().catch((error) => {
-        this.#options.log.error("reconcile pass failed", { error });
-      }).finally(() => {
-        this.#running = undefined;
-        if (this.#again) {
-          this.#again = false;
-          this.trigger();
-        }
-      });
-    }, wait);
+    if (!this.#started) return;
+    this.#passes.trigger();
   }
 
   /** Stops: no new passes or writes; waits for running ones. */
   async stop(): Promise<void> {
     this.#stopped = true;
     clearInterval(this.#resyncTimer);
-    clearTimeout(this.#passTimer);
-    await this.#running;
+    await this.#passes.stop();
     await Promise.all([
       this.#paths.stop(),
       this.#exports?.stop(),

@@ -245,17 +245,6 @@ export function updatedWebhookConfiguration(
   };
 }
 
-/**
- * Whether a VWC is ours: it carries {@linkcode MANAGED_BY_LABEL} set to
- * {@linkcode MANAGED_BY_VALUE}.
- *
- * @param object A VWC.
- * @returns `true` when the controller may update or delete it.
- */
-export function isManagedWebhookConfiguration(object: KubeObject): boolean {
-  return object.metadata?.labels?.[MANAGED_BY_LABEL] === MANAGED_BY_VALUE;
-}
-
 /** Orders group/version/resources by group, then version, then resource. */
 function _compareTypes(
   a: GroupVersionResource,

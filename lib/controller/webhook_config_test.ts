@@ -3,7 +3,6 @@ import type { KubeObject } from "../kcp/mod.ts";
 import type { GroupVersionResource } from "../rules/mod.ts";
 import {
   desiredWebhookConfiguration,
-  isManagedWebhookConfiguration,
   MANAGED_BY_LABEL,
   MANAGED_BY_VALUE,
   providerUrl,
@@ -14,6 +13,7 @@ import {
   webhookConfigurationUpToDate,
 } from "./webhook_config.ts";
 import { SUBNETS, VPCS } from "../../testing/mod.ts";
+import { CONTROLLER_COLLECTIONS } from "./reconciler.ts";
 
 const SETTINGS: WebhookClientSettings = {
   url: "https://webhook.example.com:9443/validate",
@@ -343,21 +343,13 @@ Deno.test("updatedWebhookConfiguration() does not share objects with its inputs"
   assert.equal(webhookOf(desired).timeoutSeconds, 10);
 });
 
-Deno.test("isManagedWebhookConfiguration() is true only with our label and value", () => {
+Deno.test("desiredWebhookConfiguration() carries the label the controller selects its configurations by, which an update keeps", () => {
   const ours = desiredWebhookConfiguration([VPCS], SETTINGS);
-  assert.equal(isManagedWebhookConfiguration(ours), true);
-  assert.equal(isManagedWebhookConfiguration(serverCopy(ours)), true);
-  assert.equal(
-    isManagedWebhookConfiguration({ metadata: { name: "other" } }),
-    false,
-  );
-  assert.equal(
-    isManagedWebhookConfiguration({
-      metadata: { labels: { [MANAGED_BY_LABEL]: "helm" } },
-    }),
-    false,
-  );
-  assert.equal(isManagedWebhookConfiguration({}), false);
+  const selector = `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`;
+  assert.equal(CONTROLLER_COLLECTIONS.configurations.labelSelector, selector);
+  assert.equal(ours.metadata?.labels?.[MANAGED_BY_LABEL], MANAGED_BY_VALUE);
+  const updated = updatedWebhookConfiguration(serverCopy(ours), ours);
+  assert.equal(updated.metadata?.labels?.[MANAGED_BY_LABEL], MANAGED_BY_VALUE);
 });
 
 Deno.test("providerUrl() adds the provider's workspace path as the last segment", () => {

@@ -29,6 +29,7 @@ import { dumpYaml } from "@kubernetes/client-node";
 import {
   ALLOW_INSECURE_HTTP_FLAG,
   API_EXPORT_NAME_FLAG,
+  ExportWatcher,
   KubeClient,
   KUBECONFIG_FLAG,
   loadKubeConnection,
@@ -45,7 +46,12 @@ import {
   parseLogLevel,
   requiredFlag,
 } from "../runtime/mod.ts";
-import { enforcedRules, type RuleSnapshot, RuleWatcher } from "../rules/mod.ts";
+import {
+  type ClusterRule,
+  enforcedRules,
+  RULES_PATH,
+  ruleView,
+} from "../rules/mod.ts";
 import {
   admitRules,
   RULE_READS_ROLE,
@@ -57,7 +63,7 @@ import {
   type ExportReading,
   readExport,
 } from "../exports/mod.ts";
-import { type LockSnapshot, LockWatcher } from "../locks/mod.ts";
+import { type ClusterLock, LOCKS_PATH, lockView } from "../locks/mod.ts";
 
 /** The name of the subcommand, after the controller binary's name. */
 export const GRANTS_COMMAND = "grants";
@@ -140,6 +146,12 @@ export function parseGrantsOptions(args: readonly string[]): {
   };
 }
 
+/** Every valid rule and Lock, read once both are complete. */
+interface LiveObjects {
+  rules: ClusterRule[];
+  locks: ClusterLock[];
+}
+
 /** Reads every rule and Lock once, prints the ClusterRole, and stops. */
 export async function runGrants(
   options: GrantsOptions,
@@ -152,47 +164,41 @@ export async function runGrants(
   const client = new KubeClient(connection, {
     userAgent: "dependency-controller-grants",
   });
-  let synced!: (snapshot: RuleSnapshot) => void;
-  const done = new Promise<RuleSnapshot>((resolve) => synced = resolve);
-  const watcher = new RuleWatcher({
+  const { promise: done, resolve: synced } = Promise.withResolvers<
+    LiveObjects
+  >();
+  // One watch of the dep-ctrl export; the rules and the Locks are two views
+  // of it, read once both are complete.
+  const watcher = new ExportWatcher<"rules" | "locks">({
     client,
     workspaceUrl: connection.server,
     apiExportName: options.apiExportName,
+    collections: { rules: { path: RULES_PATH }, locks: { path: LOCKS_PATH } },
     log,
-    onChange: (snapshot) => {
-      if (snapshot.synced) synced(snapshot);
+    onChange: () => {
+      const rules = ruleObjects.snapshot();
+      const locks = lockObjects.snapshot();
+      if (rules.synced && locks.synced) {
+        synced({ rules: rules.items, locks: locks.items });
+      }
     },
   });
-  let locksSynced!: (snapshot: LockSnapshot) => void;
-  const locksDone = new Promise<LockSnapshot>((resolve) =>
-    locksSynced = resolve
-  );
-  const lockWatcher = new LockWatcher({
-    client,
-    workspaceUrl: connection.server,
-    apiExportName: options.apiExportName,
-    log,
-    onChange: (snapshot) => {
-      if (snapshot.synced) locksSynced(snapshot);
-    },
-  });
+  const ruleObjects = ruleView(watcher, { collection: "rules", log });
+  const lockObjects = lockView(watcher, { collection: "locks", log });
   watcher.start();
-  lockWatcher.start();
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timedOut = new Promise<undefined>((resolve) => {
     timer = setTimeout(() => resolve(undefined), options.timeoutMs);
   });
   try {
-    const both = Promise.all([done, locksDone]);
-    const read = await Promise.race([both, timedOut]);
+    const read = await Promise.race([done, timedOut]);
     if (read === undefined) {
       log.error("cannot read every DependencyRule and Lock in time", {
         timeoutMs: options.timeoutMs,
       });
       return 1;
     }
-    const [snapshot, lockSnapshot] = read;
-    const enforced = enforcedRules(snapshot.rules);
+    const enforced = enforcedRules(read.rules);
     // The webhook's own check, once: only rules their workspace exports.
     const readings = new Map<string, ExportReading>();
     const signal = AbortSignal.timeout(options.timeoutMs);
@@ -222,7 +228,7 @@ export async function runGrants(
       });
     }
     const rules = admission.admitted.map((r) => r.rule);
-    const locks = lockSnapshot.locks.map((l) => l.lock);
+    const locks = read.locks.map((l) => l.lock);
     console.log(
       [
         `# The webhook's reads for ${rules.length} DependencyRule(s) and ${locks.length} Lock(s): apply in`,
@@ -239,7 +245,7 @@ export async function runGrants(
     return 0;
   } finally {
     clearTimeout(timer);
-    await Promise.all([watcher.stop(), lockWatcher.stop()]);
+    await watcher.stop();
     client.close();
   }
 }

@@ -3,13 +3,19 @@
  * reads the export's APIExportEndpointSlice in the export's workspace, and
  * for each `status.endpoints[].url` runs one list+watch per collection
  * (`<url>/clusters/*\/<path>`), starting and stopping them as the slice
- * changes. Both the webhook (rules) and the controller (rules, bindings,
- * webhook configurations) see kcp through this.
+ * changes. Every process watches the export once, through one of these:
+ * the controller (rules, Locks, bindings, webhook configurations), the
+ * webhook and `controller grants` (rules and Locks, each read through a
+ * {@linkcode CollectionView} that parses its objects).
  *
  * @module
  */
-import type { BackoffOptions, Logger } from "../runtime/mod.ts";
-import { Informer } from "./informer.ts";
+import {
+  type BackoffOptions,
+  type Logger,
+  PassScheduler,
+} from "../runtime/mod.ts";
+import { clusterOf, Informer, objectKey } from "./informer.ts";
 import { clusterUrl } from "./urls.ts";
 import type { KubeClient, KubeObject } from "./kube_client.ts";
 
@@ -67,13 +73,20 @@ export class ExportWatcher<C extends string> {
   readonly #slice: Informer;
   readonly #endpoints = new Map<string, Map<C, Informer>>();
   readonly #stopping = new Set<Promise<void>>();
+  /**
+   * Calls onChange at the next macrotask, so that all events of one chunk
+   * of a watch stream make one change.
+   */
+  readonly #changes: PassScheduler;
   #missingReported = false;
-  #scheduled = false;
   #stopped = false;
 
   /** Builds the watcher; {@linkcode ExportWatcher.start} runs it. */
   constructor(options: ExportWatcherOptions<C>) {
     this.#options = options;
+    this.#changes = new PassScheduler(() => {
+      options.onChange();
+    });
     this.#names = Object.keys(options.collections) as C[];
     this.#slice = new Informer({
       client: options.client,
@@ -99,6 +112,7 @@ export class ExportWatcher<C extends string> {
   async stop(): Promise<void> {
     this.#stopped = true;
     await Promise.all([
+      this.#changes.stop(),
       this.#slice.stop(),
       ...[...this.#endpoints.values()].flatMap((informers) =>
         [...informers.values()].map((i) => i.stop())
@@ -122,6 +136,17 @@ export class ExportWatcher<C extends string> {
     return this.sliceFound &&
       [...this.#endpoints.values()].every((informers) =>
         [...informers.values()].every((i) => i.synced)
+      );
+  }
+
+  /**
+   * Whether one collection is complete: the endpoint slice exists and the
+   * collection has been listed behind every endpoint (the others may not).
+   */
+  collectionSynced(collection: C): boolean {
+    return this.sliceFound &&
+      [...this.#endpoints.values()].every((informers) =>
+        informers.get(collection)?.synced === true
       );
   }
 
@@ -202,7 +227,7 @@ export class ExportWatcher<C extends string> {
           client: this.#options.client,
           url: wildcardUrl(url, collection.path),
           log: this.#options.log,
-          onChange: () => this.#schedule(),
+          onChange: () => this.#changes.trigger(),
           ...(collection.labelSelector === undefined
             ? {}
             : { labelSelector: collection.labelSelector }),
@@ -213,17 +238,7 @@ export class ExportWatcher<C extends string> {
       }
       this.#endpoints.set(url, informers);
     }
-    this.#schedule();
-  }
-
-  #schedule(): void {
-    if (this.#scheduled || this.#stopped) return;
-    this.#scheduled = true;
-    // A macrotask, so that all events of one chunk of a watch stream make one change.
-    setTimeout(() => {
-      this.#scheduled = false;
-      if (!this.#stopped) this.#options.onChange();
-    }, 0);
+    this.#changes.trigger();
   }
 
   #informerTuning(): {
@@ -238,4 +253,201 @@ export class ExportWatcher<C extends string> {
       ...(stopTimeoutMs === undefined ? {} : { stopTimeoutMs }),
     };
   }
+}
+
+/** What parsing one object of a collection gave. */
+export type ParseResult<T> =
+  | { ok: true; value: T }
+  | { ok: false; error: string };
+
+/** An object of a collection that failed to parse, and why. */
+export interface InvalidObject {
+  /** Its logical cluster. */
+  cluster: string;
+  /** Its namespace; absent for a cluster-scoped object. */
+  namespace?: string;
+  /** Its name. */
+  name: string;
+  /** Why it is invalid. */
+  error: string;
+}
+
+/** What a {@linkcode CollectionView} shows at one moment. */
+export interface CollectionSnapshot<T> {
+  /** Every valid object from every endpoint, parsed. */
+  items: T[];
+  /** The objects that failed to parse, with why. */
+  invalid: InvalidObject[];
+  /**
+   * Whether the collection is complete: the endpoint slice exists (a
+   * missing slice means a wrong export name or workspace, and deciding with
+   * nothing would let everything through) and the collection has been
+   * listed behind every endpoint.
+   */
+  synced: boolean;
+  /** The virtual-workspace URLs being watched. */
+  endpoints: string[];
+}
+
+/** Options for {@linkcode CollectionView}. */
+export interface CollectionViewOptions<C extends string, T> {
+  /** The watcher's collection to show. */
+  collection: C;
+  /** What the warning about an invalid object calls it, e.g. `DependencyRule`. */
+  kind: string;
+  /** Validates one object. */
+  parse: (object: KubeObject) => ParseResult<T>;
+  /** Where to warn about invalid objects. */
+  log: Logger;
+}
+
+/** One object, parsed. */
+type Parsed<T> = { value: T } | {
+  invalid: InvalidObject;
+  /** `<store key>@<resourceVersion>`: what was reported. */
+  id: string;
+};
+
+/** A valid object's parse, kept while its uid and generation stay. */
+interface Generation<T> {
+  uid: unknown;
+  generation: number;
+  entry: Parsed<T>;
+}
+
+/**
+ * One collection of an {@linkcode ExportWatcher}, parsed: every valid
+ * object, and the invalid ones, each warned about once per resource version
+ * and left out of `items`. Each object version is parsed once however many
+ * snapshots follow, and a valid object's parse is kept while its uid and
+ * generation stay (a status update changes neither), so snapshots share it.
+ */
+export class CollectionView<C extends string, T> {
+  readonly #watcher: ExportWatcher<C>;
+  readonly #options: CollectionViewOptions<C, T>;
+  readonly #parsed = new WeakMap<KubeObject, Parsed<T>>();
+  /** Each valid object's parse by store key, uid and generation. */
+  #byGeneration = new Map<string, Generation<T>>();
+  #reported = new Set<string>();
+  #last: CollectionSnapshot<T> | undefined;
+
+  /** Builds a view of `options.collection` of `watcher`. */
+  constructor(watcher: ExportWatcher<C>, options: CollectionViewOptions<C, T>) {
+    this.#watcher = watcher;
+    this.#options = options;
+  }
+
+  /** The current snapshot. */
+  snapshot(): CollectionSnapshot<T> {
+    const items: T[] = [];
+    const invalid: InvalidObject[] = [];
+    const stillInvalid = new Set<string>();
+    const generations = new Map<string, Generation<T>>();
+    for (const { object } of this.#watcher.items(this.#options.collection)) {
+      // An informer keeps an object until a newer version replaces it, so
+      // each version is parsed once, however many snapshots follow.
+      let entry = this.#parsed.get(object);
+      if (entry === undefined) {
+        entry = this.#parseGeneration(object, generations);
+        this.#parsed.set(object, entry);
+      } else {
+        this.#keepGeneration(object, entry, generations);
+      }
+      if ("value" in entry) {
+        items.push(entry.value);
+      } else {
+        invalid.push(entry.invalid);
+        stillInvalid.add(entry.id);
+      }
+    }
+    this.#byGeneration = generations;
+    // Forget reports of objects that are gone or changed, so the set stays small.
+    this.#reported = new Set(
+      [...this.#reported].filter((id) => stillInvalid.has(id)),
+    );
+    return {
+      items,
+      invalid,
+      synced: this.#watcher.collectionSynced(this.#options.collection),
+      endpoints: this.#watcher.endpoints(),
+    };
+  }
+
+  /**
+   * The current snapshot if it differs from the last one this returned
+   * (other objects, other invalid ones, or another state), else undefined.
+   */
+  changed(): CollectionSnapshot<T> | undefined {
+    const snapshot = this.snapshot();
+    if (this.#last !== undefined && sameSnapshot(snapshot, this.#last)) {
+      return undefined;
+    }
+    this.#last = snapshot;
+    return snapshot;
+  }
+
+  /** The parse of `object`, reusing a valid one's when only its status changed. */
+  #parseGeneration(
+    object: KubeObject,
+    generations: Map<string, Generation<T>>,
+  ): Parsed<T> {
+    const key = objectKey(object);
+    const generation = object.metadata?.generation;
+    const known = this.#byGeneration.get(key);
+    const entry = known !== undefined && generation !== undefined &&
+        known.generation === generation && known.uid === object.metadata?.uid
+      ? known.entry
+      : this.#parse(object);
+    this.#keepGeneration(object, entry, generations);
+    return entry;
+  }
+
+  #keepGeneration(
+    object: KubeObject,
+    entry: Parsed<T>,
+    generations: Map<string, Generation<T>>,
+  ): void {
+    const generation = object.metadata?.generation;
+    if (!("value" in entry) || generation === undefined) return;
+    generations.set(objectKey(object), {
+      uid: object.metadata?.uid,
+      generation,
+      entry,
+    });
+  }
+
+  #parse(object: KubeObject): Parsed<T> {
+    const result = this.#options.parse(object);
+    if (result.ok) return { value: result.value };
+    const namespace = object.metadata?.namespace;
+    const invalid: InvalidObject = {
+      cluster: clusterOf(object),
+      ...(namespace === undefined ? {} : { namespace }),
+      name: object.metadata?.name ?? "",
+      error: result.error,
+    };
+    const id = `${objectKey(object)}@${object.metadata?.resourceVersion ?? ""}`;
+    if (!this.#reported.has(id)) {
+      this.#reported.add(id);
+      this.#options.log.warn(`ignoring invalid ${this.#options.kind}`, {
+        cluster: invalid.cluster,
+        ...(namespace === undefined ? {} : { namespace }),
+        name: object.metadata?.name,
+        error: result.error,
+      });
+    }
+    return { invalid, id };
+  }
+}
+
+/** Whether two snapshots hold the same objects, invalid ones and state. */
+function sameSnapshot<T>(
+  a: CollectionSnapshot<T>,
+  b: CollectionSnapshot<T>,
+): boolean {
+  return a.synced === b.synced &&
+    a.endpoints.join("\n") === b.endpoints.join("\n") &&
+    a.items.length === b.items.length &&
+    a.items.every((item, i) => item === b.items[i]) &&
+    JSON.stringify(a.invalid) === JSON.stringify(b.invalid);
 }

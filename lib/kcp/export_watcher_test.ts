@@ -223,7 +223,7 @@ function tagged(
   ).sort();
 }
 
-Deno.test("ExportWatcher is synced only once the slice exists and every collection of every endpoint is listed", async () => {
+Deno.test("ExportWatcher is synced only once the slice exists and every collection of every endpoint is listed, a collection once it is", async () => {
   let releaseSlice!: () => void;
   const sliceListed = new Promise<void>((resolve) => releaseSlice = resolve);
   let releaseConfigurations!: () => void;
@@ -257,6 +257,7 @@ Deno.test("ExportWatcher is synced only once the slice exists and every collecti
         );
         assert.equal(h.watcher.sliceFound, false);
         assert.equal(h.watcher.synced, false);
+        assert.equal(h.watcher.collectionSynced("rules"), false, "no slice");
         assert.deepEqual(h.watcher.endpoints(), []);
         releaseSlice();
         await waitUntil("the slice", () => h.watcher.sliceFound, 10_000);
@@ -277,9 +278,12 @@ Deno.test("ExportWatcher is synced only once the slice exists and every collecti
           10_000,
         );
         assert.equal(h.watcher.synced, false, "E2's configurations not listed");
+        assert.equal(h.watcher.collectionSynced("rules"), true);
+        assert.equal(h.watcher.collectionSynced("configurations"), false);
         assert.deepEqual(h.watcher.endpoints(), [h.url(E1), h.url(E2)]);
         releaseConfigurations();
         await waitUntil("synced", () => h.watcher.synced, 10_000);
+        assert.equal(h.watcher.collectionSynced("configurations"), true);
         assert.deepEqual(tagged(h, h.watcher.items("configurations")), [
           `${E2} p2/dependency-controller`,
         ]);

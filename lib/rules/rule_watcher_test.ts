@@ -12,9 +12,19 @@ import {
   streamed,
   waitUntil,
 } from "../../testing/mod.ts";
-import { KubeClient, type KubeObject, wildcardUrl } from "../kcp/mod.ts";
+import {
+  ExportWatcher,
+  KubeClient,
+  type KubeObject,
+  wildcardUrl,
+} from "../kcp/mod.ts";
 import { createLogger } from "../runtime/mod.ts";
-import { RULES_PATH, type RuleSnapshot, RuleWatcher } from "./rule_watcher.ts";
+import {
+  RULES_PATH,
+  type RuleSnapshot,
+  ruleSnapshot,
+  ruleView,
+} from "./rule_watcher.ts";
 
 const EXPORT = "dependencies.opendefense.cloud";
 const RULES_SUFFIX =
@@ -58,8 +68,11 @@ function rule(
 
 interface Harness {
   api: FakeApi;
-  watcher: RuleWatcher;
-  /** Every snapshot handed to onChange, in order. */
+  /** The export watcher of the rules collection alone. */
+  watcher: ExportWatcher<"rules">;
+  /** The rule view's current snapshot. */
+  snapshot: () => RuleSnapshot;
+  /** Every changed snapshot, as the watcher's onChange found it, in order. */
   snapshots: RuleSnapshot[];
   logs: Record<string, unknown>[];
   /** Lists and watches received for a path. */
@@ -73,7 +86,8 @@ interface Harness {
 }
 
 /**
- * Runs a RuleWatcher against a fake server that serves the endpoint slice
+ * Runs an ExportWatcher of the rules and a rule view of it, as the webhook
+ * does, against a fake server that serves the endpoint slice
  * (`sliceList`) and, for each endpoint path, `rules[path]` (a list body or
  * a promise of one).
  */
@@ -114,14 +128,20 @@ async function withWatcher(
   const client = new KubeClient(connection(api.url));
   const logs = logCollector();
   const snapshots: RuleSnapshot[] = [];
-  const watcher = new RuleWatcher({
+  const log = createLogger({ level: "debug", write: logs.write });
+  const watcher = new ExportWatcher({
     client,
     workspaceUrl: `${api.url}${DEP_CTRL_PATH}`,
     apiExportName: EXPORT,
-    log: createLogger({ level: "debug", write: logs.write }),
-    onChange: (snapshot) => snapshots.push(snapshot),
+    collections: { rules: { path: RULES_PATH } },
+    log,
+    onChange: () => {
+      const changed = view.changed();
+      if (changed !== undefined) snapshots.push(ruleSnapshot(changed));
+    },
     backoff: { initialMs: 5, maxMs: 10 },
   });
+  const view = ruleView(watcher, { collection: "rules", log });
   const full = (path: string) =>
     path === SLICE_PATH ? path : `${path}${RULES_SUFFIX}`;
   try {
@@ -129,6 +149,7 @@ async function withWatcher(
     await fn({
       api,
       watcher,
+      snapshot: () => ruleSnapshot(view.snapshot()),
       snapshots,
       logs: logs.records,
       lists: (path) => lists.get(full(path)) ?? 0,
@@ -163,7 +184,7 @@ function list(items: unknown[], resourceVersion = "100") {
   return { metadata: { resourceVersion }, items };
 }
 
-Deno.test("RuleWatcher.snapshot() becomes synced with the valid rules and lists an invalid rule", async () => {
+Deno.test("ruleView() snapshots become synced with the valid rules and list an invalid rule", async () => {
   await withWatcher(
     (base) => list([endpointSlice(base, [E1])]),
     {
@@ -186,15 +207,15 @@ Deno.test("RuleWatcher.snapshot() becomes synced with the valid rules and lists 
         /spec\.dependent\.version: .*current value is 'v0'/,
       );
       assert.deepEqual(snapshot.endpoints, [`${h.api.url}${E1}`]);
-      assert.equal(h.watcher.synced, true);
-      assert.deepEqual(h.watcher.snapshot(), snapshot);
+      assert.equal(h.watcher.collectionSynced("rules"), true);
+      assert.deepEqual(h.snapshot(), snapshot);
       const rule1 = snapshot.rules.find((r) => r.rule.metadata.name === "r1");
       assert.equal(rule1?.rule.spec.dependent.kind, "VirtualMachine");
     },
   );
 });
 
-Deno.test("RuleWatcher logs an invalid rule once per resource version", async () => {
+Deno.test("ruleView() logs an invalid rule once per resource version", async () => {
   await withWatcher(
     (base) => list([endpointSlice(base, [E1])]),
     { [E1]: () => list([rule("c1", "bad", "7", "v0")]) },
@@ -203,8 +224,8 @@ Deno.test("RuleWatcher logs an invalid rule once per resource version", async ()
       const warnings = () =>
         h.logs.filter((r) => r.msg === "ignoring invalid DependencyRule");
       // More snapshots of the same invalid rule.
-      h.watcher.snapshot();
-      h.watcher.snapshot();
+      h.snapshot();
+      h.snapshot();
       const stream = await h.stream(E1);
       stream.event("ADDED", rule("c1", "ok", "8"));
       await h.until("the new rule", (s) => s.rules.length === 1);
@@ -229,7 +250,7 @@ Deno.test("RuleWatcher logs an invalid rule once per resource version", async ()
   );
 });
 
-Deno.test("RuleWatcher starts and stops endpoint watches as the endpoint slice changes", async () => {
+Deno.test("ruleView() follows the endpoints as the endpoint slice changes", async () => {
   let releaseE2!: () => void;
   const e2Listed = new Promise<void>((resolve) => releaseE2 = resolve);
   await withWatcher(
@@ -256,7 +277,7 @@ Deno.test("RuleWatcher starts and stops endpoint watches as the endpoint slice c
         "the list of E2",
         () => h.api.seen(`${E2}${RULES_SUFFIX}`).length === 1,
       );
-      const pending = h.watcher.snapshot();
+      const pending = h.snapshot();
       assert.equal(pending.synced, false, "not synced until E2 is listed");
       assert.deepEqual(pending.endpoints, [
         `${h.api.url}${E1}`,
@@ -299,7 +320,7 @@ Deno.test("RuleWatcher starts and stops endpoint watches as the endpoint slice c
   );
 });
 
-Deno.test("RuleWatcher hands the final state to onChange after a burst of events, at most once per change", async () => {
+Deno.test("ruleView() shows the final state after a burst of events, changed at most once per change", async () => {
   await withWatcher(
     (base) => list([endpointSlice(base, [E1])]),
     { [E1]: () => list([]) },
@@ -332,7 +353,7 @@ Deno.test("RuleWatcher hands the final state to onChange after a burst of events
   );
 });
 
-Deno.test("RuleWatcher does not report a status update (same generation), and reports a spec change", async () => {
+Deno.test("ruleView().changed() does not report a status update (same generation), and reports a spec change", async () => {
   const withGeneration = (resourceVersion: string, generation: number) => {
     const object = rule("c1", "r1", resourceVersion);
     object.metadata!.generation = generation;
@@ -377,7 +398,7 @@ Deno.test("RuleWatcher does not report a status update (same generation), and re
   );
 });
 
-Deno.test("RuleWatcher with a slice that lists no endpoints is synced with no rules", async () => {
+Deno.test("ruleView() with a slice that lists no endpoints is synced with no rules", async () => {
   await withWatcher(
     (base) => list([endpointSlice(base, [])]),
     {},
@@ -393,7 +414,7 @@ Deno.test("RuleWatcher with a slice that lists no endpoints is synced with no ru
   );
 });
 
-Deno.test("RuleWatcher.stop() closes the slice and endpoint watches and stops calling onChange", async () => {
+Deno.test("ruleView() shows no endpoints once its watcher stopped, which closes the watches and changes nothing more", async () => {
   await withWatcher(
     (base) => list([endpointSlice(base, [E1, E2])]),
     { [E1]: () => list([rule("c1", "r1")]), [E2]: () => list([]) },
@@ -410,7 +431,7 @@ Deno.test("RuleWatcher.stop() closes the slice and endpoint watches and stops ca
       const calls = h.snapshots.length;
       await Promise.resolve();
       assert.equal(h.snapshots.length, calls);
-      assert.deepEqual(h.watcher.snapshot().endpoints, []);
+      assert.deepEqual(h.snapshot().endpoints, []);
     },
   );
 });
@@ -425,7 +446,7 @@ Deno.test("RULES_PATH below an endpoint is the all-clusters DependencyRule colle
   );
 });
 
-Deno.test("RuleWatcher without an endpoint slice stays unsynced and says why", async () => {
+Deno.test("ruleView() without an endpoint slice stays unsynced and says why", async () => {
   await withWatcher(
     () => list([]),
     {},
@@ -439,8 +460,8 @@ Deno.test("RuleWatcher without an endpoint slice stays unsynced and says why", a
             /APIExportEndpointSlice does not exist/.test(String(r.msg))
           ),
       );
-      assert.equal(h.watcher.synced, false);
-      assert.equal(h.watcher.snapshot().synced, false);
+      assert.equal(h.watcher.collectionSynced("rules"), false);
+      assert.equal(h.snapshot().synced, false);
     },
   );
 });

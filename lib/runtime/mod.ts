@@ -1,9 +1,9 @@
 /**
  * What every process here needs and nothing product-specific: command-line
  * flags, structured logs, Prometheus metrics, retry backoff, a counting
- * semaphore, the entrypoint that runs a component until a signal, small
- * helpers for untyped values, and validation against a zod schema with
- * readable messages.
+ * semaphore, a scheduler of coalesced passes, the entrypoint that runs a
+ * component until a signal, small helpers for untyped values, and
+ * validation against a zod schema with readable messages.
  *
  * @module
  */
@@ -15,6 +15,7 @@ export * from "./flags.ts";
 export * from "./keyed_tasks.ts";
 export * from "./log.ts";
 export * from "./metrics.ts";
+export * from "./pass_scheduler.ts";
 export * from "./read_cache.ts";
 export * from "./semaphore.ts";
 export * from "./service_endpoints.ts";

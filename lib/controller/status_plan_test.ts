@@ -1,0 +1,455 @@
+import assert from "node:assert/strict";
+import {
+  parseDependencyRule,
+  READY_CONDITION,
+  WEBHOOKS_INSTALLED_CONDITION,
+} from "../rules/mod.ts";
+import type { KubeObject } from "../kcp/mod.ts";
+import { exportKey } from "../exports/mod.ts";
+import { planReconcile } from "./reconcile_plan.ts";
+import { planLockStatuses, statusUpToDate } from "./status_plan.ts";
+import { lockKey, type LockPlacement, type LockState } from "./lock_plan.ts";
+import { accessKey } from "./webhook_access.ts";
+import {
+  dependency,
+  LOAD_BALANCERS,
+  SUBNETS,
+  VIRTUAL_MACHINES,
+  VPCS,
+} from "../../testing/mod.ts";
+import {
+  binding,
+  COMPUTE_WITH_SCHEMA,
+  conditionOf,
+  configuration,
+  CONSUMER,
+  EARLIER,
+  ENDPOINT,
+  ENFORCED_VPCS,
+  exportsRead,
+  input,
+  INSTALLED_NETWORK,
+  lockSource,
+  NETWORK,
+  NETWORK_EXPORT,
+  NETWORK_PATH,
+  networkInput,
+  NOW,
+  resolved,
+  rule,
+  ruleObject,
+  SETTINGS,
+  statusOf,
+  summary,
+  VM_RULE,
+  vmRule,
+  vmRuleAt,
+  VPCS_DEPENDENT,
+} from "./testdata/plan_fixtures.ts";
+
+Deno.test("statusUpToDate() compares generation, types, statuses, reasons and messages but not times", () => {
+  const status = planReconcile(networkInput([vmRule()], [VPCS])).statuses[0]!
+    .status;
+  const shown = (change: (s: typeof status) => void): KubeObject => {
+    const copy = structuredClone(status);
+    change(copy);
+    return vmRule(copy).object;
+  };
+  assert.equal(statusUpToDate(shown(() => {}), status), true);
+  assert.equal(
+    statusUpToDate(
+      shown((s) => {
+        for (const c of s.conditions ?? []) c.lastTransitionTime = EARLIER;
+        s.conditions?.reverse();
+      }),
+      status,
+    ),
+    true,
+  );
+  const different: [string, (s: typeof status) => void][] = [
+    ["observedGeneration", (s) => s.observedGeneration = 2],
+    [
+      "a condition's generation",
+      (s) => s.conditions![0]!.observedGeneration = 2,
+    ],
+    ["a status", (s) => s.conditions![0]!.status = "Unknown"],
+    ["a reason", (s) => s.conditions![1]!.reason = "DependencyCycle"],
+    ["a message", (s) => s.conditions![1]!.message = "old"],
+    ["a missing condition", (s) => s.conditions!.pop()],
+    [
+      "an extra condition",
+      (s) => s.conditions!.push({ ...s.conditions![0]!, type: "Other" }),
+    ],
+  ];
+  for (const [what, change] of different) {
+    assert.equal(statusUpToDate(shown(change), status), false, what);
+  }
+  assert.equal(statusUpToDate(vmRule().object, status), false, "no status");
+});
+
+Deno.test("planReconcile() writes no status that the rule already shows, whatever the transition times", () => {
+  const first = planReconcile(networkInput([vmRule()], [VPCS]));
+  const shown = structuredClone(first.statuses[0]!.status);
+  for (const c of shown.conditions ?? []) c.lastTransitionTime = EARLIER;
+  const plan = planReconcile(networkInput([vmRule(shown)], [VPCS]));
+  assert.deepEqual(plan.statuses, []);
+  assert.deepEqual(plan.configurations, []);
+  assert.deepEqual(plan.ready, new Map([["True/Enforced", 1]]));
+});
+
+Deno.test("planReconcile() keeps a condition's transition time while its status stays, even when the reason changes", () => {
+  const shown = {
+    observedGeneration: 3,
+    conditions: [
+      {
+        type: WEBHOOKS_INSTALLED_CONDITION,
+        status: "False",
+        reason: "PathNotResolved",
+        message: "workspace root:providers:network not found",
+        observedGeneration: 3,
+        lastTransitionTime: EARLIER,
+      },
+      {
+        type: READY_CONDITION,
+        status: "True",
+        reason: "Enforced",
+        message: ENFORCED_VPCS,
+        observedGeneration: 3,
+        lastTransitionTime: EARLIER,
+      },
+    ],
+  };
+  // Resolved, but the provider has no binding: ProviderNotBound.
+  const plan = planReconcile(input({
+    rules: [vmRule(shown)],
+    resolutions: resolved({ [NETWORK_PATH]: NETWORK }),
+  }));
+  const action = statusOf(plan, VM_RULE);
+  const installed = conditionOf(action, WEBHOOKS_INSTALLED_CONDITION);
+  assert.equal(installed.reason, "ProviderNotBound");
+  assert.equal(installed.lastTransitionTime, EARLIER);
+  const ready = conditionOf(action, READY_CONDITION);
+  assert.deepEqual([ready.status, ready.reason], ["False", "ProviderNotBound"]);
+  assert.equal(ready.lastTransitionTime, NOW);
+});
+
+Deno.test("planReconcile() writes the status again for a new generation, keeping transition times", () => {
+  const first = planReconcile(networkInput([vmRule()], [VPCS]));
+  const shown = structuredClone(first.statuses[0]!.status);
+  for (const c of shown.conditions ?? []) c.lastTransitionTime = EARLIER;
+  const object = ruleObject(
+    VM_RULE,
+    VIRTUAL_MACHINES,
+    [dependency(VPCS, ".spec.vpcRef.name")],
+    { generation: 4, status: shown },
+  );
+  const plan = planReconcile(
+    networkInput([{ endpoint: ENDPOINT, object }], [VPCS]),
+  );
+  const action = statusOf(plan, VM_RULE);
+  assert.equal(action.status.observedGeneration, 4);
+  for (const c of action.status.conditions ?? []) {
+    assert.equal(c.observedGeneration, 4);
+    assert.equal(c.lastTransitionTime, EARLIER);
+  }
+});
+
+Deno.test("planReconcile() reports the last write error of a cluster with a pending write", () => {
+  const error = "admission webhook denied the request: forbidden";
+  const plan = planReconcile({
+    ...networkInput([vmRule()], []),
+    installErrors: new Map([[NETWORK, error]]),
+  });
+  assert.equal(plan.configurations.length, 1);
+  assert.equal(plan.configurations[0]!.action, "create");
+  const message =
+    `cannot write the webhook configuration in ${NETWORK_PATH}: ${error}`;
+  assert.deepEqual(summary(statusOf(plan, VM_RULE)), [
+    ["False", "InstallFailed", message],
+    ["False", "InstallFailed", message],
+  ]);
+});
+
+Deno.test("planReconcile() ignores an old write error of a cluster whose configuration is up to date", () => {
+  const plan = planReconcile({
+    ...networkInput([vmRule()], [VPCS]),
+    installErrors: new Map([[NETWORK, "connection reset"]]),
+  });
+  assert.deepEqual(plan.configurations, []);
+  assert.deepEqual(summary(statusOf(plan, VM_RULE)), [
+    ["True", "Installed", INSTALLED_NETWORK],
+    ["True", "Enforced", ENFORCED_VPCS],
+  ]);
+});
+
+Deno.test("planReconcile() reports an invalid rule with the parse error and installs nothing for it", () => {
+  const bad = vmRule();
+  const spec = bad.object.spec as { dependencies: { version: string }[] };
+  spec.dependencies[0]!.version = "v0";
+  const parsed = parseDependencyRule(bad.object);
+  assert.ok(!parsed.ok);
+  const plan = planReconcile(networkInput([bad], []));
+  assert.deepEqual(plan.configurations, []);
+  assert.deepEqual(plan.paths, []);
+  assert.equal(plan.desiredClusters, 0);
+  const action = statusOf(plan, VM_RULE);
+  assert.equal(action.status.observedGeneration, 3);
+  assert.deepEqual(summary(action), [
+    ["False", "InvalidSpec", "nothing is installed for an invalid rule"],
+    ["False", "InvalidSpec", parsed.error],
+  ]);
+  assert.deepEqual(plan.ready, new Map([["False/InvalidSpec", 1]]));
+});
+
+Deno.test("planReconcile() counts a rule whose configuration is being updated by the Ready condition it shows", () => {
+  const enforced =
+    planReconcile(networkInput([vmRule()], [VPCS])).statuses[0]!.status;
+  const plan = planReconcile(networkInput([
+    vmRule(enforced),
+    rule("loadbalancers-need-subnets", LOAD_BALANCERS, [
+      dependency(SUBNETS, ".spec.subnetRef.name"),
+    ]),
+  ], [VPCS]));
+  assert.deepEqual(plan.configurations.map((c) => c.action), ["update"]);
+  assert.deepEqual(plan.statuses, []);
+  assert.deepEqual(plan.ready, new Map([["True/Enforced", 1]]));
+});
+
+Deno.test("planReconcile() reports a cycle before a path, and a failed installation before both", () => {
+  const rules = [
+    rule("virtualmachines-need-vpcs", VIRTUAL_MACHINES, [
+      dependency(VPCS, ".spec.vpc.name"),
+    ]),
+    rule("vpcs-need-virtualmachines", VPCS_DEPENDENT, [
+      dependency(VIRTUAL_MACHINES, ".spec.vmRef.name"),
+    ]),
+  ];
+  const types = [VPCS, VIRTUAL_MACHINES].map((
+    { group, version, resource },
+  ) => ({ group, version, resource }));
+  const plan = planReconcile({
+    ...networkInput(rules, types),
+    exports: new Map([
+      [
+        exportKey({ workspace: NETWORK_PATH, name: VPCS.group }),
+        { answer: NETWORK_EXPORT },
+      ],
+      [
+        exportKey({ workspace: NETWORK_PATH, name: VIRTUAL_MACHINES.group }),
+        { answer: COMPUTE_WITH_SCHEMA },
+      ],
+      [
+        exportKey({ workspace: CONSUMER, name: VIRTUAL_MACHINES.group }),
+        { answer: COMPUTE_WITH_SCHEMA },
+      ],
+      [
+        exportKey({ workspace: CONSUMER, name: VPCS.group }),
+        { answer: NETWORK_EXPORT },
+      ],
+    ]),
+  });
+  const ready = conditionOf(
+    statusOf(plan, "virtualmachines-need-vpcs"),
+    READY_CONDITION,
+  );
+  assert.equal(ready.reason, "DependencyCycle");
+  assert.match(ready.message, /^dependency cycle: /);
+  assert.match(
+    ready.message,
+    /; spec\.dependencies\[0\]\.fieldRef\.path: \.spec\.vpc: no such field; did you mean \.spec\.vpcRef\.name\?$/,
+  );
+
+  const unresolved = planReconcile({
+    ...input({
+      rules: [vmRuleAt({ path: ".spec.vpc.name" })],
+      bindings: [binding(NETWORK)],
+      configurations: [],
+      resolutions: new Map([[NETWORK_PATH, {
+        reason: "NotFound",
+        message: "workspace root:providers:network does not exist",
+        definitive: true,
+      }]]),
+    }),
+    exports: exportsRead({ answer: NETWORK_EXPORT }, {
+      answer: COMPUTE_WITH_SCHEMA,
+    }),
+  });
+  const failed = conditionOf(statusOf(unresolved, VM_RULE), READY_CONDITION);
+  assert.deepEqual([failed.status, failed.reason, failed.message], [
+    "False",
+    "PathNotResolved",
+    "workspace root:providers:network does not exist; spec.dependencies[0].fieldRef.path: .spec.vpc: no such field; did you mean .spec.vpcRef.name?",
+  ]);
+});
+
+Deno.test("planReconcile() writes a Lock's Ready once its configuration is in place, and why not otherwise", () => {
+  const vpcLock = lockSource({
+    apiExportRef: { path: NETWORK_PATH, name: VPCS.group },
+    ...VPCS,
+    name: "core",
+  }, ["Delete", "Update"]);
+  // While the configuration is written, nothing is said yet.
+  const creating = planReconcile({ ...networkInput([], []), locks: [vpcLock] });
+  assert.deepEqual(creating.statuses, []);
+  assert.deepEqual([...creating.lockReady], []);
+  const installed = planReconcile({
+    ...networkInput([], []),
+    configurations: [
+      configuration(NETWORK, [{ ...VPCS, operations: ["DELETE", "UPDATE"] }]),
+    ],
+    locks: [vpcLock],
+  });
+  assert.deepEqual(installed.configurations, []);
+  const [status] = installed.statuses;
+  assert.equal(status?.namespace, "team-a");
+  assert.equal(status?.name, "prod");
+  const ready = status?.status.conditions?.[0];
+  assert.equal(ready?.type, "Ready");
+  assert.equal(ready?.status, "True");
+  assert.equal(ready?.reason, "Enforced");
+  assert.equal(
+    ready?.message,
+    `deleting and updating vpcs/core is denied while this Lock exists (webhook installed in ${NETWORK_PATH})`,
+  );
+  assert.deepEqual([...installed.lockReady], [["True/Enforced", 1]]);
+  assert.deepEqual([...installed.ready], []);
+  const typo = planReconcile({
+    ...networkInput([], []),
+    exports: new Map([[
+      exportKey({ workspace: NETWORK_PATH, name: VPCS.group }),
+      { answer: NETWORK_EXPORT },
+    ]]),
+    locks: [lockSource({
+      apiExportRef: { path: NETWORK_PATH, name: VPCS.group },
+      ...VPCS,
+      resource: "vpcz",
+      name: "core",
+    }, ["Delete"])],
+  });
+  const failed = typo.statuses[0]?.status.conditions?.[0];
+  assert.equal(failed?.status, "False");
+  assert.equal(failed?.reason, "TargetTypeUnknown");
+  assert.deepEqual([...typo.lockReady], [["False/TargetTypeUnknown", 1]]);
+});
+
+Deno.test("planReconcile() says WebhookCannotRead while kcp says the webhook may not read what a rule names, and asks about each read", () => {
+  const base = networkInput([vmRule()], [VPCS]);
+  const asked = planReconcile(base);
+  assert.deepEqual(
+    asked.webhookAccess.map((r) => `${r.verb} ${r.resource}`),
+    ["list virtualmachines", "get virtualmachines", "get vpcs"],
+  );
+  const readings = new Map(
+    asked.webhookAccess.map((ref) => [
+      accessKey(ref),
+      { answer: !(ref.verb === "list" && ref.resource === "virtualmachines") },
+    ]),
+  );
+  const plan = planReconcile({
+    ...base,
+    webhookAccess: { readings, user: "dependency-webhook" },
+  });
+  const ready = conditionOf(statusOf(plan, VM_RULE), READY_CONDITION);
+  assert.equal(ready.status, "False");
+  assert.equal(ready.reason, "WebhookCannotRead");
+  assert.match(
+    ready.message,
+    /dependency-webhook may not list virtualmachines\.compute\.example\.com.*controller grants/,
+  );
+  // The configuration stays: the webhook denies (503) rather than allows.
+  assert.deepEqual(plan.configurations, []);
+  // Granted, it is Enforced; not asked yet, too (nothing known against it);
+  // not answered, Enforced with a note.
+  const granted = new Map(
+    asked.webhookAccess.map((ref) => [accessKey(ref), { answer: true }]),
+  );
+  assert.equal(
+    conditionOf(
+      statusOf(
+        planReconcile({
+          ...base,
+          webhookAccess: { readings: granted, user: "dependency-webhook" },
+        }),
+        VM_RULE,
+      ),
+      READY_CONDITION,
+    ).reason,
+    "Enforced",
+  );
+  const failed = new Map(
+    asked.webhookAccess.map((ref) => [accessKey(ref), { error: "403" }]),
+  );
+  const noted = conditionOf(
+    statusOf(
+      planReconcile({
+        ...base,
+        webhookAccess: { readings: failed, user: "dependency-webhook" },
+      }),
+      VM_RULE,
+    ),
+    READY_CONDITION,
+  );
+  assert.equal(noted.reason, "Enforced");
+  assert.match(
+    noted.message,
+    /not checked whether the webhook may read: whether dependency-webhook may list virtualmachines/,
+  );
+});
+
+// ---------------------------------------------------------------------------
+// The conditions' part on its own
+
+Deno.test("planLockStatuses() says why a Lock is not placed, and waits for one whose configuration is being written", () => {
+  const lock = lockSource({ ...VPCS, name: "core" }, ["Delete"]);
+  const key = lockKey(CONSUMER, "team-a", "prod");
+  const placement = (state: LockState): LockPlacement => ({
+    desired: new Map(),
+    paths: new Set(),
+    providerPaths: new Map(),
+    exports: new Map(),
+    targets: new Map(),
+    unsure: false,
+    states: new Map([[key, state]]),
+    locks: new Map(),
+  });
+  const context = {
+    settings: SETTINGS,
+    installErrors: new Map<string, string>(),
+    pendingClusters: new Set([CONSUMER]),
+    now: NOW,
+  };
+  const failed = planLockStatuses([lock], {
+    ...context,
+    placement: placement({
+      state: "failed",
+      reason: "ProviderNotBound",
+      message: "not bound",
+    }),
+  });
+  assert.deepEqual(failed.statuses, [{
+    cluster: CONSUMER,
+    name: "prod",
+    namespace: "team-a",
+    endpoint: ENDPOINT,
+    resourceVersion: "",
+    status: {
+      conditions: [{
+        type: READY_CONDITION,
+        status: "False",
+        reason: "ProviderNotBound",
+        message: "not bound",
+        lastTransitionTime: NOW,
+      }],
+    },
+  }]);
+  assert.deepEqual([...failed.ready], [["False/ProviderNotBound", 1]]);
+  const writing = planLockStatuses([lock], {
+    ...context,
+    placement: placement({
+      state: "ok",
+      cluster: CONSUMER,
+      shown: "the Lock's workspace",
+    }),
+  });
+  assert.deepEqual(writing, { statuses: [], ready: new Map() });
+});

@@ -1,0 +1,135 @@
+/**
+ * Passes over some state, run on demand the way a level-triggered loop runs
+ * them: triggers coalesce into one pass, passes never overlap (a trigger
+ * during a pass runs one more after it), passes start at least
+ * `minIntervalMs` apart, and `stop()` waits for the pass under way and runs
+ * no more. The reconciler runs its reconcile passes with it, the export
+ * watcher its change notifications.
+ *
+ * @example Usage
+ * ```ts
+ * import { PassScheduler } from "./pass_scheduler.ts";
+ *
+ * const passes = new PassScheduler(async () => {}, { minIntervalMs: 200 });
+ * passes.trigger();
+ * passes.trigger(); // the same pass
+ * await passes.stop();
+ * ```
+ *
+ * @module
+ */
+
+/** The timers a {@linkcode PassScheduler} uses; tests inject their own. */
+export interface PassClock {
+  /** Milliseconds since an arbitrary origin, never going back. */
+  now(): number;
+  /** Calls `fn` once after `ms` milliseconds; returns what cancels that. */
+  after(ms: number, fn: () => void): () => void;
+}
+
+/** Options for {@linkcode PassScheduler}. */
+export interface PassSchedulerOptions {
+  /** Least time between the starts of two passes, in milliseconds. @default {0} */
+  minIntervalMs?: number;
+  /**
+   * Called with what a pass threw or rejected with; the scheduler goes on.
+   * @default {none: the error is thrown out of the timer, uncaught}
+   */
+  onError?: (error: unknown) => void;
+  /** The clock. @default {performance.now and the global timers} */
+  clock?: PassClock;
+}
+
+/** The global clock: `performance.now()` and the global timers. */
+const GLOBAL_CLOCK: PassClock = {
+  now: () => performance.now(),
+  after(ms, fn) {
+    const timer = setTimeout(fn, ms);
+    return () => clearTimeout(timer);
+  },
+};
+
+/** Runs a pass after triggers: coalesced, never overlapping, spaced apart. */
+export class PassScheduler {
+  readonly #run: () => void | Promise<void>;
+  readonly #minIntervalMs: number;
+  readonly #onError: ((error: unknown) => void) | undefined;
+  readonly #clock: PassClock;
+  #scheduled = false;
+  #cancel: (() => void) | undefined;
+  #running: Promise<void> | undefined;
+  #again = false;
+  #lastStartAt = -Infinity;
+  #stopped = false;
+
+  /**
+   * Builds a scheduler of `run`; nothing runs until
+   * {@linkcode PassScheduler.trigger}. A pass that returns a promise runs
+   * until it settles; one that returns nothing ends when it returns.
+   */
+  constructor(
+    run: () => void | Promise<void>,
+    options: PassSchedulerOptions = {},
+  ) {
+    this.#run = run;
+    this.#minIntervalMs = options.minIntervalMs ?? 0;
+    this.#onError = options.onError;
+    this.#clock = options.clock ?? GLOBAL_CLOCK;
+  }
+
+  /**
+   * Asks for a pass soon: at the next macrotask, or `minIntervalMs` after
+   * the last pass started. Triggers before it starts share it; one during
+   * a pass asks for one more after it. Ignored once stopped.
+   */
+  trigger(): void {
+    if (this.#stopped || this.#scheduled) return;
+    this.#scheduled = true;
+    const wait = Math.max(
+      0,
+      this.#lastStartAt + this.#minIntervalMs - this.#clock.now(),
+    );
+    this.#cancel = this.#clock.after(wait, () => this.#fire());
+  }
+
+  /** Runs no more passes and waits for the one under way. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#cancel?.();
+    this.#cancel = undefined;
+    await this.#running;
+  }
+
+  #fire(): void {
+    this.#scheduled = false;
+    this.#cancel = undefined;
+    if (this.#stopped) return;
+    if (this.#running !== undefined) {
+      this.#again = true;
+      return;
+    }
+    this.#lastStartAt = this.#clock.now();
+    let result: void | Promise<void>;
+    try {
+      result = this.#run();
+    } catch (error) {
+      this.#failed(error);
+      return;
+    }
+    if (!(result instanceof Promise)) return;
+    this.#running = result.catch((error) => this.#failed(error)).finally(
+      () => {
+        this.#running = undefined;
+        if (this.#again) {
+          this.#again = false;
+          this.trigger();
+        }
+      },
+    );
+  }
+
+  #failed(error: unknown): void {
+    if (this.#onError === undefined) throw error;
+    this.#onError(error);
+  }
+}

@@ -1,0 +1,243 @@
+import assert from "node:assert/strict";
+import { type PassClock, PassScheduler } from "./pass_scheduler.ts";
+
+/** A clock whose time moves only when the test says so. */
+class FakeClock implements PassClock {
+  #now = 0;
+  #nextId = 1;
+  readonly #timers = new Map<number, { at: number; fn: () => void }>();
+
+  now(): number {
+    return this.#now;
+  }
+
+  after(ms: number, fn: () => void): () => void {
+    const id = this.#nextId++;
+    this.#timers.set(id, { at: this.#now + ms, fn });
+    return () => this.#timers.delete(id);
+  }
+
+  /** Timers not fired yet. */
+  get pending(): number {
+    return this.#timers.size;
+  }
+
+  /** Moves the time on by `ms`, firing the timers due, in order. */
+  advance(ms: number): void {
+    const until = this.#now + ms;
+    for (;;) {
+      const due = [...this.#timers].filter(([, t]) => t.at <= until)
+        .sort(([, a], [, b]) => a.at - b.at)[0];
+      if (due === undefined) break;
+      const [id, timer] = due;
+      this.#timers.delete(id);
+      this.#now = Math.max(this.#now, timer.at);
+      timer.fn();
+    }
+    this.#now = until;
+  }
+}
+
+/** Lets settled promises run their callbacks. */
+function flush(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 0));
+}
+
+/** A pass that ends when the test says so, counting its starts. */
+function gatedPass(): {
+  run: () => Promise<void>;
+  starts: () => number;
+  /** Ends the pass under way. */
+  end: () => void;
+} {
+  let starts = 0;
+  let end: () => void = () => {};
+  return {
+    run: () => {
+      starts++;
+      const { promise, resolve } = Promise.withResolvers<void>();
+      end = resolve;
+      return promise;
+    },
+    starts: () => starts,
+    end: () => end(),
+  };
+}
+
+Deno.test("PassScheduler runs one pass for the triggers before it starts", () => {
+  const clock = new FakeClock();
+  let runs = 0;
+  const passes = new PassScheduler(() => {
+    runs++;
+  }, { clock });
+  passes.trigger();
+  passes.trigger();
+  passes.trigger();
+  assert.equal(runs, 0, "not in the caller's task");
+  assert.equal(clock.pending, 1, "one timer for all three");
+  clock.advance(0);
+  assert.equal(runs, 1);
+  clock.advance(1_000);
+  assert.equal(runs, 1);
+});
+
+Deno.test("PassScheduler never overlaps passes: triggers during a pass run one more after it", async () => {
+  const clock = new FakeClock();
+  const pass = gatedPass();
+  const passes = new PassScheduler(pass.run, { clock });
+  passes.trigger();
+  clock.advance(0);
+  assert.equal(pass.starts(), 1);
+  passes.trigger();
+  clock.advance(0);
+  passes.trigger();
+  clock.advance(0);
+  assert.equal(pass.starts(), 1, "none while one is under way");
+  pass.end();
+  await flush();
+  clock.advance(0);
+  assert.equal(pass.starts(), 2, "one more for both triggers");
+  pass.end();
+  await flush();
+  clock.advance(1_000);
+  assert.equal(pass.starts(), 2);
+});
+
+Deno.test("PassScheduler starts passes at least minIntervalMs apart", async () => {
+  const clock = new FakeClock();
+  const pass = gatedPass();
+  const passes = new PassScheduler(pass.run, { clock, minIntervalMs: 200 });
+  passes.trigger();
+  clock.advance(0);
+  assert.equal(pass.starts(), 1, "the first pass starts at once");
+  clock.advance(50);
+  pass.end();
+  await flush();
+  passes.trigger();
+  clock.advance(149);
+  assert.equal(pass.starts(), 1);
+  clock.advance(1);
+  assert.equal(pass.starts(), 2, "200 ms after the first started");
+  pass.end();
+  await flush();
+  clock.advance(500);
+  passes.trigger();
+  clock.advance(0);
+  assert.equal(pass.starts(), 3, "at once when the last started long ago");
+});
+
+Deno.test("PassScheduler waits minIntervalMs after a pass a trigger during it asked for", async () => {
+  const clock = new FakeClock();
+  const pass = gatedPass();
+  const passes = new PassScheduler(pass.run, { clock, minIntervalMs: 200 });
+  passes.trigger();
+  clock.advance(0);
+  passes.trigger();
+  clock.advance(300);
+  pass.end();
+  await flush();
+  clock.advance(0);
+  assert.equal(pass.starts(), 2, "the first started 300 ms ago: at once");
+  passes.trigger();
+  clock.advance(10);
+  pass.end();
+  await flush();
+  clock.advance(189);
+  assert.equal(pass.starts(), 2);
+  clock.advance(1);
+  assert.equal(pass.starts(), 3);
+  pass.end();
+  await flush();
+});
+
+Deno.test("PassScheduler.stop() waits for the pass under way and runs no more", async () => {
+  const clock = new FakeClock();
+  const pass = gatedPass();
+  const passes = new PassScheduler(pass.run, { clock });
+  passes.trigger();
+  clock.advance(0);
+  passes.trigger();
+  clock.advance(0); // asks for one more after the pass
+  let stopped = false;
+  const stopping = passes.stop().then(() => stopped = true);
+  await flush();
+  assert.equal(stopped, false, "the pass is still under way");
+  pass.end();
+  await stopping;
+  passes.trigger();
+  clock.advance(1_000);
+  assert.equal(pass.starts(), 1);
+  assert.equal(clock.pending, 0, "no timer left behind");
+});
+
+Deno.test("PassScheduler.stop() cancels a pass not started yet", async () => {
+  const clock = new FakeClock();
+  let runs = 0;
+  const passes = new PassScheduler(() => {
+    runs++;
+  }, { clock, minIntervalMs: 100 });
+  passes.trigger();
+  await passes.stop();
+  assert.equal(clock.pending, 0);
+  clock.advance(1_000);
+  assert.equal(runs, 0);
+});
+
+Deno.test("PassScheduler hands a failed pass to onError and goes on", async () => {
+  const clock = new FakeClock();
+  const errors: unknown[] = [];
+  let runs = 0;
+  const passes = new PassScheduler(() => {
+    runs++;
+    if (runs === 1) throw new Error("sync");
+    return Promise.reject(new Error("async"));
+  }, { clock, onError: (error) => errors.push(error) });
+  passes.trigger();
+  clock.advance(0);
+  passes.trigger();
+  clock.advance(0);
+  await flush();
+  assert.deepEqual(errors.map((e) => (e as Error).message), ["sync", "async"]);
+  passes.trigger();
+  clock.advance(0);
+  await flush();
+  assert.equal(runs, 3);
+  await passes.stop();
+});
+
+Deno.test("PassScheduler without onError throws a pass's error out of its timer", () => {
+  const clock = new FakeClock();
+  const passes = new PassScheduler(() => {
+    throw new Error("boom");
+  }, { clock });
+  passes.trigger();
+  assert.throws(() => clock.advance(0), /boom/);
+  let runs = 0;
+  const next = new PassScheduler(() => {
+    runs++;
+  }, { clock });
+  next.trigger();
+  clock.advance(0);
+  assert.equal(runs, 1);
+});
+
+Deno.test("PassScheduler runs a pass asked for by a pass that returns nothing", () => {
+  const clock = new FakeClock();
+  let runs = 0;
+  const passes = new PassScheduler(() => {
+    runs++;
+    if (runs === 1) passes.trigger();
+  }, { clock });
+  passes.trigger();
+  clock.advance(0);
+  assert.equal(runs, 2);
+  assert.equal(clock.pending, 0);
+});
+
+Deno.test("PassScheduler uses the global timers by default", async () => {
+  const { promise, resolve } = Promise.withResolvers<void>();
+  const passes = new PassScheduler(() => resolve());
+  passes.trigger();
+  await promise;
+  await passes.stop();
+});

@@ -1,7 +1,8 @@
 /**
  * Locks: the Lock API (a namespaced object that denies the deletion, and
  * optionally the update, of one object in its namespace while it exists,
- * with a reason) and the index the webhook decides with.
+ * with a reason), the index the webhook decides with, and the Lock view of
+ * the process's one export watcher (`lockView`).
  *
  * @module
  */

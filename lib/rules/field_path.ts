@@ -114,13 +114,6 @@ export function formatFieldPath(
   return text;
 }
 
-/** How many `[*]` a path has. */
-export function countLists(path: FieldPath): number {
-  let count = 0;
-  for (const segment of path) count += segment.lists;
-  return count;
-}
-
 /**
  * Whether `namespacePath` can be read beside `path`, element by element:
  * every `[*]` of `namespacePath` must be one of `path`'s, at the same place,

@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import {
-  countLists,
   type FieldPath,
   formatFieldPath,
   pairingProblem,
@@ -157,11 +156,6 @@ Deno.test("formatFieldPath() round-trips through parseFieldPath()", () => {
     formatFieldPath(parseFieldPath("spec.vpcRef.name")),
     ".spec.vpcRef.name",
   );
-});
-
-Deno.test("countLists() counts every [*]", () => {
-  assert.equal(countLists(parseFieldPath(".spec.vpcRef.name")), 0);
-  assert.equal(countLists(parseFieldPath(".spec.a[*].b[*][*].name")), 3);
 });
 
 const VM = {

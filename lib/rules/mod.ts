@@ -2,8 +2,8 @@
  * DependencyRules: the API types and their validation, field paths, the
  * references they find in a dependent and their check against a schema, the
  * shared rule types (a rule in its logical cluster, group/version/resource),
- * the rule graph that decides which rules are enforced, and the watcher that
- * follows rules through the dep-ctrl virtual workspaces.
+ * the rule graph that decides which rules are enforced, and the rule view of
+ * the process's one export watcher (`ruleView`).
  *
  * @module
  */

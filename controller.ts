@@ -1,9 +1,9 @@
 /**
  * dependency-controller: keeps one ValidatingWebhookConfiguration per kcp
- * provider workspace that hosts a type protected by a DependencyRule, equal
- * to what the rules ask, and reports each rule's state in its status.
- * Watches rules, dep-ctrl APIBindings and its own configurations through the
- * dep-ctrl APIExport's virtual workspaces; resolves workspace paths through
+ * workspace that hosts a type protected by a DependencyRule or a Lock, equal
+ * to what the rules and Locks ask, and reports each rule's and Lock's state
+ * in its status. Watches rules, Locks, dep-ctrl APIBindings and its own
+ * configurations through the dep-ctrl APIExport's virtual workspaces; resolves workspace paths through
  * the front-proxy; with `--leader-elect`, only the Lease holder writes.
  *
  * `controller grants ...` instead prints the webhook's read grants for the
@@ -44,7 +44,7 @@ import {
 } from "./lib/kcp/mod.ts";
 
 const SUMMARY =
-  "Installs the dependency webhook in every kcp provider workspace whose types DependencyRules protect, and reports each rule's state in its status. `controller grants --help`: print the webhook's read grants for the live rules.";
+  "Installs the dependency webhook in every kcp workspace whose types DependencyRules or Locks protect, and reports each rule's and Lock's state in its status. `controller grants --help`: print the webhook's read grants for the live rules.";
 
 /** Wires the controller together and runs it until SIGTERM/SIGINT. */
 async function run(options: ControllerOptions, log: Logger): Promise<number> {

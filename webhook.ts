@@ -47,7 +47,7 @@ import {
 import { LockIndex, LOCKS_PATH, lockView } from "./lib/locks/mod.ts";
 
 const SUMMARY =
-  "Serves the kcp admission webhook that denies deleting objects other objects still refer to.";
+  "Serves the kcp admission webhook that denies deleting objects other objects still refer to, and deleting (or updating) objects a Lock holds.";
 
 /** Wires the webhook together, serves until SIGTERM/SIGINT, then drains. */
 async function run(options: WebhookOptions, log: Logger): Promise<number> {

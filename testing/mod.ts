@@ -5,7 +5,7 @@
  * and the in-process fakes the unit tests use.
  *
  * ```ts
- * import { createWorkspace, kcpTest } from "../../testing/mod.ts";
+ * import { createWorkspace, kcpTest } from "./mod.ts";
  *
  * kcpTest("a workspace is reachable", async (kcp, step) => {
  *   await step("create", async () => {

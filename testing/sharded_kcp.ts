@@ -12,7 +12,7 @@
  * work unchanged; {@linkcode ShardedKcp.shards} talk to each shard directly.
  *
  * ```ts
- * import { createWorkspace, shardedKcpTest, workspaceShard } from "../../testing/mod.ts";
+ * import { createWorkspace, shardedKcpTest, workspaceShard } from "./mod.ts";
  *
  * shardedKcpTest("a workspace on the second shard", async (kcp, step) => {
  *   await step("create", async () => {

@@ -11,7 +11,7 @@
  * {@linkcode KcpApi.kubectl} and {@linkcode KcpApi.request}.
  *
  * ```ts
- * import { assertStatusTruth, kcpTest } from "../../testing/mod.ts";
+ * import { assertStatusTruth, kcpTest } from "./mod.ts";
  *
  * kcpTest("every Enforced status is true", async (kcp, step) => {
  *   await step("status truth", async () => {

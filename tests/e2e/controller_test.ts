@@ -311,8 +311,14 @@ kcpTest(
           const table = await kcp.kubectlOk(["get", "dependencyrules"], {
             workspace: COMPUTE,
           });
-          assert.match(table, /NAME\s+READY\s+REASON\s+AGE/);
-          assert.match(table, /vm-vpc\s+True\s+Enforced/);
+          assert.match(
+            table,
+            /NAME\s+DEPENDENT\s+TARGET\s+PATH\s+READY\s+REASON\s+AGE/,
+          );
+          assert.match(
+            table,
+            /vm-vpc\s+virtualmachines\s+vpcs\s+\.spec\.vpcRef\.name\s+True\s+Enforced/,
+          );
         },
       );
 

@@ -155,7 +155,14 @@ export class ReadCache<R, A> {
       if (this.#stopped || !this.#wanted.has(key)) return;
       this.#readings.set(key, after);
       if (JSON.stringify(after) !== JSON.stringify(before)) {
-        this.#options.log[failure === undefined ? "info" : "warn"](
+        // A first answer is routine (thousands at a cold start): debug; a
+        // changed one is news: info; a failure: warn.
+        const level = failure !== undefined
+          ? "warn"
+          : before === undefined
+          ? "debug"
+          : "info";
+        this.#options.log[level](
           `read ${this.#options.what}`,
           this.#options.describe?.(ref, after) ?? { key, error: after.error },
         );

@@ -148,3 +148,36 @@ Deno.test("ReadCache reads again, every recheck interval, the answers it is told
     await c.stop();
   }
 });
+
+Deno.test("ReadCache logs a first answer at debug, a changed one at info and a failure at warn", async () => {
+  const records: { level: string; msg: string }[] = [];
+  let answer: Answer = FOUND;
+  let fail = false;
+  const c = new ReadCache<Ref, Answer>({
+    key: exportKey,
+    what: "thing",
+    read: () =>
+      fail ? Promise.reject(new Error("down")) : Promise.resolve(answer),
+    log: createLogger({
+      level: "debug",
+      write: (line) => records.push(JSON.parse(line)),
+    }),
+    onChange: () => {},
+    backoff: { initialMs: 10, maxMs: 20 },
+    recheck: { when: () => true, everyMs: 10 },
+  });
+  try {
+    c.want([A]);
+    await until(() => records.length === 1);
+    assert.equal(records[0]!.level, "debug");
+    answer = { found: false };
+    await until(() => records.length === 2);
+    assert.equal(records[1]!.level, "info");
+    fail = true;
+    await until(() => records.length === 3);
+    assert.equal(records[2]!.level, "warn");
+    assert.ok(records.every((r) => r.msg === "read thing"));
+  } finally {
+    c.stop();
+  }
+});

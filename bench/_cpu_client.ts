@@ -1,0 +1,46 @@
+/**
+ * The floor of `webhook_cpu.ts`: a bare Deno client that sends, `count`
+ * times, what a review must ask of kcp (the object's metadata GET and the
+ * dependents' LIST, at once) over one kept-alive connection, and prints
+ * the CPU it spent on them (user + system, microseconds) as JSON.
+ *
+ * ```sh
+ * deno run --allow-net --allow-read --allow-env bench/_cpu_client.ts \
+ *   <get url> <list url> <ca file> <count>   # token in BENCH_TOKEN
+ * ```
+ *
+ * @module
+ */
+import { cpuUsage } from "node:process";
+
+const METADATA_ONLY =
+  "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
+
+const [getUrl, listUrl, caFile, countText] = Deno.args;
+const token = Deno.env.get("BENCH_TOKEN") ?? "";
+const count = Number(countText);
+const client = Deno.createHttpClient({
+  caCerts: [await Deno.readTextFile(caFile!)],
+});
+const headers = (accept: string) => ({
+  accept,
+  authorization: `Bearer ${token}`,
+});
+const pair = async () => {
+  const [get, list] = await Promise.all([
+    fetch(getUrl!, { headers: headers(METADATA_ONLY), client }),
+    fetch(listUrl!, { headers: headers("application/json"), client }),
+  ]);
+  const object = await get.json() as { metadata?: { uid?: string } };
+  const items = (await list.json() as { items?: unknown[] }).items;
+  if (object.metadata?.uid === undefined || items === undefined) {
+    throw new Error("the floor's reads failed");
+  }
+};
+// Warm the connections, then measure.
+for (let i = 0; i < 5; i++) await pair();
+const before = cpuUsage();
+for (let i = 0; i < count; i++) await pair();
+const spent = cpuUsage(before);
+client.close();
+console.log(JSON.stringify({ user: spent.user, system: spent.system, count }));

@@ -1,0 +1,179 @@
+/**
+ * The webhook's CPU per slow-path review at one dependent, on a real kcp,
+ * beside its floor: a bare Deno client sending the same GET and LIST
+ * (`_cpu_client.ts`). Both CPU figures are of the process that does the
+ * work (the webhook's from `/proc/<pid>/stat`, the client's from its own
+ * `process.cpuUsage()`), per review or per GET+LIST pair, alternating in
+ * each round; the ratio is the webhook's over the floor's, per round.
+ *
+ * @module
+ */
+import {
+  buildTopology,
+  grantWebhookReads,
+  type KcpServer,
+  startKcp,
+  startWebhook,
+  type WebhookProcess,
+} from "../testing/mod.ts";
+import { formatSpread, median, spread } from "./_stats.ts";
+import {
+  createBenchNamespace,
+  deleteReview,
+  type LiveVpc,
+  sendReview,
+} from "./_webhook_fixtures.ts";
+
+/** Clock ticks per second of `/proc/<pid>/stat` (USER_HZ, 100 on Linux). */
+const TICKS_PER_SECOND = 100;
+
+/** utime + stime of a process, ms. */
+async function cpuMs(pid: number): Promise<number> {
+  const stat = await Deno.readTextFile(`/proc/${pid}/stat`);
+  // Fields after the command name, which is in parentheses.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  return ticks * 1000 / TICKS_PER_SECOND;
+}
+
+/** The webhook's CPU for `count` reviews, ms per review. */
+async function webhookCpu(
+  webhook: WebhookProcess,
+  target: LiveVpc,
+  count: number,
+): Promise<number> {
+  const client = Deno.createHttpClient({ caCerts: [webhook.cert.caPem] });
+  try {
+    for (let i = 0; i < 5; i++) {
+      await sendReview(webhook.url, deleteReview(target), client);
+    }
+    const before = await cpuMs(webhook.pid);
+    for (let i = 0; i < count; i++) {
+      const answer = await sendReview(
+        webhook.url,
+        deleteReview(target),
+        client,
+      );
+      if (answer.kind !== "allowed") {
+        throw new Error(`review ${answer.kind}: ${answer.detail ?? ""}`);
+      }
+    }
+    return (await cpuMs(webhook.pid) - before) / count;
+  } finally {
+    client.close();
+  }
+}
+
+/** The bare client's CPU for `count` GET+LIST pairs, ms per pair. */
+async function floorCpu(
+  kcp: KcpServer,
+  urls: { get: string; list: string },
+  count: number,
+): Promise<number> {
+  const caFile = `${kcp.rootDir}/bench-ca.pem`;
+  await Deno.writeTextFile(caFile, kcp.caPem);
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--allow-net",
+      "--allow-read",
+      "--allow-env",
+      new URL("./_cpu_client.ts", import.meta.url).pathname,
+      urls.get,
+      urls.list,
+      caFile,
+      String(count),
+    ],
+    env: { BENCH_TOKEN: kcp.identity("webhook").token },
+    stdout: "piped",
+    stderr: "inherit",
+  }).output();
+  if (!output.success) throw new Error("the floor client failed");
+  const spent = JSON.parse(new TextDecoder().decode(output.stdout)) as {
+    user: number;
+    system: number;
+  };
+  return (spent.user + spent.system) / 1000 / count;
+}
+
+/** Options of {@linkcode cpuBench}. */
+export interface CpuBenchOptions {
+  /** Rounds. @default {5} */
+  rounds?: number;
+  /** Reviews (and pairs) per round. @default {300} */
+  count?: number;
+}
+
+/** Runs the figure on its own kcp and prints it. */
+export async function cpuBench(options: CpuBenchOptions = {}): Promise<void> {
+  const rounds = options.rounds ?? 5;
+  const count = options.count ?? 300;
+  const kcp = await startKcp();
+  try {
+    const topo = await buildTopology(kcp, {
+      consumerPaths: ["root:consumers:bench"],
+    });
+    const consumer = topo.consumers[0]!;
+    await kcp.kubectlOk([
+      "apply",
+      "-f",
+      new URL(
+        "../testing/fixtures/compute/dependencyrule-vm-vpc.yaml",
+        import.meta.url,
+      ).pathname,
+    ], { workspace: topo.compute.path });
+    await grantWebhookReads(kcp);
+    const target = await createBenchNamespace(
+      kcp,
+      consumer.path,
+      "bench-1",
+      1,
+    );
+    const base = kcp.clusterUrl(consumer.cluster);
+    const urls = {
+      get:
+        `${base}/apis/network.example.com/v1alpha1/namespaces/bench-1/vpcs/${target.metadata.name}`,
+      list:
+        `${base}/apis/compute.example.com/v1alpha1/namespaces/bench-1/virtualmachines?limit=500`,
+    };
+    const webhook = await startWebhook(kcp, { args: ["--log-level=warn"] });
+    try {
+      console.log(
+        `\nCPU per slow-path review at one dependent (${count} per round, ${rounds} rounds, alternating):`,
+      );
+      console.log(
+        "   webhook = its process's CPU per review; floor = a bare Deno client's CPU per GET+LIST pair sent at once",
+      );
+      const hooks: number[] = [];
+      const floors: number[] = [];
+      const ratios: number[] = [];
+      for (let r = 0; r < rounds; r++) {
+        const first = r % 2 === 0;
+        const floor = first ? await floorCpu(kcp, urls, count) : undefined;
+        const hook = await webhookCpu(webhook, target, count);
+        const floorMs = floor ?? await floorCpu(kcp, urls, count);
+        hooks.push(hook);
+        floors.push(floorMs);
+        ratios.push(hook / floorMs);
+        console.log(
+          `   round ${r + 1}: webhook ${hook.toFixed(3)} ms, floor ${
+            floorMs.toFixed(3)
+          } ms, ratio ${(hook / floorMs).toFixed(2)}`,
+        );
+      }
+      console.log(
+        `   webhook ms/review ${
+          formatSpread(spread(hooks), 3)
+        }; floor ms/pair ${formatSpread(spread(floors), 3)}; ratio ${
+          formatSpread(spread(ratios), 2)
+        } (median ${median(ratios).toFixed(2)}, target <= 1.5)`,
+      );
+    } finally {
+      await webhook.stop();
+    }
+  } finally {
+    await kcp.stop();
+  }
+}
+
+if (import.meta.main) await cpuBench();

@@ -26,6 +26,10 @@
  * runs instead the webhook's peak memory under load (see
  * `webhook_memory.ts`), then figure 3.
  *
+ * `deno task bench cpu` runs instead the webhook's CPU per slow-path
+ * review at one dependent beside a bare client's for the same GET and LIST
+ * (`webhook_cpu.ts`).
+ *
  * `deno task bench front-proxy` runs instead figure 1 on a sharded kcp (two
  * shards, a cache server, kcp-front-proxy) with the consumer on the second
  * shard and everything sent through the front-proxy, as production does;
@@ -49,6 +53,7 @@ import {
 } from "../testing/mod.ts";
 import { fastPathComparison } from "./fast_path.ts";
 import { referencesBench } from "./webhook_references.ts";
+import { cpuBench } from "./webhook_cpu.ts";
 import { formatSpread, median, spread } from "./_stats.ts";
 import {
   createBenchNamespace,
@@ -479,6 +484,10 @@ async function frontProxyBench(): Promise<void> {
   }
 }
 
+if (Deno.args[0] === "cpu") {
+  await cpuBench();
+  Deno.exit(0);
+}
 const cli = parseCli(Deno.args);
 if (cli.frontProxy) {
   await frontProxyBench();

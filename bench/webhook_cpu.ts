@@ -64,10 +64,10 @@ async function webhookCpu(
   }
 }
 
-/** The bare client's CPU for `count` GET+LIST pairs, ms per pair. */
+/** The bare client's CPU for `count` GET and LISTs sent at once, ms per set. */
 async function floorCpu(
   kcp: KcpServer,
-  urls: { get: string; list: string },
+  urls: { get: string; lists: readonly string[] },
   count: number,
 ): Promise<number> {
   const caFile = `${kcp.rootDir}/bench-ca.pem`;
@@ -79,10 +79,10 @@ async function floorCpu(
       "--allow-read",
       "--allow-env",
       new URL("./_cpu_client.ts", import.meta.url).pathname,
-      urls.get,
-      urls.list,
       caFile,
       String(count),
+      urls.get,
+      ...urls.lists,
     ],
     env: { BENCH_TOKEN: kcp.identity("webhook").token },
     stdout: "piped",
@@ -130,43 +130,60 @@ export async function cpuBench(options: CpuBenchOptions = {}): Promise<void> {
       1,
     );
     const base = kcp.clusterUrl(consumer.cluster);
-    const urls = {
-      get:
-        `${base}/apis/network.example.com/v1alpha1/namespaces/bench-1/vpcs/${target.metadata.name}`,
-      list:
-        `${base}/apis/compute.example.com/v1alpha1/namespaces/bench-1/virtualmachines?limit=500`,
-    };
+    const get =
+      `${base}/apis/network.example.com/v1alpha1/namespaces/bench-1/vpcs/${target.metadata.name}`;
+    const list =
+      `${base}/apis/compute.example.com/v1alpha1/namespaces/bench-1/virtualmachines?limit=500`;
+    // The identity check's read: which export each type is bound from.
+    const bindings = `${base}/apis/apis.kcp.io/v1alpha2/apibindings`;
+    const pair = { get, lists: [list] };
+    const triple = { get, lists: [list, bindings] };
     const webhook = await startWebhook(kcp, { args: ["--log-level=warn"] });
     try {
       console.log(
         `\nCPU per slow-path review at one dependent (${count} per round, ${rounds} rounds, alternating):`,
       );
       console.log(
-        "   webhook = its process's CPU per review; floor = a bare Deno client's CPU per GET+LIST pair sent at once",
+        "   webhook = its process's CPU per review; floor = a bare Deno client's CPU per set of reads sent at once",
       );
       const hooks: number[] = [];
-      const floors: number[] = [];
-      const ratios: number[] = [];
+      const pairs: number[] = [];
+      const triples: number[] = [];
       for (let r = 0; r < rounds; r++) {
-        const first = r % 2 === 0;
-        const floor = first ? await floorCpu(kcp, urls, count) : undefined;
-        const hook = await webhookCpu(webhook, target, count);
-        const floorMs = floor ?? await floorCpu(kcp, urls, count);
-        hooks.push(hook);
-        floors.push(floorMs);
-        ratios.push(hook / floorMs);
+        // Which runs first alternates from round to round.
+        const order = r % 2 === 0
+          ? ["pair", "triple", "hook"]
+          : ["hook", "triple", "pair"];
+        for (const which of order) {
+          if (which === "hook") {
+            hooks.push(await webhookCpu(webhook, target, count));
+          } else if (which === "pair") {
+            pairs.push(await floorCpu(kcp, pair, count));
+          } else triples.push(await floorCpu(kcp, triple, count));
+        }
         console.log(
-          `   round ${r + 1}: webhook ${hook.toFixed(3)} ms, floor ${
-            floorMs.toFixed(3)
-          } ms, ratio ${(hook / floorMs).toFixed(2)}`,
+          `   round ${r + 1}: webhook ${hooks[r]!.toFixed(3)} ms; GET+LIST ${
+            pairs[r]!.toFixed(3)
+          } ms (ratio ${
+            (hooks[r]! / pairs[r]!).toFixed(2)
+          }); GET+LIST+bindings ${triples[r]!.toFixed(3)} ms (ratio ${
+            (hooks[r]! / triples[r]!).toFixed(2)
+          })`,
         );
       }
+      const ratios = (floor: number[]) => hooks.map((h, i) => h / floor[i]!);
       console.log(
-        `   webhook ms/review ${
-          formatSpread(spread(hooks), 3)
-        }; floor ms/pair ${formatSpread(spread(floors), 3)}; ratio ${
-          formatSpread(spread(ratios), 2)
-        } (median ${median(ratios).toFixed(2)}, target <= 1.5)`,
+        `   webhook ms/review ${formatSpread(spread(hooks), 3)}`,
+      );
+      console.log(
+        `   floor GET+LIST ms ${formatSpread(spread(pairs), 3)}; ratio ${
+          formatSpread(spread(ratios(pairs)), 2)
+        } (median ${median(ratios(pairs)).toFixed(2)}, target <= 1.5)`,
+      );
+      console.log(
+        `   floor GET+LIST+APIBindings LIST (the identity check's read) ms ${
+          formatSpread(spread(triples), 3)
+        }; ratio ${formatSpread(spread(ratios(triples)), 2)}`,
       );
     } finally {
       await webhook.stop();

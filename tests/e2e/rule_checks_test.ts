@@ -186,7 +186,10 @@ kcpTest(
           const shown = await kcp.kubectlOk(["get", "dependencyrules"], {
             workspace: COMPUTE,
           });
-          assert.match(shown, /typo-group\s+False\s+TypeNotExported/);
+          assert.match(
+            shown,
+            /^typo-group\s+\S+\s+\S+\s+\S+\s+False\s+TypeNotExported\s/m,
+          );
           assert.deepEqual(await protectedTypes(kcp), []);
         },
       );
@@ -279,7 +282,10 @@ kcpTest(
           const shown = await kcp.kubectlOk(["get", "dependencyrules"], {
             workspace: COMPUTE,
           });
-          assert.match(shown, /typo-field\s+False\s+FieldNotInSchema/);
+          assert.match(
+            shown,
+            /^typo-field\s+\S+\s+\S+\s+\S+\s+False\s+FieldNotInSchema\s/m,
+          );
           // Settled with Ready=False FieldNotInSchema: installed, yet not enforced.
           assert.deepEqual((await protectedTypes(kcp)).sort(), [
             "network.example.com/subnets",

@@ -667,7 +667,13 @@ kcpTest(
             workspace: COMPUTE,
           });
           await waitForConfiguration(kcp, NETWORK, ["vpcs"]);
-          assert.match(await follower.log(), /configuration written/);
+          // The log is copied from the process's stderr as it comes: the
+          // line may land a moment after kcp shows the write.
+          await waitFor(
+            "the new leader to log its write",
+            async () =>
+              /configuration written/.test(await follower.log()) || undefined,
+          );
           controller = follower;
         },
       );

@@ -119,6 +119,7 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
     pageSize: options.listPageSize,
     maxPageBytes: options.maxListPageBytes,
     bytesInFlight: new Semaphore(options.maxListBytesInFlight),
+    bindingsTtlMs: options.bindingsCacheTtlMs,
   });
   const validator = new DeletionValidator(registry, source, {
     timeoutMs: options.listTimeoutMs,

@@ -25,6 +25,7 @@ import {
 } from "../kcp/mod.ts";
 import type { Semaphore } from "../runtime/mod.ts";
 import { boundResourcesOf } from "../exports/mod.ts";
+import { BindingCache } from "./binding_cache.ts";
 
 /**
  * Asks for the object's metadata only (`PartialObjectMetadata`), with plain
@@ -71,6 +72,12 @@ export interface FrontProxyDependentSourceOptions {
    * @default {no bound}
    */
   bytesInFlight?: Semaphore;
+  /**
+   * How long a workspace's APIBindings, read for the identity check, are
+   * used for its later reviews (see `binding_cache.ts`); 0 reads them for
+   * every review. @default {0}
+   */
+  bindingsTtlMs?: number;
 }
 
 /**
@@ -113,6 +120,7 @@ export class FrontProxyDependentSource implements DependentSource {
   readonly #pageSize: number;
   readonly #maxPageBytes: number;
   readonly #bytesInFlight: Semaphore | undefined;
+  readonly #bindings: BindingCache<ReadonlyMap<string, string>>;
 
   /** Lists with `client` below `base` (the front-proxy URL without `/clusters/...`). */
   constructor(
@@ -125,6 +133,10 @@ export class FrontProxyDependentSource implements DependentSource {
     this.#pageSize = options.pageSize ?? 10_000;
     this.#maxPageBytes = options.maxPageBytes ?? DEFAULT_MAX_PAGE_BYTES;
     this.#bytesInFlight = options.bytesInFlight;
+    this.#bindings = new BindingCache({
+      ttlMs: options.bindingsTtlMs ?? 0,
+      read: (cluster, signal) => this.#readBoundIdentities(cluster, signal),
+    });
   }
 
   /**
@@ -234,7 +246,14 @@ export class FrontProxyDependentSource implements DependentSource {
    * The identity of the APIExport each type the workspace binds comes from,
    * by `<group>/<resource>`, from its APIBindings' bound resources.
    */
-  async boundIdentities(
+  boundIdentities(
+    cluster: string,
+    signal: AbortSignal,
+  ): Promise<ReadonlyMap<string, string>> {
+    return this.#bindings.get(cluster, signal);
+  }
+
+  async #readBoundIdentities(
     cluster: string,
     signal: AbortSignal,
   ): Promise<ReadonlyMap<string, string>> {

@@ -7,6 +7,7 @@
  */
 export * from "./access_review.ts";
 export * from "./admission_review.ts";
+export * from "./binding_cache.ts";
 export * from "./bounded_server.ts";
 export * from "./deletion_validator.ts";
 export * from "./dependent_lister.ts";

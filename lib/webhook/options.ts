@@ -74,6 +74,12 @@ export const WEBHOOK_FLAGS: readonly FlagSpec[] = [
     help: "Deadline for all dependent lists of one review (kcp waits 10s)",
   },
   {
+    name: "bindings-cache-ttl",
+    default: "5s",
+    help:
+      "How long a consumer workspace's APIBindings, read to tell which export each of its types comes from, serve its later reviews (0s: read for every review); a stale answer concerns only that workspace's own bindings",
+  },
+  {
     name: "teardown-order-timeout",
     default: "2m",
     help:
@@ -170,6 +176,8 @@ export interface WebhookOptions extends ComponentOptions {
   listTimeoutMs: number;
   /** How long references order a workspace's teardown, ms. */
   teardownOrderMs: number;
+  /** How long a workspace's APIBindings serve its reviews, ms. */
+  bindingsCacheTtlMs: number;
   /** Page size for dependent lists. */
   listPageSize: number;
   /** Memory one list page (or object) may take, estimated, in bytes. */
@@ -270,6 +278,7 @@ export function parseWebhookOptions(
         () => parseDuration(v["list-timeout"]!),
       ),
       teardownOrderMs: duration("teardown-order-timeout"),
+      bindingsCacheTtlMs: duration("bindings-cache-ttl"),
       listPageSize: pageSize,
       maxListPageBytes,
       maxListBytesInFlight,

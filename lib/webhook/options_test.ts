@@ -20,6 +20,7 @@ Deno.test("parseWebhookOptions() applies the reference's defaults", () => {
     metricsBind: { hostname: "0.0.0.0", port: 8080 },
     listTimeoutMs: 7000,
     teardownOrderMs: 120_000,
+    bindingsCacheTtlMs: 5_000,
     listPageSize: 500,
     maxListPageBytes: 8 * 1024 * 1024,
     maxListBytesInFlight: 32 * 1024 * 1024,

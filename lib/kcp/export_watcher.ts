@@ -17,7 +17,8 @@ import {
 } from "../runtime/mod.ts";
 import { clusterOf, Informer, objectKey } from "./informer.ts";
 import { clusterUrl } from "./urls.ts";
-import type { KubeClient, KubeObject } from "./kube_client.ts";
+import type { KubeClient } from "./kube_client.ts";
+import type { KubeObject } from "./kube_types.ts";
 
 /** One collection to follow below every endpoint. */
 export interface Collection {

@@ -14,14 +14,14 @@ import {
   waitUntil,
 } from "../../testing/mod.ts";
 import { ExportWatcher, wildcardUrl } from "./export_watcher.ts";
-import {
-  KubeClient,
-  type KubeList,
-  type KubeObject,
-  type ListOptions,
-  type WatchEvent,
-  type WatchOptions,
-} from "./kube_client.ts";
+import { KubeClient } from "./kube_client.ts";
+import type {
+  KubeList,
+  KubeObject,
+  ListOptions,
+  WatchEvent,
+  WatchOptions,
+} from "./kube_types.ts";
 import { createLogger } from "../runtime/mod.ts";
 
 const EXPORT = "dependencies.opendefense.cloud";

@@ -14,11 +14,9 @@ import {
   type Logger,
   sleep,
 } from "../runtime/mod.ts";
-import {
-  KubeApiError,
-  type KubeClient,
-  type KubeObject,
-} from "./kube_client.ts";
+import { KubeApiError } from "./kube_api_error.ts";
+import type { KubeClient } from "./kube_client.ts";
+import type { KubeObject } from "./kube_types.ts";
 
 /** Options for {@linkcode Informer}. */
 export interface InformerOptions {

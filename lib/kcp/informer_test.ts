@@ -17,11 +17,8 @@ import {
   type InformerOptions,
   objectKey,
 } from "./informer.ts";
-import {
-  KubeClient,
-  type KubeClientOptions,
-  type KubeObject,
-} from "./kube_client.ts";
+import { KubeClient } from "./kube_client.ts";
+import type { KubeClientOptions, KubeObject } from "./kube_types.ts";
 import { createLogger } from "../runtime/mod.ts";
 
 const PATH = "/apis/g/v1/things";

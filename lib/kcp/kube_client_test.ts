@@ -11,16 +11,13 @@ import {
   waitUntil,
 } from "../../testing/mod.ts";
 import {
-  estimateMemory,
-  formatBytes,
   KubeApiError,
-  KubeClient,
-  type KubeClientOptions,
-  type KubeList,
   RESPONSE_BUDGET_EXHAUSTED,
   RESPONSE_TOO_LARGE,
-  type WatchEvent,
-} from "./kube_client.ts";
+} from "./kube_api_error.ts";
+import { KubeClient } from "./kube_client.ts";
+import type { KubeClientOptions, KubeList, WatchEvent } from "./kube_types.ts";
+import { estimateMemory } from "./response_body.ts";
 import { Semaphore } from "../runtime/mod.ts";
 
 /** Runs `fn` with a fake API and a client of it, and cleans both up. */
@@ -1006,18 +1003,6 @@ Deno.test("KubeClient.request() gives its room under byteBudget back after an an
   );
 });
 
-Deno.test("estimateMemory() counts 2 a byte, 3 outside ASCII, 64 more for { and [, 8 more for a quote, comma or colon", () => {
-  const encoder = new TextEncoder();
-  assert.equal(estimateMemory(new Uint8Array()), 0);
-  assert.equal(estimateMemory(encoder.encode("abc 12")), 12);
-  assert.equal(estimateMemory(encoder.encode("\u00e9")), 6);
-  // { " a " : [ 1 , " \u00e9 " ] }
-  assert.equal(
-    estimateMemory(encoder.encode('{"a":[1,"\u00e9"]}')),
-    66 + 10 + 2 + 10 + 10 + 66 + 2 + 10 + 10 + 6 + 10 + 2 + 2,
-  );
-});
-
 Deno.test("KubeClient.request() with measure memory refuses a body whose bytes fit maxBytes but whose objects would not", async () => {
   const empties = `[${Array(1000).fill("{}").join(",")}]`;
   const text = JSON.stringify({ notes: "x".repeat(2000) });
@@ -1092,12 +1077,4 @@ Deno.test("KubeClient.request() with measure memory refuses a Content-Length ove
       );
     },
   );
-});
-
-Deno.test("formatBytes() names whole MiB and KiB and counts bytes otherwise", () => {
-  assert.equal(formatBytes(4 * 1024 * 1024), "4 MiB");
-  assert.equal(formatBytes(512 * 1024), "512 KiB");
-  assert.equal(formatBytes(1536 * 1024), "1536 KiB");
-  assert.equal(formatBytes(1000), "1000 bytes");
-  assert.equal(formatBytes(1), "1 byte");
 });

@@ -8,6 +8,13 @@
 export * from "./component_flags.ts";
 export * from "./export_watcher.ts";
 export * from "./informer.ts";
+export {
+  KubeApiError,
+  RESPONSE_BUDGET_EXHAUSTED,
+  RESPONSE_TOO_LARGE,
+} from "./kube_api_error.ts";
 export * from "./kube_client.ts";
 export * from "./kube_config.ts";
+export * from "./kube_types.ts";
+export { estimateMemory, formatBytes } from "./response_body.ts";
 export * from "./urls.ts";

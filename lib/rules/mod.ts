@@ -13,4 +13,9 @@ export * from "./references.ts";
 export * from "./rule_graph.ts";
 export * from "./rule_watcher.ts";
 export * from "./schema_path.ts";
+export {
+  OBJECT_META_SCHEMA,
+  pruneSchema,
+  type SchemaNode,
+} from "./schema_walk.ts";
 export * from "./types.ts";

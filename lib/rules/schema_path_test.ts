@@ -1,12 +1,7 @@
 import assert from "node:assert/strict";
 import { parseFieldPath } from "./field_path.ts";
-import {
-  checkSchemaPath,
-  OBJECT_META_SCHEMA,
-  pruneSchema,
-  type SchemaNode,
-  type SchemaPathCheck,
-} from "./schema_path.ts";
+import { checkSchemaPath, type SchemaPathCheck } from "./schema_path.ts";
+import { pruneSchema, type SchemaNode } from "./schema_walk.ts";
 
 const S = { type: "string" };
 const ref = { type: "object", properties: { name: S, namespace: S } };
@@ -288,74 +283,6 @@ Deno.test("checkSchemaPath() reads own fields only", () => {
     checkSchemaPath(proto, parseFieldPath(".spec.toString")).ok,
     false,
   );
-});
-
-Deno.test("pruneSchema() keeps only what the walk reads", () => {
-  assert.deepEqual(
-    pruneSchema({
-      type: "object",
-      description: "a VM",
-      required: ["spec"],
-      "x-kubernetes-validations": [{ rule: "true" }],
-      properties: {
-        spec: {
-          type: "object",
-          "x-kubernetes-preserve-unknown-fields": true,
-          "x-kubernetes-embedded-resource": false,
-          properties: { a: { type: "string", pattern: "^a$", maxLength: 3 } },
-        },
-        list: { type: "array", items: { type: "integer", format: "int32" } },
-        map: { type: "object", additionalProperties: { type: "string" } },
-        any: { type: "object", additionalProperties: true },
-        port: {
-          "x-kubernetes-int-or-string": true,
-          anyOf: [{ type: "integer" }],
-        },
-        tmpl: { type: "object", "x-kubernetes-embedded-resource": true },
-        bad: "not a schema",
-      },
-    }),
-    {
-      type: "object",
-      properties: {
-        spec: {
-          type: "object",
-          properties: { a: { type: "string" } },
-          "x-kubernetes-preserve-unknown-fields": true,
-        },
-        list: { type: "array", items: { type: "integer" } },
-        map: { type: "object", additionalProperties: { type: "string" } },
-        any: { type: "object", additionalProperties: true },
-        port: { "x-kubernetes-int-or-string": true },
-        tmpl: { type: "object", "x-kubernetes-embedded-resource": true },
-        bad: {},
-      },
-    },
-  );
-  assert.deepEqual(pruneSchema(undefined), {});
-  assert.deepEqual(pruneSchema([{ type: "string" }]), {});
-});
-
-Deno.test("pruneSchema() keeps very deep schemas open instead of recursing on", () => {
-  let deep: unknown = { type: "string" };
-  for (let i = 0; i < 200; i++) {
-    deep = { type: "object", properties: { a: deep } };
-  }
-  const pruned = pruneSchema(deep);
-  const path = parseFieldPath(`.${new Array(200).fill("a").join(".")}`);
-  const result = checkSchemaPath(pruned, path);
-  assert.equal(result.ok, true);
-  assert.ok(result.ok && result.open !== undefined && result.open.length > 0);
-});
-
-Deno.test("OBJECT_META_SCHEMA has ObjectMeta's string fields", () => {
-  for (const name of ["name", "namespace", "generateName", "uid"]) {
-    assert.deepEqual(
-      OBJECT_META_SCHEMA.properties?.[name],
-      { type: "string" },
-      name,
-    );
-  }
 });
 
 Deno.test("checkSchemaPath() names the object itself when the top is no object", () => {

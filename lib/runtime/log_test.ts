@@ -3,12 +3,10 @@ import {
   createLogger,
   createSampler,
   type LoggerOptions,
-  MAX_LOG_ITEMS,
-  MAX_LOG_LINE_BYTES,
-  MAX_LOG_STRING_CHARS,
   parseLogLevel,
-  truncateText,
 } from "./log.ts";
+import { MAX_LOG_LINE_BYTES } from "./log_line.ts";
+import { MAX_LOG_ITEMS, MAX_LOG_STRING_CHARS } from "./log_values.ts";
 
 const TIME = "2024-05-01T12:00:00.000Z";
 
@@ -321,15 +319,6 @@ function bounded(line: string | undefined): Record<string, unknown> {
   assert.match(line, /^[\x20-\x7e]*$/);
   return JSON.parse(line);
 }
-
-Deno.test("truncateText() keeps short text and cuts long text with a count of what it left out", () => {
-  assert.equal(truncateText("abc", 3), "abc");
-  assert.equal(truncateText("abcdef", 4), "abcd...(+2 chars)");
-  assert.equal(truncateText("", 0), "");
-  // A surrogate pair is not split: the cut moves one code unit back.
-  assert.equal(truncateText("ab\u{1F600}cd", 3), "ab...(+4 chars)");
-  assert.equal(truncateText("ab\u{1F600}cd", 4), "ab\u{1F600}...(+2 chars)");
-});
 
 Deno.test("createLogger() cuts a long string value, at any depth, to MAX_LOG_STRING_CHARS", () => {
   const { lines, log } = capture();

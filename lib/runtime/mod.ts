@@ -14,6 +14,12 @@ export * from "./fair_queue.ts";
 export * from "./flags.ts";
 export * from "./keyed_tasks.ts";
 export * from "./log.ts";
+export { MAX_LOG_LINE_BYTES } from "./log_line.ts";
+export {
+  MAX_LOG_ITEMS,
+  MAX_LOG_STRING_CHARS,
+  truncateText,
+} from "./log_values.ts";
 export * from "./metrics.ts";
 export * from "./pass_scheduler.ts";
 export * from "./read_cache.ts";

@@ -131,6 +131,11 @@ export interface ReconcilerOptions {
   maxWritesInFlight?: number;
   /** Least time between the starts of two passes, in milliseconds. @default {200} */
   minPassIntervalMs?: number;
+  /**
+   * Most time between the starts of two passes while changes keep coming
+   * (see `PassScheduler`'s `maxIntervalMs`). @default {2_000}
+   */
+  maxPassIntervalMs?: number;
 }
 
 /**
@@ -166,9 +171,13 @@ export class Reconciler {
     this.#options = options;
     const { observer } = options;
     // Passes start at least minIntervalMs apart: a burst of changes
-    // (thousands of writes showing up in the watches) shares passes.
+    // (thousands of writes showing up in the watches) shares passes, and
+    // while changes keep coming (a cold start) the spacing grows to
+    // maxPassIntervalMs, so a pass over thousands of rules runs tens of
+    // times, not hundreds.
     this.#passes = new PassScheduler(() => this.#pass(), {
       minIntervalMs: options.minPassIntervalMs ?? 200,
+      maxIntervalMs: options.maxPassIntervalMs ?? 2_000,
       onError: (error) => {
         this.#options.log.error("reconcile pass failed", { error });
       },

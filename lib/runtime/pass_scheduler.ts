@@ -3,7 +3,12 @@
  * them: triggers coalesce into one pass, passes never overlap (a trigger
  * during a pass runs one more after it), passes start at least
  * `minIntervalMs` apart, and `stop()` waits for the pass under way and runs
- * no more. The reconciler runs its reconcile passes with it, the export
+ * no more. With `maxIntervalMs`, once triggers have had to wait
+ * {@linkcode BUSY_PASSES_BEFORE_SPACING} times in a row (changes keep
+ * coming), each further wait doubles the spacing up to it, and a quiet
+ * spell brings it back: a cold start's thousands of changes cost tens of
+ * passes, while a lone change and the few passes it causes keep the least
+ * spacing. The reconciler runs its reconcile passes with it, the export
  * watcher its change notifications.
  *
  * @example Usage
@@ -32,6 +37,12 @@ export interface PassSchedulerOptions {
   /** Least time between the starts of two passes, in milliseconds. @default {0} */
   minIntervalMs?: number;
   /**
+   * Most the spacing grows to while triggers keep coming (it doubles each
+   * time a trigger has to wait, and is back at `minIntervalMs` once two
+   * spacings pass without a trigger). @default {minIntervalMs: no growth}
+   */
+  maxIntervalMs?: number;
+  /**
    * Called with what a pass threw or rejected with; the scheduler goes on.
    * @default {none: the error is thrown out of the timer, uncaught}
    */
@@ -39,6 +50,13 @@ export interface PassSchedulerOptions {
   /** The clock. @default {performance.now and the global timers} */
   clock?: PassClock;
 }
+
+/**
+ * How many triggers in a row may wait for the least spacing before the
+ * spacing grows (see {@linkcode PassSchedulerOptions.maxIntervalMs}): the
+ * few passes one change causes (a write, then its watch event) stay fast.
+ */
+export const BUSY_PASSES_BEFORE_SPACING = 10;
 
 /** The global clock: `performance.now()` and the global timers. */
 const GLOBAL_CLOCK: PassClock = {
@@ -53,6 +71,9 @@ const GLOBAL_CLOCK: PassClock = {
 export class PassScheduler {
   readonly #run: () => void | Promise<void>;
   readonly #minIntervalMs: number;
+  readonly #maxIntervalMs: number;
+  #intervalMs: number;
+  #busy = 0;
   readonly #onError: ((error: unknown) => void) | undefined;
   readonly #clock: PassClock;
   #scheduled = false;
@@ -73,22 +94,37 @@ export class PassScheduler {
   ) {
     this.#run = run;
     this.#minIntervalMs = options.minIntervalMs ?? 0;
+    this.#maxIntervalMs = Math.max(
+      this.#minIntervalMs,
+      options.maxIntervalMs ?? this.#minIntervalMs,
+    );
+    this.#intervalMs = this.#minIntervalMs;
     this.#onError = options.onError;
     this.#clock = options.clock ?? GLOBAL_CLOCK;
   }
 
   /**
-   * Asks for a pass soon: at the next macrotask, or `minIntervalMs` after
-   * the last pass started. Triggers before it starts share it; one during
-   * a pass asks for one more after it. Ignored once stopped.
+   * Asks for a pass soon: at the next macrotask, or the spacing after the
+   * last pass started. Triggers before it starts share it; one during a
+   * pass asks for one more after it. Ignored once stopped.
    */
   trigger(): void {
     if (this.#stopped || this.#scheduled) return;
     this.#scheduled = true;
-    const wait = Math.max(
-      0,
-      this.#lastStartAt + this.#minIntervalMs - this.#clock.now(),
-    );
+    const since = this.#clock.now() - this.#lastStartAt;
+    // Quiet for two spacings: back to the least spacing.
+    if (since >= 2 * this.#intervalMs) {
+      this.#intervalMs = this.#minIntervalMs;
+      this.#busy = 0;
+    }
+    const wait = Math.max(0, this.#intervalMs - since);
+    // Changes keep coming: space the passes after this one further apart.
+    if (wait > 0 && ++this.#busy > BUSY_PASSES_BEFORE_SPACING) {
+      this.#intervalMs = Math.min(
+        this.#maxIntervalMs,
+        Math.max(this.#intervalMs * 2, 1),
+      );
+    }
     this.#cancel = this.#clock.after(wait, () => this.#fire());
   }
 

@@ -1,5 +1,9 @@
 import assert from "node:assert/strict";
-import { type PassClock, PassScheduler } from "./pass_scheduler.ts";
+import {
+  BUSY_PASSES_BEFORE_SPACING,
+  type PassClock,
+  PassScheduler,
+} from "./pass_scheduler.ts";
 
 /** A clock whose time moves only when the test says so. */
 class FakeClock implements PassClock {
@@ -240,4 +244,50 @@ Deno.test("PassScheduler uses the global timers by default", async () => {
   passes.trigger();
   await promise;
   await passes.stop();
+});
+
+Deno.test("PassScheduler spaces passes further apart while changes keep coming, and back once quiet", () => {
+  const clock = new FakeClock();
+  const starts: number[] = [];
+  const passes = new PassScheduler(() => {
+    starts.push(clock.now());
+  }, { clock, minIntervalMs: 200, maxIntervalMs: 1_600 });
+  // A change every 50 ms for 20 s: each pass is followed by another trigger.
+  for (let t = 0; t < 20_000; t += 50) {
+    passes.trigger();
+    clock.advance(50);
+  }
+  const gaps = starts.slice(1).map((s, i) => s - starts[i]!);
+  // The first passes keep the least spacing, then it grows to the cap.
+  assert.deepEqual(
+    gaps.slice(0, BUSY_PASSES_BEFORE_SPACING),
+    Array(BUSY_PASSES_BEFORE_SPACING).fill(200),
+  );
+  assert.equal(Math.max(...gaps), 1_600);
+  assert.ok(gaps.slice(-3).every((g) => g === 1_600));
+  // A constant 200 ms spacing would have run 100 passes.
+  assert.ok(starts.length < 30, `${starts.length} passes`);
+  // Quiet for a while: a lone change runs at once again.
+  clock.advance(10_000);
+  const before = starts.length;
+  passes.trigger();
+  clock.advance(0);
+  assert.equal(starts.length, before + 1);
+  passes.trigger();
+  clock.advance(200);
+  assert.equal(starts.length, before + 2, "back at the least spacing");
+});
+
+Deno.test("PassScheduler without maxIntervalMs keeps the least spacing however busy", () => {
+  const clock = new FakeClock();
+  let passes = 0;
+  const scheduler = new PassScheduler(() => {
+    passes++;
+  }, { clock, minIntervalMs: 200 });
+  for (let t = 0; t < 10_000; t += 50) {
+    scheduler.trigger();
+    clock.advance(50);
+  }
+  // One every 200 ms from 0 to 10 s, both ends included.
+  assert.equal(passes, 51);
 });

@@ -114,9 +114,23 @@ export class FakeDependentSource implements DependentSource {
   /** How often the bindings were read. */
   boundReads = 0;
 
-  async boundIdentities(): Promise<ReadonlyMap<string, string>> {
+  /**
+   * What a kept (not fresh) read of the bindings answers, when it differs
+   * from {@linkcode bound}: a cache a few seconds behind. @default {bound}
+   */
+  keptBound: ReadonlyMap<string, string> | undefined = undefined;
+  /** Whether each read of the bindings asked for a fresh answer. */
+  readonly boundFresh: boolean[] = [];
+
+  async boundIdentities(
+    _cluster?: string,
+    _signal?: AbortSignal,
+    options: { fresh?: boolean } = {},
+  ): Promise<ReadonlyMap<string, string>> {
     this.boundReads++;
+    this.boundFresh.push(options.fresh ?? false);
     await Promise.resolve();
+    if (!options.fresh && this.keptBound !== undefined) return this.keptBound;
     if ("error" in this.bound) throw this.bound.error;
     return this.bound as ReadonlyMap<string, string>;
   }

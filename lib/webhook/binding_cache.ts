@@ -6,8 +6,9 @@
  *
  * What a stale entry can do: a consumer that rebinds a type from another
  * export is seen with its old bindings for at most `ttlMs`. The entry holds
- * only that consumer's own bindings, so it can change how that consumer's
- * objects are protected, never reach another tenant's.
+ * only that consumer's own bindings, so it can never reach another tenant;
+ * and the webhook uses a kept answer only to count a rule, never to drop
+ * one (it reads again, fresh, before dropping), so it fails closed.
  *
  * @module
  */
@@ -60,6 +61,18 @@ export class BindingCache<T> {
     if (held !== undefined && now - held.at < ttlMs) {
       return abortable(held.value, signal);
     }
+    return this.refresh(cluster, signal);
+  }
+
+  /**
+   * A new read of the cluster, whatever is held, which then replaces the
+   * held answer (with 0 `ttlMs`, just the read).
+   *
+   * @throws {Error} What the read threw.
+   */
+  refresh(cluster: string, signal: AbortSignal): Promise<T> {
+    if (this.#options.ttlMs <= 0) return this.#options.read(cluster, signal);
+    const now = this.#now();
     this.#entries.delete(cluster);
     // The shared read is not bound to the first caller's signal: a review
     // that gives up must not fail the others waiting on it. Each caller

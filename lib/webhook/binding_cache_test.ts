@@ -85,3 +85,14 @@ Deno.test("BindingCache with a time to live of 0 reads every time", async () => 
   assert.deepEqual(reads, ["c1", "c1"]);
   assert.equal(cache.size, 0);
 });
+
+Deno.test("BindingCache.refresh() reads again whatever is held, and keeps the new answer", async () => {
+  let answer = "old";
+  const { cache, reads } = counting(() => Promise.resolve(answer));
+  assert.equal(await cache.get("c1", SIGNAL), "old");
+  answer = "new";
+  assert.equal(await cache.get("c1", SIGNAL), "old");
+  assert.equal(await cache.refresh("c1", SIGNAL), "new");
+  assert.equal(await cache.get("c1", SIGNAL), "new");
+  assert.deepEqual(reads, ["c1", "c1"]);
+});

@@ -2376,7 +2376,8 @@ Deno.test("DeletionValidator.validate() applies a rule only to dependents bound 
     await validate(lookAlikeRegistry(), source, deleteRequest()),
     ALLOWED,
   );
-  assert.equal(source.boundReads, 1);
+  // Dropping the look-alike's rule takes a fresh read of the bindings.
+  assert.deepEqual(source.boundFresh, [false, true]);
   // A VM that does refer through the provider's field still blocks.
   const referring = new FakeDependentSource({
     virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
@@ -2396,6 +2397,34 @@ Deno.test("DeletionValidator.validate() applies a rule only to dependents bound 
     await validate(lookAlikeRegistry(), tenants, deleteRequest()),
     ALLOWED,
   );
+});
+
+Deno.test("DeletionValidator.validate() drops a rule only on a fresh read of the bindings: a kept answer may only make it count", async () => {
+  // The kept answer predates the consumer's binding of VirtualMachines;
+  // the fresh one has it, from the provider's export.
+  const source = new FakeDependentSource({
+    virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
+  });
+  source.keptBound = new Map();
+  source.bound = new Map([["compute.example.com/virtualmachines", "real"]]);
+  const verdict = await validate(lookAlikeRegistry(), source, deleteRequest());
+  assert.equal(verdict.outcome, "denied_referenced");
+  assert.match(verdict.response.status?.message ?? "", /VirtualMachine\/vm-1/);
+  assert.deepEqual(source.boundFresh, [false, true]);
+  // A kept answer that has the rule's export: no second read.
+  const kept = new FakeDependentSource({
+    virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
+  });
+  kept.bound = new Map([["compute.example.com/virtualmachines", "real"]]);
+  const registry = new RuleRegistry();
+  registry.replace([VM_RULE], {
+    identities: new Map([["provider1/vm-needs-vpc", "real"]]),
+  });
+  assert.equal(
+    (await validate(registry, kept, deleteRequest())).outcome,
+    "denied_referenced",
+  );
+  assert.deepEqual(kept.boundFresh, [false]);
 });
 
 Deno.test("DeletionValidator.validate() counts every rule when the workspace's bindings cannot be read (fail closed)", async () => {

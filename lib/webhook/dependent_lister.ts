@@ -249,8 +249,11 @@ export class FrontProxyDependentSource implements DependentSource {
   boundIdentities(
     cluster: string,
     signal: AbortSignal,
+    options: { fresh?: boolean } = {},
   ): Promise<ReadonlyMap<string, string>> {
-    return this.#bindings.get(cluster, signal);
+    return options.fresh
+      ? this.#bindings.refresh(cluster, signal)
+      : this.#bindings.get(cluster, signal);
   }
 
   async #readBoundIdentities(

@@ -80,13 +80,16 @@ export interface DependentSource {
   ): Promise<Date | undefined>;
   /**
    * The identity of the APIExport each type the workspace binds comes from,
-   * by `<group>/<resource>`; a type of the workspace's own has none.
+   * by `<group>/<resource>`; a type of the workspace's own has none. The
+   * answer may be a few seconds old unless `options.fresh` asks for a new
+   * read.
    *
    * @throws {KubeApiError} On failure.
    */
   boundIdentities(
     cluster: string,
     signal: AbortSignal,
+    options?: { fresh?: boolean },
   ): Promise<ReadonlyMap<string, string>>;
 }
 
@@ -323,13 +326,19 @@ export class ReviewReader {
     // Which export each dependent type comes from in this workspace, read
     // beside the lists: a rule counts only dependents bound from its own
     // dependent export. Unreadable, every rule counts (fail closed).
+    const readBound = (fresh: boolean) =>
+      this.#deadline.race(
+        this.#source.boundIdentities(target.cluster, signal, { fresh }),
+      ).catch(() => undefined);
     const bound = options.boundIdentities
-      ? this.#deadline.race(
-        this.#source.boundIdentities(target.cluster, signal),
-      ).catch(() => undefined)
+      ? readBound(false)
       : Promise.resolve(undefined);
+    // An answer that would drop a rule is read again, fresh, once per
+    // review: a kept answer may only ever make a rule count (fail closed).
+    let fresh: Promise<ReadonlyMap<string, string> | undefined> | undefined;
+    const freshBound = () => fresh ??= readBound(true);
     const lists = [...byDependent].map(([key, group]) =>
-      this.#scan(group, target, { signal, bound }, found).then(
+      this.#scan(group, target, { signal, bound, freshBound }, found).then(
         () => pending.delete(key),
         (error) => {
           if (!stop.signal.aborted) stop.abort(error);
@@ -376,6 +385,7 @@ export class ReviewReader {
     options: {
       signal: AbortSignal;
       bound: Promise<ReadonlyMap<string, string> | undefined>;
+      freshBound: () => Promise<ReadonlyMap<string, string> | undefined>;
     },
     found: Blockers,
   ): Promise<void> {
@@ -398,6 +408,9 @@ export class ReviewReader {
         if (first) {
           first = false;
           group = ownDependents(all, await options.bound);
+          if (group.length < all.length) {
+            group = ownDependents(all, await options.freshBound());
+          }
           if (group.length === 0) return;
         }
         for (const item of items) {

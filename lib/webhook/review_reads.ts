@@ -10,23 +10,14 @@
  * @module
  */
 import { KubeApiError } from "../kcp/mod.ts";
-import {
-  formatFieldPath,
-  type GroupVersionResource,
-  gvrKey,
-  referencesOf,
-} from "../rules/mod.ts";
-import {
-  compareStrings,
-  type Deadline,
-  DeadlineExceeded,
-  errorText,
-} from "../runtime/mod.ts";
+import { type GroupVersionResource, gvrKey } from "../rules/mod.ts";
+import { type Deadline, DeadlineExceeded, errorText } from "../runtime/mod.ts";
 import type { BypassAuthorizer } from "./access_review.ts";
 import type { Protection } from "./rule_registry.ts";
 import { planReads, type ReviewPlan } from "./review_plan.ts";
 import { asRecord, quote, type ReviewTarget } from "./review_target.ts";
 import type { Blocker, Permission } from "./verdicts.ts";
+import { keepFirst, ownDependents, referringFields } from "./review_match.ts";
 
 /** What to list: one dependent type in one logical cluster, one namespace or all. */
 export interface DependentQuery {
@@ -441,67 +432,4 @@ export class ReviewReader {
       );
     }
   }
-}
-
-/**
- * The protections whose rule's dependent export is the one the workspace
- * binds the dependent type from: a rule about another export's type of the
- * same group and resource (another provider's, or a tenant's look-alike)
- * says nothing of these objects. Without the bindings, all of them.
- */
-function ownDependents(
-  group: readonly Protection[],
-  bound: ReadonlyMap<string, string> | undefined,
-): readonly Protection[] {
-  if (bound === undefined) return group;
-  const { group: apiGroup, resource } = group[0]!.dependent;
-  const identity = bound.get(`${apiGroup}/${resource}`);
-  return group.filter((p) =>
-    p.dependentIdentity === undefined || p.dependentIdentity === identity
-  );
-}
-
-/** Most fields named per dependent in a denial; the rest are counted. */
-const MAX_FIELDS_NAMED = 3;
-
-/**
- * The fields of `item` (concrete, `.spec.nics[1].subnetRef.name`) that refer
- * to `target`: same name, and same namespace unless the object is
- * cluster-scoped. Past {@linkcode MAX_FIELDS_NAMED}, a last entry counts the
- * rest, so one dependent with a huge list cannot make a huge message.
- */
-function referringFields(
-  item: unknown,
-  group: readonly Protection[],
-  target: ReviewTarget,
-): string[] {
-  const fields: string[] = [];
-  let more = 0;
-  for (const p of group) {
-    for (const reference of referencesOf(item, p)) {
-      if (reference.name !== target.name) continue;
-      if (
-        target.namespace !== undefined &&
-        reference.namespace !== target.namespace
-      ) continue;
-      if (fields.length < MAX_FIELDS_NAMED) {
-        fields.push(formatFieldPath(p.fieldPath, reference.indexes));
-      } else more++;
-    }
-  }
-  if (more > 0) fields.push(`and ${more} more`);
-  return fields;
-}
-
-/** Keeps `named` the `max` smallest blockers in (kind, namespace, name) order, whatever order they come in. */
-function keepFirst(named: Blocker[], blocker: Blocker, max: number): void {
-  named.push(blocker);
-  named.sort(compareBlockers);
-  if (named.length > max) named.pop();
-}
-
-/** (kind, namespace, name) in code-point order: the same on every locale. */
-function compareBlockers(a: Blocker, b: Blocker): number {
-  return compareStrings(a.kind, b.kind) ||
-    compareStrings(a.namespace, b.namespace) || compareStrings(a.name, b.name);
 }

@@ -1,0 +1,81 @@
+import assert from "node:assert/strict";
+import { keepFirst, ownDependents, referringFields } from "./review_match.ts";
+import { RuleRegistry } from "./rule_registry.ts";
+import type { Blocker } from "./verdicts.ts";
+import {
+  dependency,
+  validRule,
+  VIRTUAL_MACHINES,
+  VPCS,
+} from "../../testing/mod.ts";
+
+function protections(identity?: string) {
+  const registry = new RuleRegistry();
+  registry.replace(
+    [{
+      cluster: "p1",
+      rule: validRule("vm-vpc", VIRTUAL_MACHINES, [
+        dependency(VPCS, ".spec.vpcRef.name"),
+        dependency(VPCS, ".spec.nics[*].vpcRef.name"),
+      ]),
+    }],
+    identity === undefined ? {} : {
+      identities: new Map([["p1/vm-vpc", identity]]),
+    },
+  );
+  return registry.find(VPCS);
+}
+
+const TARGET = {
+  cluster: "c1",
+  namespace: "default",
+  name: "vpc-a",
+  uid: "u",
+  resource: { ...VPCS },
+};
+
+Deno.test("ownDependents() keeps the rules of the export the workspace binds, all of them without bindings", () => {
+  const real = protections("real");
+  const key = `${VIRTUAL_MACHINES.group}/${VIRTUAL_MACHINES.resource}`;
+  assert.equal(ownDependents(real, new Map([[key, "real"]])).length, 2);
+  assert.equal(ownDependents(real, new Map([[key, "fake"]])).length, 0);
+  assert.equal(ownDependents(real, new Map()).length, 0);
+  assert.equal(ownDependents(real, undefined).length, 2);
+  // A rule whose identity is unknown counts (fail closed).
+  assert.equal(ownDependents(protections(), new Map()).length, 2);
+});
+
+Deno.test("referringFields() names the concrete fields that refer, in the object's namespace, and counts past three", () => {
+  const p = protections();
+  const vm = {
+    metadata: { name: "vm-1", namespace: "default" },
+    spec: {
+      vpcRef: { name: "vpc-a" },
+      nics: [1, 2, 3, 4].map(() => ({ vpcRef: { name: "vpc-a" } })),
+    },
+  };
+  assert.deepEqual(referringFields(vm, p, TARGET), [
+    ".spec.vpcRef.name",
+    ".spec.nics[0].vpcRef.name",
+    ".spec.nics[1].vpcRef.name",
+    "and 2 more",
+  ]);
+  assert.deepEqual(
+    referringFields({ spec: { vpcRef: { name: "vpc-b" } } }, p, TARGET),
+    [],
+  );
+});
+
+Deno.test("keepFirst() keeps the smallest blockers by kind, namespace and name, whatever the order", () => {
+  const named: Blocker[] = [];
+  const blocker = (name: string) => ({
+    kind: "VirtualMachine",
+    namespace: "default",
+    name,
+    paths: [],
+  });
+  for (const name of ["vm-c", "vm-a", "vm-d", "vm-b"]) {
+    keepFirst(named, blocker(name), 2);
+  }
+  assert.deepEqual(named.map((b) => b.name), ["vm-a", "vm-b"]);
+});

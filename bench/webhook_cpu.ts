@@ -17,24 +17,13 @@ import {
   type WebhookProcess,
 } from "../testing/mod.ts";
 import { formatSpread, median, spread } from "./_stats.ts";
+import { cpuSeconds } from "./_scale_metrics.ts";
 import {
   createBenchNamespace,
   deleteReview,
   type LiveVpc,
   sendReview,
 } from "./_webhook_fixtures.ts";
-
-/** Clock ticks per second of `/proc/<pid>/stat` (USER_HZ, 100 on Linux). */
-const TICKS_PER_SECOND = 100;
-
-/** utime + stime of a process, ms. */
-async function cpuMs(pid: number): Promise<number> {
-  const stat = await Deno.readTextFile(`/proc/${pid}/stat`);
-  // Fields after the command name, which is in parentheses.
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  const ticks = Number(fields[11]) + Number(fields[12]);
-  return ticks * 1000 / TICKS_PER_SECOND;
-}
 
 /** The webhook's CPU for `count` reviews, ms per review. */
 async function webhookCpu(
@@ -47,7 +36,7 @@ async function webhookCpu(
     for (let i = 0; i < 5; i++) {
       await sendReview(webhook.url, deleteReview(target), client);
     }
-    const before = await cpuMs(webhook.pid);
+    const before = await cpuSeconds(webhook.pid);
     for (let i = 0; i < count; i++) {
       const answer = await sendReview(
         webhook.url,
@@ -58,7 +47,7 @@ async function webhookCpu(
         throw new Error(`review ${answer.kind}: ${answer.detail ?? ""}`);
       }
     }
-    return (await cpuMs(webhook.pid) - before) / count;
+    return (await cpuSeconds(webhook.pid) - before) * 1000 / count;
   } finally {
     client.close();
   }

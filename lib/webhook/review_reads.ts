@@ -11,7 +11,7 @@
  */
 import { KubeApiError } from "../kcp/mod.ts";
 import { type GroupVersionResource, gvrKey } from "../rules/mod.ts";
-import { type Deadline, DeadlineExceeded, errorText } from "../runtime/mod.ts";
+import { Deadline, DeadlineExceeded, errorText } from "../runtime/mod.ts";
 import type { BypassAuthorizer } from "./access_review.ts";
 import type { Protection } from "./rule_registry.ts";
 import { planReads, type ReviewPlan } from "./review_plan.ts";
@@ -226,21 +226,14 @@ export class ReviewReader {
       if (budget <= 0) {
         return Promise.reject(new Error("no time left to read the workspace"));
       }
-      const stop = new AbortController();
-      const timer = setTimeout(
-        () => stop.abort(new Error(`no answer within ${budget} ms`)),
-        budget,
-      );
-      const signal = AbortSignal.any([stop.signal, this.#deadline.signal]);
-      const read = this.#source.workspaceDeletedAt(cluster, signal);
-      const stopped = new Promise<never>((_, reject) => {
-        signal.addEventListener("abort", () => reject(signal.reason), {
-          once: true,
-        });
+      // Its own deadline, within the review's: the review's signal ends it.
+      const within = new Deadline(budget, {
+        what: "reading the workspace",
+        signal: this.#deadline.signal,
       });
-      this.#deletedAt = Promise.race([read, stopped]).finally(() =>
-        clearTimeout(timer)
-      );
+      this.#deletedAt = within.race(
+        this.#source.workspaceDeletedAt(cluster, within.signal),
+      ).finally(() => within.disarm());
       this.#deletedAt.catch(() => {});
     }
     return this.#deletedAt;

@@ -1,12 +1,30 @@
 import assert from "node:assert/strict";
+import type { BypassAuthorizer, BypassQuery } from "./access_review.ts";
 import type { AdmissionRequest } from "./admission_review.ts";
 import { DeletionValidator } from "./deletion_validator.ts";
+import { planReview } from "./review_plan.ts";
+import {
+  type Blockers,
+  type DependentQuery,
+  type DependentSource,
+  Forbidden,
+  type ObjectQuery,
+  ReviewReader,
+  UnknownWorkspace,
+} from "./review_reads.ts";
 import { RuleRegistry } from "./rule_registry.ts";
+import type { Blocker } from "./verdicts.ts";
 import { LockIndex } from "../locks/mod.ts";
 import { KubeApiError } from "../kcp/mod.ts";
+import { Deadline, DeadlineExceeded } from "../runtime/mod.ts";
+import type { ClusterRule, GroupVersionResource } from "../rules/mod.ts";
 import {
   dependency,
+  type DependentType,
   FakeDependentSource,
+  type Listing,
+  LOAD_BALANCERS,
+  untilAborted,
   validLock,
   validRule,
   VIRTUAL_MACHINES,
@@ -173,4 +191,1243 @@ Deno.test("a denial whose workspace check hangs answers within the same deadline
   );
   assert.equal(verdict.outcome, "denied_referenced");
   assert.equal(reads(source)["get logicalcluster consumer1"], 1);
+});
+
+// ---------------------------------------------------------------------------
+// ReviewReader.read(): what a plan reads, and the readings it gives
+
+/** A validated rule in cluster `provider1`: `dependent` refers to `target` at `paths`. */
+function rule(
+  name: string,
+  dependent: DependentType,
+  paths: readonly string[] = [".spec.vpcRef.name"],
+  target: GroupVersionResource = VPCS,
+): ClusterRule {
+  return {
+    cluster: "provider1",
+    rule: validRule(
+      name,
+      dependent,
+      paths.map((path) => dependency(target, path)),
+    ),
+  };
+}
+
+/** A rule whose dependency has a namespace path beside its path. */
+function crossNamespaceRule(path: string, namespacePath: string): ClusterRule {
+  return {
+    cluster: "provider1",
+    rule: validRule("cross", VIRTUAL_MACHINES, [{
+      ...dependency(VPCS, path),
+      fieldRef: { path, namespacePath },
+    }]),
+  };
+}
+
+/** VirtualMachines depend on VPCs via `.spec.vpcRef.name`. */
+const VM_RULE = rule("vm-needs-vpc", VIRTUAL_MACHINES);
+/** LoadBalancers depend on VPCs via `.spec.vpcRef.name`. */
+const LB_RULE = rule("lb-needs-vpc", LOAD_BALANCERS);
+/** VirtualMachines depend on VPCs of another provider's export via `.spec.altVpcRef.name`. */
+const OTHER_PROVIDER_RULE: ClusterRule = {
+  cluster: "provider1",
+  rule: validRule("other-provider", VIRTUAL_MACHINES, [{
+    ...dependency(VPCS, ".spec.altVpcRef.name"),
+    apiExportRef: { path: "root:providers:network2", name: VPCS.group },
+  }]),
+};
+
+/** A loaded registry holding `rules`. */
+function registryOf(...rules: ClusterRule[]): RuleRegistry {
+  const registry = new RuleRegistry();
+  registry.replace(rules);
+  return registry;
+}
+
+/**
+ * The provider's rule (its export has identity `real`) and a tenant's
+ * look-alike: the same dependent group and resource from an export of its
+ * own (identity `fake`), naming the VPC through `.metadata.name`.
+ */
+function lookAlikeRegistry(): RuleRegistry {
+  const tenant: ClusterRule = {
+    ...rule("look-alike", VIRTUAL_MACHINES, [".metadata.name"]),
+    cluster: "tenant1",
+  };
+  const registry = new RuleRegistry();
+  registry.replace([VM_RULE, tenant], {
+    identities: new Map([
+      ["provider1/vm-needs-vpc", "real"],
+      ["tenant1/look-alike", "fake"],
+    ]),
+  });
+  return registry;
+}
+
+/** A loaded index of one Lock in `namespace` of `consumer1` on `target`. */
+function lockIndex(
+  target: Record<string, unknown> = { ...VPCS, name: "vpc-a" },
+  namespace = "default",
+): LockIndex {
+  const index = new LockIndex();
+  index.replace([{
+    cluster: "consumer1",
+    lock: validLock("prod", namespace, { target, reason: "production VPC" }),
+  }]);
+  return index;
+}
+
+/** A VPC as the API server stores it, in logical cluster `consumer1` unless `cluster` says otherwise. */
+function vpc(
+  name: string,
+  options: { namespace?: string; cluster?: string; skip?: boolean } = {},
+): Record<string, unknown> {
+  return {
+    apiVersion: "network.example.com/v1alpha1",
+    kind: "VPC",
+    metadata: {
+      name,
+      ...(options.namespace === undefined
+        ? {}
+        : { namespace: options.namespace }),
+      uid: `uid-${name}`,
+      annotations: {
+        "kcp.io/cluster": options.cluster ?? "consumer1",
+        ...(options.skip
+          ? { "dependencies.opendefense.cloud/skip-protection": "true" }
+          : {}),
+      },
+    },
+  };
+}
+
+/** The DELETE of `vpcs/vpc-a` in namespace `default`. */
+function deleteRequest(
+  overrides: Partial<AdmissionRequest> = {},
+): AdmissionRequest {
+  return {
+    uid: "u1",
+    kind: { group: VPCS.group, version: VPCS.version, kind: "VPC" },
+    resource: { ...VPCS },
+    name: "vpc-a",
+    namespace: "default",
+    operation: "DELETE",
+    userInfo: { username: "alice", groups: ["system:authenticated"] },
+    oldObject: vpc("vpc-a", { namespace: "default" }),
+    ...overrides,
+  };
+}
+
+/** The DELETE of the cluster-scoped `vpcs/vpc-a`. */
+function clusterScopedDeleteRequest(): AdmissionRequest {
+  const { namespace: _, ...request } = deleteRequest({
+    oldObject: vpc("vpc-a"),
+  });
+  return request;
+}
+
+/** A dependent of `type` whose `.spec.vpcRef.name` is `vpcName`, in `namespace` (`null`: cluster-scoped). */
+function dependent(
+  type: DependentType,
+  name: string,
+  vpcName: unknown,
+  namespace: string | null = "default",
+): Record<string, unknown> {
+  return {
+    apiVersion: `${type.group}/${type.version}`,
+    kind: type.kind,
+    metadata: { name, ...(namespace === null ? {} : { namespace }) },
+    spec: { vpcRef: { name: vpcName } },
+  };
+}
+
+function vm(
+  name: string,
+  vpcName: unknown,
+  namespace: string | null = "default",
+): Record<string, unknown> {
+  return dependent(VIRTUAL_MACHINES, name, vpcName, namespace);
+}
+
+function lb(
+  name: string,
+  vpcName: unknown,
+  namespace: string | null = "default",
+): Record<string, unknown> {
+  return dependent(LOAD_BALANCERS, name, vpcName, namespace);
+}
+
+/** A VM in `namespace` whose NICs refer to `refs` (`name` or `namespace/name`). */
+function vmWithNics(
+  name: string,
+  refs: readonly string[],
+  namespace: string | null = "default",
+): Record<string, unknown> {
+  return {
+    apiVersion: "compute.example.com/v1alpha1",
+    kind: "VirtualMachine",
+    metadata: { name, ...(namespace === null ? {} : { namespace }) },
+    spec: {
+      nics: refs.map((ref) => {
+        const [first, second] = ref.split("/");
+        return {
+          subnetRef: second === undefined
+            ? { name: first }
+            : { namespace: first, name: second },
+        };
+      }),
+    },
+  };
+}
+
+/** A VirtualMachine blocker referring through `paths` (`.spec.vpcRef.name` by default). */
+function vmBlocker(
+  name: string,
+  namespace = "default",
+  ...paths: string[]
+): Blocker {
+  return {
+    kind: "VirtualMachine",
+    namespace,
+    name,
+    paths: paths.length === 0 ? [".spec.vpcRef.name"] : paths,
+  };
+}
+
+function lbBlocker(name: string, namespace = "default"): Blocker {
+  return {
+    kind: "LoadBalancer",
+    namespace,
+    name,
+    paths: [".spec.vpcRef.name"],
+  };
+}
+
+/** `vm-01` ... `vm-12`. */
+const TWELVE = Array.from(
+  { length: 12 },
+  (_, i) => `vm-${String(i + 1).padStart(2, "0")}`,
+);
+
+/** A source of VirtualMachines answering `pages`, then set up by `setup`. */
+function vms(
+  pages: readonly (readonly unknown[])[],
+  setup: (source: FakeDependentSource) => void = () => {},
+): () => FakeDependentSource {
+  return () => {
+    const source = new FakeDependentSource({ virtualmachines: { pages } });
+    setup(source);
+    return source;
+  };
+}
+
+/** Answers SubjectAccessReviews with `answer`, recording each query. */
+class FakeBypass implements BypassAuthorizer {
+  readonly queries: BypassQuery[] = [];
+  constructor(readonly answer: boolean | { error: unknown }) {}
+  mayBypass(query: BypassQuery): Promise<boolean> {
+    this.queries.push(query);
+    return typeof this.answer === "boolean"
+      ? Promise.resolve(this.answer)
+      : Promise.reject(this.answer.error);
+  }
+}
+
+const VM_TYPE = {
+  group: "compute.example.com",
+  version: "v1alpha1",
+  resource: "virtualmachines",
+};
+/** What vpc-a's review reads of the live object. */
+const VPC_A_QUERY: ObjectQuery = {
+  cluster: "consumer1",
+  namespace: "default",
+  resource: { ...VPCS },
+  name: "vpc-a",
+};
+const FORBIDDEN = new KubeApiError("forbidden", { status: 403 });
+const NOT_FOUND = new KubeApiError("not found", {
+  status: 404,
+  reason: "NotFound",
+});
+const BOUND_REAL = new Map([["compute.example.com/virtualmachines", "real"]]);
+
+interface ReadCase {
+  name: string;
+  /** The rules. @default {VM_RULE} */
+  registry?: RuleRegistry;
+  /** @default {deleteRequest()} */
+  request?: AdmissionRequest;
+  /** The provider whose configuration kcp called. */
+  provider?: string;
+  locks?: LockIndex;
+  /** A fresh source for the case. */
+  source: () => DependentSource;
+  /** What kcp answers about `bypass`; set, the annotation needs it. */
+  bypass?: boolean | { error: unknown };
+  maxNamed?: number;
+  /** The review's one deadline. @default {10_000} */
+  timeoutMs?: number;
+  want: {
+    /** Whether the live object confirms the review, or the error it failed with. */
+    confirmed?: boolean | Error;
+    /** The dependents kept, the error the lists failed with, or `none` when nothing was listed. */
+    blockers?: Blockers | Error | "none";
+    /** kcp's answer about bypass, or the error it failed with. */
+    bypass?: boolean | Error;
+    /** The lists, as plain data. */
+    queries?: DependentQuery[];
+    /** The dependent types listed, sorted. */
+    listed?: string[];
+    /** The logical clusters listed in, distinct. */
+    clusters?: string[];
+    objectQueries?: ObjectQuery[];
+    workspaceQueries?: string[];
+    bypassQueries?: BypassQuery[];
+    boundFresh?: boolean[];
+    boundReads?: number;
+  };
+}
+
+/** Parallel lists: each waits until both were requested. */
+function parallelSource(): DependentSource {
+  let requested = 0;
+  let bothRequested!: () => void;
+  const barrier = new Promise<void>((resolve) => bothRequested = resolve);
+  const waitForBoth = (items: readonly unknown[]): Listing => ({
+    run: async function* (_query, signal) {
+      requested++;
+      if (requested === 2) bothRequested();
+      await untilAborted(barrier, signal);
+      yield items;
+    },
+  });
+  return new FakeDependentSource({
+    virtualmachines: waitForBoth([vm("vm-1", "vpc-a")]),
+    loadbalancers: waitForBoth([lb("lb-1", "vpc-a")]),
+  });
+}
+
+const READ_CASES: ReadCase[] = [
+  // Where the reads go.
+  {
+    name: "the live object in the consumer's cluster, beside the list",
+    source: vms([[]]),
+    want: {
+      confirmed: true,
+      blockers: { named: [], total: 0 },
+      objectQueries: [VPC_A_QUERY],
+      listed: ["virtualmachines"],
+    },
+  },
+  {
+    name: "a DELETECOLLECTION item: the list in its cluster and namespace",
+    request: deleteRequest({ name: "" }),
+    source: vms([[vm("vm-1", "vpc-a"), vm("vm-2", "vpc-b")]]),
+    want: {
+      confirmed: true,
+      blockers: { named: [vmBlocker("vm-1")], total: 1 },
+      queries: [{
+        cluster: "consumer1",
+        namespace: "default",
+        dependent: VM_TYPE,
+      }],
+    },
+  },
+  {
+    name: "the list in another cluster and namespace",
+    request: deleteRequest({
+      namespace: "team-a",
+      oldObject: vpc("vpc-a", { namespace: "team-a", cluster: "2x5jd0ws3r7t" }),
+    }),
+    source: vms([]),
+    want: {
+      confirmed: true,
+      blockers: { named: [], total: 0 },
+      queries: [{
+        cluster: "2x5jd0ws3r7t",
+        namespace: "team-a",
+        dependent: VM_TYPE,
+      }],
+    },
+  },
+  ...[clusterScopedDeleteRequest(), {
+    ...clusterScopedDeleteRequest(),
+    namespace: "",
+  }].map((request, i): ReadCase => ({
+    name: `a cluster-scoped target (${
+      i === 0 ? "no namespace" : 'namespace ""'
+    }): every namespace listed, blockers kept with theirs`,
+    request,
+    source: vms([[
+      vm("vm-1", "vpc-a", "team-b"),
+      vm("vm-1", "vpc-a", "team-a"),
+    ]]),
+    want: {
+      blockers: {
+        named: [vmBlocker("vm-1", "team-a"), vmBlocker("vm-1", "team-b")],
+        total: 2,
+      },
+      queries: [{ cluster: "consumer1", dependent: VM_TYPE }],
+    },
+  })),
+  {
+    name: "a cluster-scoped target: a cluster-scoped blocker has no namespace",
+    request: clusterScopedDeleteRequest(),
+    source: vms([[vm("vm-1", "vpc-a", null)]]),
+    want: { blockers: { named: [vmBlocker("vm-1", "")], total: 1 } },
+  },
+  // What refers.
+  {
+    name: "a namespaced target: its blocker in its namespace",
+    source: vms([[vm("vm-1", "vpc-a", "default")]]),
+    want: { blockers: { named: [vmBlocker("vm-1")], total: 1 } },
+  },
+  {
+    name: "VirtualMachines of other VPCs do not refer",
+    source: vms([[
+      vm("vm-1", "vpc-b"),
+      vm("vm-2", "vpc-a-2"),
+      vm("vm-3", "VPC-A"),
+    ]]),
+    want: { blockers: { named: [], total: 0 }, listed: ["virtualmachines"] },
+  },
+  {
+    name: "items that do not refer are ignored",
+    source: () => {
+      const noSpec = vm("vm-no-spec", "vpc-a");
+      delete noSpec.spec;
+      return new FakeDependentSource({
+        virtualmachines: {
+          pages: [[
+            vm("vm-2", "vpc-a"),
+            vm("vm-other", "vpc-b"),
+            noSpec,
+            vm("vm-number", 42),
+            vm("vm-null", null),
+            vm("vm-object", { name: "vpc-a" }),
+            vm("vm-array", ["vpc-a"]),
+            { metadata: { name: "vm-ref-string" }, spec: { vpcRef: "vpc-a" } },
+            {
+              metadata: { name: "vm-spec-array" },
+              spec: [{ vpcRef: "vpc-a" }],
+            },
+            null,
+            "vpc-a",
+            42,
+            ["vpc-a"],
+            vm("vm-1", "vpc-a"),
+          ]],
+        },
+      });
+    },
+    want: {
+      blockers: { named: [vmBlocker("vm-1"), vmBlocker("vm-2")], total: 2 },
+    },
+  },
+  {
+    name: "a list without referring items",
+    source: vms([[
+      null,
+      "vpc-a",
+      vm("vm-number", 1),
+      vm("vm-missing", undefined),
+    ]]),
+    want: { blockers: { named: [], total: 0 } },
+  },
+  {
+    name: "twelve across pages: the first ten kept, all counted",
+    source: vms([
+      [...TWELVE.slice(0, 5).map((n) => vm(n, "vpc-a")), vm("vm-x", "vpc-b")],
+      [vm("vm-y", "vpc-b"), ...TWELVE.slice(5, 10).map((n) => vm(n, "vpc-a"))],
+      [],
+      TWELVE.slice(10).map((n) => vm(n, "vpc-a")),
+    ]),
+    want: {
+      blockers: {
+        named: TWELVE.slice(0, 10).map((n) => vmBlocker(n)),
+        total: 12,
+      },
+    },
+  },
+  {
+    name: "blockers kept sorted by kind, namespace and name",
+    registry: registryOf(VM_RULE, LB_RULE),
+    request: clusterScopedDeleteRequest(),
+    source: () => {
+      const shuffled = ["vm-07", "vm-03", "vm-12", "vm-01", "vm-09", "vm-05"];
+      return new FakeDependentSource({
+        virtualmachines: {
+          pages: [
+            shuffled.slice(0, 3).map((n) => vm(n, "vpc-a", "team-b")),
+            shuffled.slice(3).map((n) => vm(n, "vpc-a", "team-a")),
+          ],
+        },
+        loadbalancers: { pages: [[lb("lb-2", "vpc-a", "team-z")]] },
+      });
+    },
+    want: {
+      blockers: {
+        named: [
+          lbBlocker("lb-2", "team-z"),
+          ...["vm-01", "vm-05", "vm-09"].map((n) => vmBlocker(n, "team-a")),
+          ...["vm-03", "vm-07", "vm-12"].map((n) => vmBlocker(n, "team-b")),
+        ],
+        total: 7,
+      },
+    },
+  },
+  ...[TWELVE, [...TWELVE].reverse()].map((order, i): ReadCase => ({
+    name: `the same blockers kept whatever order the list returns (${
+      i === 0 ? "ascending" : "descending"
+    })`,
+    source: vms([
+      order.slice(0, 6).map((n) => vm(n, "vpc-a")),
+      order.slice(6).map((n) => vm(n, "vpc-a")),
+    ]),
+    want: {
+      blockers: {
+        named: TWELVE.slice(0, 10).map((n) => vmBlocker(n)),
+        total: 12,
+      },
+    },
+  })),
+  {
+    name: "as many kept as maxNamed says",
+    maxNamed: 2,
+    source: vms([[
+      vm("vm-1", "vpc-a"),
+      vm("vm-2", "vpc-a"),
+      vm("vm-3", "vpc-a"),
+    ]]),
+    want: {
+      blockers: { named: [vmBlocker("vm-1"), vmBlocker("vm-2")], total: 3 },
+    },
+  },
+  {
+    name:
+      "one dependent through two field paths: kept once with both, one list",
+    registry: registryOf(
+      rule("vm-needs-vpc", VIRTUAL_MACHINES, [
+        ".spec.vpcRef.name",
+        ".spec.backupVpcRef.name",
+      ]),
+    ),
+    source: () => {
+      const both = vm("vm-1", "vpc-a");
+      (both.spec as Record<string, unknown>).backupVpcRef = { name: "vpc-a" };
+      const backupOnly = vm("vm-2", "vpc-b");
+      (backupOnly.spec as Record<string, unknown>).backupVpcRef = {
+        name: "vpc-a",
+      };
+      return new FakeDependentSource({
+        virtualmachines: { pages: [[both, backupOnly]] },
+      });
+    },
+    want: {
+      blockers: {
+        named: [
+          vmBlocker(
+            "vm-1",
+            "default",
+            ".spec.vpcRef.name",
+            ".spec.backupVpcRef.name",
+          ),
+          vmBlocker("vm-2", "default", ".spec.backupVpcRef.name"),
+        ],
+        total: 2,
+      },
+      listed: ["virtualmachines"],
+    },
+  },
+  {
+    name: "two rules through the same field path: kept once, one list",
+    registry: registryOf(
+      VM_RULE,
+      rule("vm-needs-vpc-too", VIRTUAL_MACHINES, ["spec.vpcRef.name"]),
+    ),
+    source: vms([[vm("vm-1", "vpc-a")]]),
+    want: {
+      blockers: { named: [vmBlocker("vm-1")], total: 1 },
+      listed: ["virtualmachines"],
+    },
+  },
+  {
+    name: "two dependent types listed in parallel",
+    registry: registryOf(VM_RULE, LB_RULE),
+    source: parallelSource,
+    want: {
+      blockers: { named: [lbBlocker("lb-1"), vmBlocker("vm-1")], total: 2 },
+      listed: ["loadbalancers", "virtualmachines"],
+      clusters: ["consumer1"],
+    },
+  },
+  // A type the workspace does not serve, and lists that fail.
+  {
+    name: "a dependent type the workspace does not serve: nothing refers",
+    source: () =>
+      new FakeDependentSource({
+        virtualmachines: {
+          error: new KubeApiError("virtualmachines not found", {
+            status: 404,
+            reason: "NotFound",
+          }),
+        },
+      }),
+    want: {
+      blockers: { named: [], total: 0 },
+      listed: ["virtualmachines"],
+    },
+  },
+  {
+    name: "a second dependent type still counts when the first is not served",
+    registry: registryOf(VM_RULE, LB_RULE),
+    source: () =>
+      new FakeDependentSource({
+        virtualmachines: { error: NOT_FOUND },
+        loadbalancers: { pages: [[lb("lb-1", "vpc-a")]] },
+      }),
+    want: {
+      blockers: { named: [lbBlocker("lb-1")], total: 1 },
+      listed: ["loadbalancers", "virtualmachines"],
+    },
+  },
+  {
+    name: "a list not granted: the permission named",
+    source: () =>
+      new FakeDependentSource({
+        virtualmachines: {
+          error: new KubeApiError(
+            'virtualmachines.compute.example.com is forbidden: User "webhook" cannot list resource',
+            { status: 403, reason: "Forbidden" },
+          ),
+        },
+      }),
+    want: { blockers: new Forbidden("list", VIRTUAL_MACHINES) },
+  },
+  {
+    name: "a transport error",
+    source: () =>
+      new FakeDependentSource({
+        virtualmachines: {
+          error: new KubeApiError("connection refused (os error 111)", {
+            status: 0,
+          }),
+        },
+      }),
+    want: {
+      blockers: new Error(
+        "listing virtualmachines.compute.example.com failed: connection refused (os error 111)",
+      ),
+    },
+  },
+  {
+    name: "a later page fails, even after blockers were found",
+    source: () =>
+      new FakeDependentSource({
+        virtualmachines: {
+          pages: [[vm("vm-1", "vpc-a")]],
+          thenThrow: new KubeApiError(
+            "the server is currently unable to handle the request",
+            { status: 503, reason: "ServiceUnavailable" },
+          ),
+        },
+      }),
+    want: {
+      blockers: new Error(
+        "listing virtualmachines.compute.example.com failed: the server is currently unable to handle the request",
+      ),
+    },
+  },
+  {
+    name: "one of two dependent types fails",
+    registry: registryOf(VM_RULE, LB_RULE),
+    source: () =>
+      new FakeDependentSource({
+        virtualmachines: { pages: [[]] },
+        loadbalancers: {
+          error: new KubeApiError("unavailable", { status: 500 }),
+        },
+      }),
+    want: {
+      blockers: new Error(
+        "listing loadbalancers.lb.example.com failed: unavailable",
+      ),
+    },
+  },
+  {
+    name: "the source throws something other than an Error",
+    source: () =>
+      new FakeDependentSource({ virtualmachines: { error: "boom" } }),
+    want: {
+      blockers: new Error(
+        "listing virtualmachines.compute.example.com failed: boom",
+      ),
+    },
+  },
+  {
+    name: "the source throws before returning pages",
+    source: () => ({
+      pages() {
+        throw new TypeError("bad URL");
+      },
+      liveUid: (query) => Promise.resolve(`uid-${query.name}`),
+      workspaceDeletedAt: () => Promise.resolve(undefined),
+      boundIdentities: () => Promise.resolve(new Map()),
+    }),
+    want: {
+      blockers: new Error(
+        "listing virtualmachines.compute.example.com failed: bad URL",
+      ),
+    },
+  },
+  {
+    name: "a list that does not finish within the deadline",
+    timeoutMs: 50,
+    source: () => new FakeDependentSource({ virtualmachines: { hang: true } }),
+    want: {
+      blockers: new DeadlineExceeded(
+        "listing virtualmachines.compute.example.com",
+        50,
+      ),
+      listed: ["virtualmachines"],
+    },
+  },
+  // The live object.
+  ...([
+    ["a live object with another uid", { uid: "uid-of-another-vpc-a" }],
+    ["no live object", { uid: undefined }],
+  ] as const).map(([label, live]): ReadCase => ({
+    name: `${label}: not confirmed`,
+    source: () =>
+      new FakeDependentSource({
+        virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
+      }, live),
+    want: { confirmed: false },
+  })),
+  {
+    name: "not confirmed: the lists end at once",
+    timeoutMs: 60_000,
+    source: () =>
+      new FakeDependentSource({ virtualmachines: { hang: true } }, {
+        uid: undefined,
+      }),
+    want: {
+      confirmed: false,
+      blockers: new Error(
+        "listing virtualmachines.compute.example.com failed: review not confirmed",
+      ),
+    },
+  },
+  {
+    name: "the live object cannot be read",
+    source: () =>
+      new FakeDependentSource({
+        virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
+      }, {
+        error: new KubeApiError("GET vpcs/vpc-a: 500: etcd down", {
+          status: 500,
+        }),
+      }),
+    want: {
+      confirmed: new KubeApiError("GET vpcs/vpc-a: 500: etcd down", {
+        status: 500,
+      }),
+    },
+  },
+  {
+    name: "the live object does not answer within the deadline",
+    timeoutMs: 50,
+    source: () =>
+      new FakeDependentSource({ virtualmachines: { pages: [[]] } }, {
+        hang: true,
+      }),
+    want: { confirmed: new Error("no answer within 50 ms") },
+  },
+  {
+    name:
+      "a 403 on the live object of a workspace that can be read: a missing grant",
+    source: () =>
+      new FakeDependentSource({ virtualmachines: { pages: [[]] } }, {
+        error: FORBIDDEN,
+      }),
+    want: {
+      confirmed: new Forbidden("get", VPCS),
+      workspaceQueries: ["consumer1"],
+    },
+  },
+  {
+    name:
+      "a 403 on the live object of a workspace that cannot be read: an unknown workspace",
+    source: () => {
+      const denied = new KubeApiError("403", {
+        status: 403,
+        reason: "Forbidden",
+      });
+      const source = new FakeDependentSource({
+        virtualmachines: { pages: [[]] },
+      }, { error: denied });
+      source.deletedAt = { error: denied };
+      return source;
+    },
+    want: {
+      confirmed: new UnknownWorkspace("consumer1"),
+      workspaceQueries: ["consumer1"],
+    },
+  },
+  // The annotation in authorized mode.
+  {
+    name: "bypass: asked in the consumer's cluster, nothing listed",
+    request: deleteRequest({
+      oldObject: vpc("vpc-a", { namespace: "default", skip: true }),
+    }),
+    bypass: true,
+    source: vms([[vm("vm-1", "vpc-a")]]),
+    want: {
+      confirmed: true,
+      bypass: true,
+      blockers: "none",
+      queries: [],
+      bypassQueries: [{
+        cluster: "consumer1",
+        namespace: "default",
+        user: { username: "alice", groups: ["system:authenticated"] },
+      }],
+    },
+  },
+  {
+    name: "bypass: kcp cannot answer",
+    request: deleteRequest({
+      oldObject: vpc("vpc-a", { namespace: "default", skip: true }),
+    }),
+    bypass: {
+      error: new KubeApiError("POST subjectaccessreviews: 500", {
+        status: 500,
+      }),
+    },
+    source: vms([]),
+    want: {
+      bypass: new KubeApiError("POST subjectaccessreviews: 500", {
+        status: 500,
+      }),
+    },
+  },
+  // List paths and namespace paths.
+  {
+    name: "the list elements that refer, in the object's namespace only",
+    registry: registryOf(
+      rule("nics", VIRTUAL_MACHINES, [".spec.nics[*].subnetRef.name"]),
+    ),
+    source: vms([[
+      vmWithNics("vm-1", ["other", "vpc-a", "other"]),
+      vmWithNics("vm-2", ["other"]),
+      vmWithNics("vm-3", ["vpc-a", "x", "vpc-a"]),
+    ]]),
+    want: {
+      blockers: {
+        named: [
+          vmBlocker("vm-1", "default", ".spec.nics[1].subnetRef.name"),
+          vmBlocker(
+            "vm-3",
+            "default",
+            ".spec.nics[0].subnetRef.name",
+            ".spec.nics[2].subnetRef.name",
+          ),
+        ],
+        total: 2,
+      },
+      queries: [{
+        cluster: "consumer1",
+        namespace: "default",
+        dependent: VM_TYPE,
+      }],
+    },
+  },
+  {
+    name: "at most three fields of one dependent, and the rest counted",
+    registry: registryOf(
+      rule("nics", VIRTUAL_MACHINES, [".spec.nics[*].subnetRef.name"]),
+    ),
+    source: vms([[vmWithNics("vm-1", Array(1000).fill("vpc-a"))]]),
+    want: {
+      blockers: {
+        named: [vmBlocker(
+          "vm-1",
+          "default",
+          ".spec.nics[0].subnetRef.name",
+          ".spec.nics[1].subnetRef.name",
+          ".spec.nics[2].subnetRef.name",
+          "and 997 more",
+        )],
+        total: 1,
+      },
+    },
+  },
+  {
+    name:
+      "a namespace path: every namespace listed, only references to the object's namespace kept",
+    registry: registryOf(
+      crossNamespaceRule(
+        ".spec.nics[*].subnetRef.name",
+        ".spec.nics[*].subnetRef.namespace",
+      ),
+    ),
+    source: vms([[
+      // Refers to default/vpc-a from team-a: blocks.
+      vmWithNics("from-a", ["team-a/vpc-a", "default/vpc-a"], "team-a"),
+      // Refers to team-a/vpc-a (its own namespace): does not block.
+      vmWithNics("own-a", ["vpc-a"], "team-a"),
+      // Refers to vpc-a in its own namespace, default: blocks.
+      vmWithNics("own-default", ["x", "vpc-a"], "default"),
+      // An empty namespace means the dependent's own.
+      vmWithNics("empty-ns", ["/vpc-a"], "team-b"),
+    ]]),
+    want: {
+      blockers: {
+        named: [
+          vmBlocker("own-default", "default", ".spec.nics[1].subnetRef.name"),
+          vmBlocker("from-a", "team-a", ".spec.nics[1].subnetRef.name"),
+        ],
+        total: 2,
+      },
+      queries: [{ cluster: "consumer1", dependent: VM_TYPE }],
+    },
+  },
+  ...[true, false].map((withPath): ReadCase => ({
+    name: `a cluster-scoped dependent of a namespaced object, ${
+      withPath ? "with" : "without"
+    } a namespace path`,
+    registry: withPath
+      ? registryOf(
+        crossNamespaceRule(".spec.vpcRef.name", ".spec.vpcRef.namespace"),
+      )
+      : registryOf(VM_RULE),
+    source: () => {
+      const attachment = (name: string, ref: Record<string, unknown>) => ({
+        apiVersion: "compute.example.com/v1alpha1",
+        kind: "VirtualMachine",
+        metadata: { name },
+        spec: { vpcRef: ref },
+      });
+      return new FakeDependentSource({
+        virtualmachines: {
+          pages: [[
+            attachment("named-in-default", {
+              name: "vpc-a",
+              namespace: "default",
+            }),
+            attachment("no-namespace", { name: "vpc-a" }),
+            attachment("other-namespace", {
+              name: "vpc-a",
+              namespace: "team-a",
+            }),
+          ]],
+        },
+      });
+    },
+    want: withPath
+      ? {
+        blockers: { named: [vmBlocker("named-in-default", "")], total: 1 },
+        queries: [{ cluster: "consumer1", dependent: VM_TYPE }],
+      }
+      : {
+        // The listing stays in the object's namespace, and a
+        // cluster-scoped item found there still refers to no namespace.
+        blockers: { named: [], total: 0 },
+        queries: [{
+          cluster: "consumer1",
+          namespace: "default",
+          dependent: VM_TYPE,
+        }],
+      },
+  })),
+  {
+    name: "a cluster-scoped object: the namespace path does not matter",
+    registry: registryOf(
+      crossNamespaceRule(".spec.vpcRef.name", ".spec.vpcRef.namespace"),
+    ),
+    request: clusterScopedDeleteRequest(),
+    source: vms([[{
+      ...vm("vm-1", "vpc-a", "team-a"),
+      spec: { vpcRef: { name: "vpc-a", namespace: "elsewhere" } },
+    }]]),
+    want: { blockers: { named: [vmBlocker("vm-1", "team-a")], total: 1 } },
+  },
+  {
+    name:
+      "one rule of a type with a namespace path: one list of every namespace, the other rule kept to its own",
+    registry: registryOf(
+      VM_RULE,
+      crossNamespaceRule(".spec.altVpcRef.name", ".spec.altVpcRef.namespace"),
+    ),
+    source: vms([[
+      // .spec.vpcRef.name has no namespace path: team-a/vpc-a, no block.
+      vm("own-path", "vpc-a", "team-a"),
+      {
+        ...vm("alt-path", "x", "team-a"),
+        spec: { altVpcRef: { name: "vpc-a", namespace: "default" } },
+      },
+    ]]),
+    want: {
+      blockers: {
+        named: [vmBlocker("alt-path", "team-a", ".spec.altVpcRef.name")],
+        total: 1,
+      },
+      queries: [{ cluster: "consumer1", dependent: VM_TYPE }],
+    },
+  },
+  // The provider whose configuration kcp called.
+  ...([
+    [undefined, [vmBlocker("vm-1", "default", ".spec.altVpcRef.name")]],
+    ["root:providers:network", []],
+    ["root:providers:network2", [
+      vmBlocker("vm-1", "default", ".spec.altVpcRef.name"),
+    ]],
+  ] as const).map(([provider, named]): ReadCase => ({
+    name: `provider ${provider ?? "unset"}: the dependents of its rules`,
+    registry: registryOf(VM_RULE, OTHER_PROVIDER_RULE),
+    ...(provider === undefined ? {} : { provider }),
+    source: vms([[{
+      ...vm("vm-1", "x"),
+      spec: { vpcRef: { name: "x" }, altVpcRef: { name: "vpc-a" } },
+    }]]),
+    want: { blockers: { named: [...named], total: named.length } },
+  })),
+  // Locks.
+  {
+    name: "locked, no rule: the live object read, nothing listed",
+    registry: registryOf(),
+    locks: lockIndex(),
+    source: () => new FakeDependentSource({}),
+    want: {
+      confirmed: true,
+      blockers: "none",
+      objectQueries: [VPC_A_QUERY],
+      queries: [],
+    },
+  },
+  {
+    name: "locked, annotation: nothing listed",
+    request: deleteRequest({
+      oldObject: vpc("vpc-a", { namespace: "default", skip: true }),
+    }),
+    locks: lockIndex(),
+    source: vms([[vm("vm-1", "vpc-a")]]),
+    want: { confirmed: true, blockers: "none", queries: [] },
+  },
+  {
+    name: "a free object of a type Locks cover: the live object read",
+    registry: registryOf(),
+    locks: lockIndex({ ...VPCS, name: "other" }),
+    source: () => new FakeDependentSource({}),
+    want: { confirmed: true, objectQueries: [VPC_A_QUERY], queries: [] },
+  },
+  {
+    name: "a locked Namespace: read as the cluster-scoped object it is",
+    registry: registryOf(),
+    locks: lockIndex({
+      group: "",
+      version: "v1",
+      resource: "namespaces",
+      name: "team-a",
+    }, "team-a"),
+    request: {
+      ...deleteRequest(),
+      kind: { group: "", version: "v1", kind: "Namespace" },
+      resource: { group: "", version: "v1", resource: "namespaces" },
+      name: "team-a",
+      namespace: "team-a",
+      oldObject: {
+        apiVersion: "v1",
+        kind: "Namespace",
+        metadata: {
+          name: "team-a",
+          uid: "uid-team-a",
+          annotations: { "kcp.io/cluster": "consumer1" },
+        },
+      },
+    },
+    source: () => new FakeDependentSource({}),
+    want: {
+      confirmed: true,
+      objectQueries: [{
+        cluster: "consumer1",
+        resource: { group: "", version: "v1", resource: "namespaces" },
+        name: "team-a",
+      }],
+    },
+  },
+  // A rule counts only the dependents bound from its own dependent export.
+  {
+    name:
+      "bound from the provider's export: the look-alike's rule dropped on a fresh read",
+    registry: lookAlikeRegistry(),
+    // vm "vpc-a" refers to nothing, but its name matches the look-alike's path.
+    source: vms([[vm("vpc-a", "other")]], (s) => s.bound = BOUND_REAL),
+    want: { blockers: { named: [], total: 0 }, boundFresh: [false, true] },
+  },
+  {
+    name: "bound from the provider's export: its rule still counts",
+    registry: lookAlikeRegistry(),
+    source: vms([[vm("vm-1", "vpc-a")]], (s) => s.bound = BOUND_REAL),
+    want: { blockers: { named: [vmBlocker("vm-1")], total: 1 } },
+  },
+  {
+    name:
+      "bound from the tenant's export: only the tenant's rule speaks of them",
+    registry: lookAlikeRegistry(),
+    source: vms(
+      [[vm("vm-1", "vpc-a")]],
+      (s) =>
+        s.bound = new Map([["compute.example.com/virtualmachines", "fake"]]),
+    ),
+    want: { blockers: { named: [], total: 0 } },
+  },
+  {
+    name:
+      "a kept answer without the binding: a rule dropped only on a fresh read",
+    registry: lookAlikeRegistry(),
+    source: vms([[vm("vm-1", "vpc-a")]], (s) => {
+      s.keptBound = new Map();
+      s.bound = BOUND_REAL;
+    }),
+    want: {
+      blockers: { named: [vmBlocker("vm-1")], total: 1 },
+      boundFresh: [false, true],
+    },
+  },
+  {
+    name: "a kept answer with the rule's export: no second read",
+    registry: (() => {
+      const registry = new RuleRegistry();
+      registry.replace([VM_RULE], {
+        identities: new Map([["provider1/vm-needs-vpc", "real"]]),
+      });
+      return registry;
+    })(),
+    source: vms([[vm("vm-1", "vpc-a")]], (s) => s.bound = BOUND_REAL),
+    want: {
+      blockers: { named: [vmBlocker("vm-1")], total: 1 },
+      boundFresh: [false],
+    },
+  },
+  {
+    name: "bindings that cannot be read: every rule counts (fail closed)",
+    registry: lookAlikeRegistry(),
+    source: vms(
+      [[vm("vpc-a", "other")]],
+      (s) => s.bound = { error: new Error("403 Forbidden") },
+    ),
+    want: {
+      blockers: {
+        named: [vmBlocker("vpc-a", "default", ".metadata.name")],
+        total: 1,
+      },
+    },
+  },
+  {
+    name: "rules without a known export identity: no bindings read",
+    source: vms([[]]),
+    want: { blockers: { named: [], total: 0 }, boundReads: 0 },
+  },
+];
+
+/** `settled` failed with an error of `want`'s class and message (and permission). */
+function assertRejected(settled: PromiseSettledResult<unknown>, want: Error) {
+  assert.equal(settled.status, "rejected");
+  const reason = (settled as PromiseRejectedResult).reason;
+  assert.ok(
+    reason instanceof (want.constructor as ErrorConstructor),
+    `${reason} is a ${want.name}`,
+  );
+  assert.equal(reason.message, want.message);
+  if (want instanceof Forbidden) {
+    assert.deepEqual((reason as Forbidden).permission, want.permission);
+  }
+}
+
+function assertFulfilled<T>(settled: PromiseSettledResult<T>, want: T) {
+  assert.deepEqual(settled, { status: "fulfilled", value: want });
+}
+
+Deno.test("ReviewReader.read() makes the reads of a plan and settles each, case by case", async (t) => {
+  for (const c of READ_CASES) {
+    await t.step(c.name, async () => {
+      const registry = c.registry ?? registryOf(VM_RULE);
+      const step = planReview(c.request ?? deleteRequest(), {
+        loaded: true,
+        protectionsOf: (resource) => registry.find(resource),
+        locks: c.locks,
+        provider: c.provider,
+        authorizedBypass: c.bypass !== undefined,
+      });
+      assert.ok("plan" in step, "a plan");
+      const source = c.source();
+      const bypass = c.bypass === undefined
+        ? undefined
+        : new FakeBypass(c.bypass);
+      const deadline = new Deadline(c.timeoutMs ?? 10_000, {
+        what: "the review's reads",
+      });
+      const readings = await new ReviewReader(source, {
+        deadline,
+        bypass,
+        ...(c.maxNamed === undefined ? {} : { maxNamed: c.maxNamed }),
+      }).read(step.plan).finally(() => deadline.close());
+      const { want } = c;
+      if (want.confirmed instanceof Error) {
+        assertRejected(readings.confirmed, want.confirmed);
+      } else if (want.confirmed !== undefined) {
+        assertFulfilled(readings.confirmed, want.confirmed);
+      }
+      if (want.blockers === "none") {
+        assert.equal(readings.blockers, undefined, "nothing listed");
+      } else if (want.blockers instanceof Error) {
+        assert.ok(readings.blockers !== undefined, "listed");
+        assertRejected(readings.blockers, want.blockers);
+      } else if (want.blockers !== undefined) {
+        assert.ok(readings.blockers !== undefined, "listed");
+        assertFulfilled(readings.blockers, want.blockers);
+      }
+      if (want.bypass instanceof Error) {
+        assert.ok(readings.bypass !== undefined, "asked");
+        assertRejected(readings.bypass, want.bypass);
+      } else if (want.bypass !== undefined) {
+        assert.ok(readings.bypass !== undefined, "asked");
+        assertFulfilled(readings.bypass, want.bypass);
+      }
+      if (want.bypassQueries !== undefined) {
+        assert.deepEqual(bypass?.queries, want.bypassQueries);
+      }
+      if (!(source instanceof FakeDependentSource)) return;
+      // No list runs on once the readings are in.
+      assert.ok(
+        source.signals.every((s) => s instanceof AbortSignal && s.aborted),
+        "lists stopped",
+      );
+      if (want.queries !== undefined) {
+        assert.deepEqual(source.plainQueries, want.queries);
+      }
+      if (want.listed !== undefined) {
+        assert.deepEqual(source.listed.sort(), want.listed);
+      }
+      if (want.clusters !== undefined) {
+        assert.deepEqual([
+          ...new Set(source.queries.map((q) => q.cluster)),
+        ], want.clusters);
+      }
+      if (want.objectQueries !== undefined) {
+        assert.deepEqual(source.objectQueries, want.objectQueries);
+      }
+      if (want.workspaceQueries !== undefined) {
+        assert.deepEqual(source.workspaceQueries, want.workspaceQueries);
+      }
+      if (want.boundFresh !== undefined) {
+        assert.deepEqual(source.boundFresh, want.boundFresh);
+      }
+      if (want.boundReads !== undefined) {
+        assert.equal(source.boundReads, want.boundReads);
+      }
+    });
+  }
 });

@@ -10,7 +10,14 @@ import {
   status,
   waitUntil,
 } from "../../testing/mod.ts";
-import { Applier, type Observed, REFRESHED_ANNOTATION } from "./applier.ts";
+import {
+  Applier,
+  type ApplierOptions,
+  type Observed,
+  REFRESHED_ANNOTATION,
+} from "./applier.ts";
+import type { ConfigurationAction } from "./configuration_plan.ts";
+import type { Plan } from "./reconcile_plan.ts";
 import type { StatusAction } from "./status_plan.ts";
 
 const NOTHING_OBSERVED: Observed = { configurations: [], rules: [] };
@@ -47,6 +54,36 @@ function observedRule(name: string, resourceVersion: string): EndpointObject {
   };
 }
 
+/** A configuration write of `action` in provider `cluster` through `endpoint`. */
+function configurationAction(
+  endpoint: string,
+  cluster: string,
+  action: ConfigurationAction["action"] = "create",
+): ConfigurationAction {
+  return {
+    cluster,
+    endpoint,
+    action,
+    object: {
+      metadata: {
+        name: "dependency-controller",
+        ...(action === "create" ? {} : { resourceVersion: "7" }),
+      },
+    },
+  };
+}
+
+/** The answer of a provider cluster whose storage fails. */
+function onFire(): Response {
+  return json(status(500, "InternalError", "etcd is on fire"), 500);
+}
+
+/**
+ * Runs `fn` with an applier writing to a {@linkcode FakeApi} that answers
+ * with `handler`; its backoff is a minute unless `options` say otherwise,
+ * and `options.onRetry`, if given, is called as the reconciler's pass
+ * would be when the applier asks for a plan.
+ */
 async function withApplier(
   handler: (request: SeenRequest) => Response | Promise<Response>,
   fn: (
@@ -54,11 +91,16 @@ async function withApplier(
     api: FakeApi,
     retries: () => number,
   ) => Promise<void>,
-  options: {
-    maxInFlight?: number;
-    expectationTimeoutMs?: number;
-    refreshAfterMs?: number;
-  } = {},
+  options:
+    & Pick<
+      ApplierOptions,
+      | "maxInFlight"
+      | "expectationTimeoutMs"
+      | "refreshAfterMs"
+      | "backoff"
+      | "onWritten"
+    >
+    & { onRetry?: (applier: Applier) => void } = {},
 ): Promise<void> {
   const api = new FakeApi(handler);
   const client = new KubeClient({
@@ -66,12 +108,16 @@ async function withApplier(
     allowInsecureHttp: true,
   });
   let retries = 0;
-  const applier = new Applier({
+  const { onRetry, ...rest } = options;
+  const applier: Applier = new Applier({
     client,
     log: createLogger({ write: () => {} }),
-    onRetry: () => retries++,
     backoff: { initialMs: 60_000, maxMs: 60_000 },
-    ...options,
+    ...rest,
+    onRetry: () => {
+      retries++;
+      onRetry?.(applier);
+    },
   });
   try {
     await fn(applier, api, () => retries);
@@ -159,12 +205,7 @@ Deno.test("Applier does not repeat a write until the watch shows it, then writes
 Deno.test("Applier reports a failed configuration write by provider cluster and asks for a plan; a conflict is not reported", async () => {
   let answer = json(status(500, "InternalError", "etcd is down"), 500);
   await withApplier(() => answer.clone(), async (applier, api, retries) => {
-    const create = (cluster: string) => ({
-      cluster,
-      endpoint: api.url,
-      action: "create" as const,
-      object: { metadata: { name: "dependency-controller" } },
-    });
+    const create = (cluster: string) => configurationAction(api.url, cluster);
     applier.apply(
       { configurations: [create("provider-a")], statuses: [] },
       NOTHING_OBSERVED,
@@ -242,4 +283,101 @@ Deno.test("Applier touches a changed configuration once more a little later, so 
     await delay(30);
     assert.equal(api.requests.length, 2, "one refresh per change");
   }, { refreshAfterMs: 5 });
+});
+
+Deno.test("Applier writes a failed provider cluster's configuration again only after its backoff, and another cluster's at once", async () => {
+  await withApplier(
+    (request) =>
+      request.url.pathname.includes("/clusters/provider-a/")
+        ? onFire()
+        : json({}, 201),
+    async (applier, api, retries) => {
+      const failing = configurationAction(api.url, "provider-a");
+      applier.apply(
+        { configurations: [failing], statuses: [] },
+        NOTHING_OBSERVED,
+      );
+      await waitUntil("the failure", () => applier.failures().size === 1);
+      assert.match(
+        applier.failures().get("provider-a")!,
+        /500.*etcd is on fire/,
+      );
+      await waitUntil("a plan to be asked for", () => retries() >= 1);
+      // The next pass, within the backoff: only provider-b's write starts.
+      applier.apply({
+        configurations: [failing, configurationAction(api.url, "provider-b")],
+        statuses: [],
+      }, NOTHING_OBSERVED);
+      assert.equal(applier.inFlight, 1);
+      await waitUntil(
+        "provider-b's write to end",
+        () => applier.inFlight === 0,
+      );
+      // More passes within the backoff start nothing: no retry loop.
+      for (let pass = 0; pass < 3; pass++) {
+        applier.apply(
+          { configurations: [failing], statuses: [] },
+          NOTHING_OBSERVED,
+        );
+        assert.equal(applier.inFlight, 0, "no write starts");
+      }
+      assert.deepEqual(
+        api.requests.map((r) => `${r.method} ${r.url.pathname.split("/")[2]}`),
+        ["POST provider-a", "POST provider-b"],
+      );
+      assert.deepEqual([...applier.failures().keys()], ["provider-a"]);
+    },
+  );
+});
+
+Deno.test("Applier asks for a plan once a failed configuration write may be tried again, and repeats it until it succeeds", async (t) => {
+  for (const action of ["create", "update"] as const) {
+    await t.step(action, async () => {
+      let failing = true;
+      let plan: Pick<Plan, "configurations" | "statuses"> | undefined;
+      const written: { kind: string; error?: unknown }[] = [];
+      await withApplier(
+        () => failing ? onFire() : json({}, action === "create" ? 201 : 200),
+        async (applier, api) => {
+          const write = configurationAction(api.url, "provider-a", action);
+          plan = { configurations: [write], statuses: [] };
+          applier.apply(plan, NOTHING_OBSERVED);
+          await waitUntil("retries", () => api.requests.length >= 3);
+          assert.match(
+            applier.failures().get("provider-a") ?? "",
+            /500.*etcd is on fire/,
+          );
+          failing = false;
+          await waitUntil(
+            "a successful write",
+            () => written.some((w) => w.error === undefined),
+          );
+          assert.deepEqual(written.at(-1), { kind: "configuration" });
+          assert.ok(written.slice(0, -1).every((w) => w.error !== undefined));
+          assert.deepEqual([...applier.failures().keys()], []);
+          const collection =
+            "/clusters/provider-a/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
+          for (const request of api.requests) {
+            assert.equal(request.method, action === "create" ? "POST" : "PUT");
+            assert.equal(
+              request.url.pathname,
+              action === "create"
+                ? collection
+                : `${collection}/dependency-controller`,
+            );
+            assert.deepEqual(JSON.parse(request.body), write.object);
+          }
+        },
+        {
+          backoff: { initialMs: 10, maxMs: 40 },
+          refreshAfterMs: 60_000,
+          onWritten: (kind, error) =>
+            written.push({ kind, ...(error === undefined ? {} : { error }) }),
+          onRetry: (applier) => {
+            if (plan !== undefined) applier.apply(plan, NOTHING_OBSERVED);
+          },
+        },
+      );
+    });
+  }
 });

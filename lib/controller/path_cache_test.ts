@@ -170,3 +170,21 @@ Deno.test("PathCache retries failing paths at once when the bound clusters chang
     assert.equal(resolver.count("root:a"), 2);
   }, { initialMs: 60_000, maxMs: 60_000 });
 });
+
+Deno.test("PathCache reports a missing workspace as definitive, once, and does not ask again for it before its backoff", async () => {
+  await withCache(async (cache, resolver, changes) => {
+    cache.want(want(["root:a"]));
+    await waitUntil("the failure", () => cache.resolutions().has("root:a"));
+    assert.deepEqual(cache.resolutions().get("root:a"), {
+      reason: "NotFound",
+      message: "workspace root:a not found",
+      definitive: true,
+    });
+    // The passes that follow, within the (long) backoff: no resolving loop.
+    for (let pass = 0; pass < 3; pass++) {
+      cache.want(want(["root:a"]));
+      assert.equal(resolver.count("root:a"), 1);
+    }
+    assert.equal(changes(), 1);
+  }, { initialMs: 60_000, maxMs: 60_000 });
+});

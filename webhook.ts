@@ -20,7 +20,7 @@ import {
   stopSignal,
 } from "./lib/runtime/mod.ts";
 import {
-  createAdmissionApp,
+  createAdmissionHandler,
   createWebhookMetrics,
   DeletionValidator,
   FrontProxyBypassAuthorizer,
@@ -131,7 +131,7 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
       ? { bypass: new FrontProxyBypassAuthorizer(reviewClient, base) }
       : {}),
   });
-  const app = createAdmissionApp({
+  const admissionHandler = createAdmissionHandler({
     validator,
     log,
     observer: metrics,
@@ -140,7 +140,7 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
   });
   const admission = await serveTls(
     options.webhookBind,
-    app.fetch,
+    admissionHandler,
     {
       certFile: `${options.tlsCertDir}/tls.crt`,
       keyFile: `${options.tlsCertDir}/tls.key`,

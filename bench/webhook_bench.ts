@@ -26,9 +26,9 @@
  * runs instead the webhook's peak memory under load (see
  * `webhook_memory.ts`), then figure 3.
  *
- * `deno task bench cpu` runs instead the webhook's CPU per slow-path
- * review at one dependent beside a bare client's for the same GET and LIST
- * (`webhook_cpu.ts`).
+ * `deno task bench cpu [--variant='FLAGS']... [--old=DIR]` runs instead
+ * the webhook's CPU per slow-path review at one dependent beside a bare
+ * client's for the same GET and LIST (`webhook_cpu.ts`).
  *
  * `deno task bench front-proxy` runs instead figure 1 on a sharded kcp (two
  * shards, a cache server, kcp-front-proxy) with the consumer on the second
@@ -405,7 +405,7 @@ interface Cli {
 
 function usage(message: string): never {
   console.error(
-    `webhook_bench: ${message}\nusage: webhook_bench.ts [memory [--runs=N] | front-proxy] [--variant='FLAGS']... [--old=CHECKOUT]...`,
+    `webhook_bench: ${message}\nusage: webhook_bench.ts [memory [--runs=N] | cpu | front-proxy] [--variant='FLAGS']... [--old=CHECKOUT]...`,
   );
   Deno.exit(2);
 }
@@ -485,7 +485,7 @@ async function frontProxyBench(): Promise<void> {
 }
 
 if (Deno.args[0] === "cpu") {
-  await cpuBench();
+  await cpuBench({ variants: parseCli(Deno.args.slice(1)).variants.slice(1) });
   Deno.exit(0);
 }
 const cli = parseCli(Deno.args);

@@ -5,17 +5,20 @@
  * work (the webhook's from `/proc/<pid>/stat`, the client's from its own
  * `process.cpuUsage()`), per review or per GET+LIST pair, alternating in
  * each round; the ratio is the webhook's over the floor's, per round.
+ * Variants (`--variant='FLAGS'`, `--old=DIR`, as for the other figures)
+ * are measured in the same rounds, each beside the same floors.
  *
  * @module
  */
 import {
   buildTopology,
+  createServingCert,
   grantWebhookReads,
   type KcpServer,
   startKcp,
   startWebhook,
-  type WebhookProcess,
 } from "../testing/mod.ts";
+import { type Spawned, startVariant, type Variant } from "./webhook_memory.ts";
 import { formatSpread, median, spread } from "./_stats.ts";
 import { cpuSeconds } from "./_scale_metrics.ts";
 import {
@@ -27,11 +30,11 @@ import {
 
 /** The webhook's CPU for `count` reviews, ms per review. */
 async function webhookCpu(
-  webhook: WebhookProcess,
+  webhook: Measured,
   target: LiveVpc,
   count: number,
 ): Promise<number> {
-  const client = Deno.createHttpClient({ caCerts: [webhook.cert.caPem] });
+  const client = Deno.createHttpClient({ caCerts: [webhook.caPem] });
   try {
     for (let i = 0; i < 5; i++) {
       await sendReview(webhook.url, deleteReview(target), client);
@@ -85,8 +88,22 @@ async function floorCpu(
   return (spent.user + spent.system) / 1000 / count;
 }
 
+/** A webhook process to measure. */
+interface Measured {
+  /** How the figures name it. */
+  label: string;
+  /** Its process id. */
+  pid: number;
+  /** Where reviews go. */
+  url: string;
+  /** The CA of its serving certificate. */
+  caPem: string;
+}
+
 /** Options of {@linkcode cpuBench}. */
 export interface CpuBenchOptions {
+  /** Other webhooks measured beside this checkout's. @default {[]} */
+  variants?: readonly Variant[];
   /** Rounds. @default {5} */
   rounds?: number;
   /** Reviews (and pairs) per round. @default {300} */
@@ -128,53 +145,86 @@ export async function cpuBench(options: CpuBenchOptions = {}): Promise<void> {
     const pair = { get, lists: [list] };
     const triple = { get, lists: [list, bindings] };
     const webhook = await startWebhook(kcp, { args: ["--log-level=warn"] });
+    const others: Spawned[] = [];
     try {
+      const cert = await createServingCert(`${kcp.rootDir}/bench-cpu-tls`);
+      for (const variant of options.variants ?? []) {
+        others.push(
+          await startVariant(kcp, {
+            ...variant,
+            args: ["--log-level=warn", ...variant.args],
+          }, cert),
+        );
+      }
+      const hooks: Measured[] = [
+        { label: "current", ...webhook, caPem: webhook.cert.caPem },
+        ...others.map((spawned, i) => ({
+          label: options.variants![i]!.label,
+          pid: spawned.pid,
+          url: spawned.url,
+          caPem: cert.caPem,
+        })),
+      ];
       console.log(
         `\nCPU per slow-path review at one dependent (${count} per round, ${rounds} rounds, alternating):`,
       );
       console.log(
         "   webhook = its process's CPU per review; floor = a bare Deno client's CPU per set of reads sent at once",
       );
-      const hooks: number[] = [];
+      const spent = hooks.map(() => [] as number[]);
       const pairs: number[] = [];
       const triples: number[] = [];
       for (let r = 0; r < rounds; r++) {
         // Which runs first alternates from round to round.
-        const order = r % 2 === 0
-          ? ["pair", "triple", "hook"]
-          : ["hook", "triple", "pair"];
-        for (const which of order) {
-          if (which === "hook") {
-            hooks.push(await webhookCpu(webhook, target, count));
-          } else if (which === "pair") {
-            pairs.push(await floorCpu(kcp, pair, count));
-          } else triples.push(await floorCpu(kcp, triple, count));
+        const order = [
+          "pair",
+          "triple",
+          ...hooks.map((_, i) => i),
+        ];
+        for (const which of r % 2 === 0 ? order : order.toReversed()) {
+          if (which === "pair") pairs.push(await floorCpu(kcp, pair, count));
+          else if (which === "triple") {
+            triples.push(await floorCpu(kcp, triple, count));
+          } else {
+            spent[which as number]!.push(
+              await webhookCpu(hooks[which as number]!, target, count),
+            );
+          }
         }
         console.log(
-          `   round ${r + 1}: webhook ${hooks[r]!.toFixed(3)} ms; GET+LIST ${
-            pairs[r]!.toFixed(3)
-          } ms (ratio ${
-            (hooks[r]! / pairs[r]!).toFixed(2)
-          }); GET+LIST+bindings ${triples[r]!.toFixed(3)} ms (ratio ${
-            (hooks[r]! / triples[r]!).toFixed(2)
-          })`,
+          `   round ${r + 1}: GET+LIST ${pairs[r]!.toFixed(3)} ms; ${
+            hooks.map((h, i) =>
+              `${h.label} ${spent[i]![r]!.toFixed(3)} ms (ratio ${
+                (spent[i]![r]! / pairs[r]!).toFixed(2)
+              })`
+            ).join("; ")
+          }`,
         );
       }
-      const ratios = (floor: number[]) => hooks.map((h, i) => h / floor[i]!);
       console.log(
-        `   webhook ms/review ${formatSpread(spread(hooks), 3)}`,
-      );
-      console.log(
-        `   floor GET+LIST ms ${formatSpread(spread(pairs), 3)}; ratio ${
-          formatSpread(spread(ratios(pairs)), 2)
-        } (median ${median(ratios(pairs)).toFixed(2)}, target <= 1.5)`,
-      );
-      console.log(
-        `   floor GET+LIST+APIBindings LIST (the identity check's read) ms ${
+        `   floor GET+LIST ms ${
+          formatSpread(spread(pairs), 3)
+        }; GET+LIST+APIBindings LIST (the identity check's read) ms ${
           formatSpread(spread(triples), 3)
-        }; ratio ${formatSpread(spread(ratios(triples)), 2)}`,
+        }`,
       );
+      hooks.forEach((hook, i) => {
+        const ratios = (floor: number[]) =>
+          spent[i]!.map((h, r) => h / floor[r]!);
+        console.log(
+          `   ${hook.label}: ms/review ${
+            formatSpread(spread(spent[i]!), 3)
+          }; ratio to GET+LIST ${
+            formatSpread(spread(ratios(pairs)), 2)
+          } (median ${
+            median(ratios(pairs)).toFixed(2)
+          }, target <= 1.5); to GET+LIST+bindings ${
+            formatSpread(spread(ratios(triples)), 2)
+          }`,
+        );
+      });
     } finally {
+      for (const spawned of others) await spawned.stop();
       await webhook.stop();
     }
   } finally {

@@ -25,6 +25,7 @@ export * from "./fake_kcp.ts";
 export * from "./kcp_server.ts";
 export * from "./kcp_suite.ts";
 export * from "./metrics_text.ts";
+export * from "./node_handler.ts";
 export * from "./process.ts";
 export * from "./rule_fixtures.ts";
 export * from "./rules.ts";

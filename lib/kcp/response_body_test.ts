@@ -72,3 +72,33 @@ Deno.test("decoded() parses JSON, gives undefined for an empty body and throws f
     (e) => e instanceof KubeApiError && e.notFound && e.reason === "NotFound",
   );
 });
+
+Deno.test("boundedText() reads a body of a declared length whole and still refuses one whose parsed memory is over the bound", async () => {
+  const limit = {
+    method: "GET",
+    url: "https://kcp/x",
+    maxBytes: 200,
+    memory: true,
+  };
+  const sized = (text: string) =>
+    new Response(text, {
+      headers: {
+        "content-length": String(new TextEncoder().encode(text).length),
+      },
+    });
+  assert.equal(await boundedText(sized('{"a":1}'), limit), '{"a":1}');
+  // 20 bytes pass the declared-length check (2 a byte), but 20 arrays
+  // would take 20 * 66 by the estimate.
+  const error = await boundedText(sized("[".repeat(10) + "]".repeat(10)), limit)
+    .catch((e) => e);
+  assert.ok(error instanceof KubeApiError);
+  assert.equal(error.reason, RESPONSE_TOO_LARGE);
+  assert.match(error.message, /estimated from its 20 bytes/);
+  // A declared length already over the bound is refused unread.
+  const declared = await boundedText(sized("x".repeat(101)), limit)
+    .catch((e) => e);
+  assert.match(
+    declared.message,
+    /estimated from its Content-Length, 101 bytes/,
+  );
+});

@@ -1,5 +1,5 @@
 /**
- * Fuzz test of the admission app in process: `createAdmissionApp` over a
+ * Fuzz test of the admission handler in process: `createAdmissionHandler` over a
  * real DeletionValidator (a VirtualMachine -> VPC rule) and a real
  * FrontProxyDependentSource reading a fake kcp, whose VirtualMachine list
  * holds a VM that refers to `vpc-a` and whose read of the object under
@@ -23,12 +23,13 @@ import { FrontProxyDependentSource } from "./dependent_lister.ts";
 import { KubeClient } from "../kcp/mod.ts";
 import { createLogger, isRecord } from "../runtime/mod.ts";
 import { RuleRegistry } from "./rule_registry.ts";
-import { createAdmissionApp } from "./server.ts";
+import { createAdmissionHandler } from "./admission_handler.ts";
 import {
   connection,
   dependency,
   FakeApi,
   json,
+  requestNodeHandler,
   type SeenRequest,
   status,
   validRule,
@@ -804,7 +805,7 @@ interface ReviewResponse {
   status?: { code: number; reason?: string; message: string };
 }
 
-Deno.test("createAdmissionApp() fuzzed: malformed, adversarial, forged and genuine reviews", async (t) => {
+Deno.test("createAdmissionHandler() fuzzed: malformed, adversarial, forged and genuine reviews", async (t) => {
   let current: CaseLog = {
     live: { kind: "missing" },
     reads: [],
@@ -832,7 +833,7 @@ Deno.test("createAdmissionApp() fuzzed: malformed, adversarial, forged and genui
       registry,
       new FrontProxyDependentSource(client, api.url),
     );
-    const app = createAdmissionApp({
+    const handler = createAdmissionHandler({
       validator,
       log: createLogger({ level: "debug", write: () => {} }),
       observer: { reviewed: () => {}, rejected: () => {} },
@@ -845,7 +846,7 @@ Deno.test("createAdmissionApp() fuzzed: malformed, adversarial, forged and genui
       confirmingUid?: unknown,
     ): Promise<Answer & { log: CaseLog }> => {
       current = { live, reads: [], readPaths: [] };
-      const response = await app.request("/validate", {
+      const response = await requestNodeHandler(handler, "/validate", {
         method: "POST",
         headers: { "content-type": "application/json" },
         body,

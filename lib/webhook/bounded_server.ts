@@ -7,8 +7,10 @@
  *
  * `Deno.serve` has none of these knobs (Deno 2.9): a client that connects
  * and sends nothing is held for ever, and `shutdown()` waits for it. So this
- * serves with `node:https`, whose server enforces them, and adapts its
- * requests and responses to a `Deno.ServeHandler`. It speaks HTTP/1.1 only.
+ * serves with `node:https`, whose server enforces them, and hands its
+ * handler Node's request and response as they are: converting each to a
+ * fetch `Request` and back cost more than the rest of a fast-path review
+ * (`deno task bench`). It speaks HTTP/1.1 only.
  *
  * @module
  */
@@ -75,6 +77,17 @@ export interface CertificatePair {
   key: string;
 }
 
+/**
+ * Answers one request on Node's request and response. It may leave the
+ * body unread (the server discards it after the answer); a rejection is
+ * reported to `onError` and answered 500, or ends the connection once an
+ * answer has begun.
+ */
+export type NodeHandler = (
+  req: IncomingMessage,
+  res: ServerResponse,
+) => Promise<void>;
+
 /** Options for {@linkcode serveBoundedTls}. */
 export interface BoundedTlsOptions extends ConnectionLimits {
   /** The certificate to serve. */
@@ -114,7 +127,7 @@ export interface BoundedTlsServer {
  */
 export async function serveBoundedTls(
   bind: { hostname: string; port: number },
-  handler: Deno.ServeHandler,
+  handler: NodeHandler,
   options: BoundedTlsOptions,
 ): Promise<BoundedTlsServer> {
   const limits = { ...DEFAULT_CONNECTION_LIMITS, ...definedOnly(options) };
@@ -139,14 +152,15 @@ export async function serveBoundedTls(
     connections.answering(req.socket, res);
     respond(handler, req, res, {
       closing: () => closing,
-      onError,
       requestTimeoutMs: limits.requestTimeoutMs,
-    }).catch(
-      (error) => {
-        onError(error);
-        res.destroy();
-      },
-    );
+    }).catch((error) => {
+      onError(error);
+      if (res.headersSent || res.destroyed) return void res.destroy();
+      res.writeHead(500, {
+        "content-type": "text/plain",
+        "content-length": "21",
+      }).end("Internal Server Error");
+    });
   });
   server.maxConnections = limits.maxConnections;
   server.on("connection", (socket: Socket) => connections.accepted(socket));
@@ -208,6 +222,8 @@ class Connections {
   readonly #handshaking = new Map<string, Socket>();
   /** TLS sockets, with how many requests each is answering. */
   readonly #secure = new Map<Socket, number>();
+  /** The answers under way. */
+  readonly #answers = new Set<ServerResponse>();
 
   /** Tracks a new TCP socket. */
   accepted(socket: Socket): void {
@@ -234,14 +250,22 @@ class Connections {
   /** Counts `socket` as answering a request until `res` closes. */
   answering(socket: Socket, res: ServerResponse): void {
     this.#secure.set(socket, (this.#secure.get(socket) ?? 0) + 1);
+    this.#answers.add(res);
     res.once("close", () => {
+      this.#answers.delete(res);
       const count = this.#secure.get(socket);
       if (count !== undefined) this.#secure.set(socket, count - 1);
     });
   }
 
-  /** Closes every socket that is not answering a request. */
+  /**
+   * Closes every socket that is not answering a request; one that is
+   * closes after its answer.
+   */
   closeIdle(): void {
+    for (const res of this.#answers) {
+      if (!res.headersSent) res.shouldKeepAlive = false;
+    }
     for (const socket of this.#handshaking.values()) socket.destroy();
     for (const [socket, count] of this.#secure) {
       if (count === 0) socket.destroy();
@@ -288,182 +312,27 @@ function checkCertificate(pem: CertificatePair, hostname: string): void {
   Deno.listenTls({ hostname, port: 0, cert: pem.cert, key: pem.key }).close();
 }
 
-/** Runs `handler` on a Node request and writes its answer to `res`. */
+/**
+ * Runs `handler` on one request: a body still arriving at the request
+ * deadline ends the connection (Deno's node:http applies its
+ * `requestTimeout` only until the head is in); while draining, the
+ * connection closes after this answer; a body the handler left unread is
+ * discarded once the answer is out, so the connection can go on.
+ */
 async function respond(
-  handler: Deno.ServeHandler,
+  handler: NodeHandler,
   req: IncomingMessage,
   res: ServerResponse,
-  context: {
-    closing: () => boolean;
-    onError: (error: unknown) => void;
-    requestTimeoutMs: number;
-  },
+  context: { closing: () => boolean; requestTimeoutMs: number },
 ): Promise<void> {
-  // A body still arriving at the request deadline ends the connection: the
-  // handler's read fails and no answer is sent (Deno's node:http applies its
-  // requestTimeout only until the head is in).
   const cutOff = setTimeout(() => {
     if (!req.complete) req.socket.destroy();
   }, context.requestTimeoutMs);
   req.once("end", () => clearTimeout(cutOff));
   res.once("close", () => clearTimeout(cutOff));
-  const aborted = new AbortController();
-  const completed = Promise.withResolvers<void>();
-  // Marked handled: a handler that ignores `completed` must not crash us.
-  completed.promise.catch(() => {});
-  res.once("close", () => {
-    if (res.writableFinished) return completed.resolve();
-    aborted.abort();
-    completed.reject(new Deno.errors.Interrupted("the client went away"));
+  res.once("finish", () => {
+    if (!req.complete) req.resume();
   });
-  const body = req.method === "GET" || req.method === "HEAD"
-    ? null
-    : bodyStream(req, res);
-  const request = toRequest(req, body, aborted.signal);
-  if (request === undefined) {
-    res.writeHead(400, { connection: "close" }).end();
-    return;
-  }
-  let response: Response;
-  try {
-    response = await handler(request, {
-      remoteAddr: {
-        transport: "tcp",
-        hostname: req.socket.remoteAddress ?? "",
-        port: req.socket.remotePort ?? 0,
-      },
-      completed: completed.promise,
-    });
-  } catch (error) {
-    context.onError(error);
-    response = new Response("Internal Server Error", { status: 500 });
-  }
-  if (res.destroyed) {
-    await response.body?.cancel();
-    return;
-  }
-  // While draining, each connection closes after its current answer.
   if (context.closing()) res.shouldKeepAlive = false;
-  await writeResponse(response, res);
-  // A body the handler left unread is discarded so the connection can go on.
-  if (!req.complete) req.removeAllListeners("data").resume();
-}
-
-/** The fetch `Request` for a Node request, or `undefined` if it is not valid. */
-function toRequest(
-  req: IncomingMessage,
-  body: ReadableStream<Uint8Array> | null,
-  signal: AbortSignal,
-): Request | undefined {
-  const target = req.url ?? "/";
-  try {
-    const url = target.startsWith("/")
-      ? new URL(`https://${req.headers.host ?? "localhost"}${target}`)
-      : new URL(target);
-    const raw = req.rawHeaders;
-    const headers: [string, string][] = [];
-    for (let i = 0; i + 1 < raw.length; i += 2) {
-      headers.push([raw[i]!, raw[i + 1]!]);
-    }
-    return new Request(url, {
-      method: req.method ?? "GET",
-      headers,
-      body,
-      signal,
-    });
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * The request body as a stream that pauses the socket while the reader is
- * behind. Cancelling it (a body too large) discards the rest and closes the
- * connection after the answer.
- */
-function bodyStream(
-  req: IncomingMessage,
-  res: ServerResponse,
-): ReadableStream<Uint8Array> {
-  let settled = false;
-  return new ReadableStream<Uint8Array>({
-    start(controller) {
-      req.on("data", (chunk: Uint8Array) => {
-        if (settled) return;
-        controller.enqueue(
-          new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength),
-        );
-        if ((controller.desiredSize ?? 0) <= 0) req.pause();
-      });
-      req.once("end", () => {
-        if (settled) return;
-        settled = true;
-        controller.close();
-      });
-      req.once("close", () => {
-        if (settled) return;
-        settled = true;
-        controller.error(
-          new Deno.errors.Interrupted("the client went away mid-body"),
-        );
-      });
-    },
-    pull() {
-      req.resume();
-    },
-    cancel() {
-      settled = true;
-      res.shouldKeepAlive = false;
-      req.resume();
-    },
-  });
-}
-
-/** Writes `response` to `res`, honouring backpressure, and ends it. */
-async function writeResponse(
-  response: Response,
-  res: ServerResponse,
-): Promise<void> {
-  res.statusCode = response.status;
-  if (response.statusText !== "") res.statusMessage = response.statusText;
-  for (const [name, value] of response.headers) {
-    if (name !== "set-cookie") res.setHeader(name, value);
-  }
-  const cookies = response.headers.getSetCookie();
-  if (cookies.length > 0) res.setHeader("set-cookie", cookies);
-  if (response.body === null) {
-    res.end();
-    return;
-  }
-  const reader = response.body.getReader();
-  try {
-    const first = await reader.read();
-    if (first.done) return void res.end();
-    let next = await reader.read();
-    // A body of one chunk goes out whole, with a content-length.
-    if (next.done) return void res.end(first.value);
-    if (!res.write(first.value)) await drainedOrClosed(res);
-    while (!next.done && !res.destroyed) {
-      if (!res.write(next.value)) await drainedOrClosed(res);
-      next = await reader.read();
-    }
-    res.end();
-  } catch {
-    res.destroy();
-  } finally {
-    if (res.destroyed) await reader.cancel().catch(() => {});
-  }
-}
-
-/** Resolves when `res` can take more data or is closed. */
-function drainedOrClosed(res: ServerResponse): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      res.off("drain", done);
-      res.off("close", done);
-      resolve();
-    };
-    res.on("drain", done);
-    res.on("close", done);
-  });
+  await handler(req, res);
 }

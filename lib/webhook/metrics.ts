@@ -11,7 +11,7 @@ import {
   registerProcessMetrics,
 } from "../runtime/mod.ts";
 import type { RuleSnapshot } from "../rules/mod.ts";
-import type { AdmissionObserver } from "./server.ts";
+import type { AdmissionObserver } from "./admission_handler.ts";
 
 /** Admission hooks plus a way to publish the rules' state. */
 export interface WebhookMetrics extends AdmissionObserver {

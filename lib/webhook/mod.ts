@@ -1,11 +1,12 @@
 /**
  * The admission webhook: AdmissionReview parsing, the deletion validator, the
- * dependent lister, the in-memory rule registry, the bounded TLS server and
- * Hono apps, its metrics, options and RBAC rendering.
+ * dependent lister, the in-memory rule registry, the admission handler on the
+ * bounded TLS server, its metrics, options and RBAC rendering.
  *
  * @module
  */
 export * from "./access_review.ts";
+export * from "./admission_handler.ts";
 export * from "./admission_review.ts";
 export * from "./binding_cache.ts";
 export * from "./bounded_server.ts";

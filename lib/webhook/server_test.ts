@@ -7,6 +7,7 @@ import {
   FakeDependentSource,
   logCollector,
   readResponse,
+  requestNodeHandler,
   selfSignedCert,
   send,
   silentTcp,
@@ -37,18 +38,18 @@ import { RuleRegistry } from "./rule_registry.ts";
 import type { ConnectionLimits } from "./bounded_server.ts";
 import {
   type AdmissionObserver,
-  createAdmissionApp,
+  createAdmissionHandler,
   LOGGED_GROUPS,
   LOGGED_MESSAGE_CHARS,
   LOGGED_TEXT_CHARS,
-  serveTls,
-} from "./server.ts";
+} from "./admission_handler.ts";
+import { serveTls } from "./server.ts";
 import deleteVpc from "./testdata/admission_review_delete_vpc.json" with {
   type: "json",
 };
 
 // ---------------------------------------------------------------------------
-// Admission app
+// Admission handler
 
 const UID = deleteVpc.request.uid;
 const LIVE_UID = deleteVpc.request.oldObject.metadata.uid;
@@ -122,7 +123,7 @@ function admission(
   const logs = logCollector();
   // A clock that advances 250 ms per reading.
   let clock = 0;
-  const app = createAdmissionApp({
+  const handler = createAdmissionHandler({
     validator: options.validator ?? new DeletionValidator(registry, source),
     log: createLogger({ level: "debug", write: logs.write }),
     observer,
@@ -133,7 +134,7 @@ function admission(
   });
   return {
     request: async (init, path = "/validate") =>
-      await app.request(path, { method: "POST", ...init }),
+      await requestNodeHandler(handler, path, { method: "POST", ...init }),
     reviewed,
     rejected,
     logs: logs.records,
@@ -161,7 +162,7 @@ async function assertError(
   assert.match(body.error, error);
 }
 
-Deno.test("createAdmissionApp() POST /validate allows a DELETE nothing refers to and answers an AdmissionReview", async () => {
+Deno.test("createAdmissionHandler() POST /validate allows a DELETE nothing refers to and answers an AdmissionReview", async () => {
   const h = admission({
     items: [{
       metadata: { name: "vm-other", namespace: "default" },
@@ -204,7 +205,7 @@ Deno.test("createAdmissionApp() POST /validate allows a DELETE nothing refers to
   assert.equal(record?.durationMs, 250);
 });
 
-Deno.test("createAdmissionApp() POST /validate denies a referenced object with HTTP 200 and a 409 status", async () => {
+Deno.test("createAdmissionHandler() POST /validate denies a referenced object with HTTP 200 and a 409 status", async () => {
   const h = admission({
     items: [{
       metadata: { name: "vm-1", namespace: "default" },
@@ -233,7 +234,7 @@ Deno.test("createAdmissionApp() POST /validate denies a referenced object with H
   assert.match(String(record?.message), /still referenced by/);
 });
 
-Deno.test("createAdmissionApp() logs a denial caused by a missing read grant at warn, naming the permission", async () => {
+Deno.test("createAdmissionHandler() logs a denial caused by a missing read grant at warn, naming the permission", async () => {
   // kcp refuses the webhook's LIST of the dependent type.
   const forbidden = new FakeDependentSource({
     virtualmachines: { error: new KubeApiError("forbidden", { status: 403 }) },
@@ -262,7 +263,7 @@ Deno.test("createAdmissionApp() logs a denial caused by a missing read grant at 
   );
 });
 
-Deno.test("createAdmissionApp() POST /validate denies with 503 while the rules are not loaded", async () => {
+Deno.test("createAdmissionHandler() POST /validate denies with 503 while the rules are not loaded", async () => {
   const h = admission({ loaded: false });
   const response = await h.request({ body: JSON.stringify(deleteVpc) });
   assert.equal(response.status, 200);
@@ -274,7 +275,7 @@ Deno.test("createAdmissionApp() POST /validate denies with 503 while the rules a
   assert.deepEqual(h.source.queries, []);
 });
 
-Deno.test("createAdmissionApp() POST /validate allows a non-DELETE without listing or logging it", async () => {
+Deno.test("createAdmissionHandler() POST /validate allows a non-DELETE without listing or logging it", async () => {
   const h = admission();
   const response = await h.request({
     body: reviewWith({ operation: "CREATE", object: {}, oldObject: null }),
@@ -320,7 +321,7 @@ const MALFORMED: [string, BodyInit, RegExp][] = [
 ];
 
 for (const [what, body, error] of MALFORMED) {
-  Deno.test(`createAdmissionApp() POST /validate answers 400 with a JSON error for ${what}`, async () => {
+  Deno.test(`createAdmissionHandler() POST /validate answers 400 with a JSON error for ${what}`, async () => {
     const h = admission();
     const response = await h.request({ body });
     await assertError(response, 400, error);
@@ -333,7 +334,7 @@ for (const [what, body, error] of MALFORMED) {
   });
 }
 
-Deno.test("createAdmissionApp() logs one malformed review per interval, counting the ones it held back", async () => {
+Deno.test("createAdmissionHandler() logs one malformed review per interval, counting the ones it held back", async () => {
   const h = admission();
   for (let i = 0; i < 50; i++) await h.request({ body: "{nope" });
   assert.equal(h.rejected.length, 50);
@@ -346,7 +347,7 @@ Deno.test("createAdmissionApp() logs one malformed review per interval, counting
   assert.equal(records[0]?.suppressedSinceLast, 0);
 });
 
-Deno.test("createAdmissionApp() logs a delete let through by skip-protection at info, with who, where and what", async () => {
+Deno.test("createAdmissionHandler() logs a delete let through by skip-protection at info, with who, where and what", async () => {
   const h = admission();
   const oldObject = structuredClone(deleteVpc.request.oldObject) as {
     metadata: { annotations: Record<string, string> };
@@ -371,7 +372,7 @@ Deno.test("createAdmissionApp() logs a delete let through by skip-protection at 
   assert.equal(record?.outcome, "allowed_skip");
 });
 
-Deno.test("createAdmissionApp() logs a denial of a hostile review in a short line: groups counted, strings cut", async () => {
+Deno.test("createAdmissionHandler() logs a denial of a hostile review in a short line: groups counted, strings cut", async () => {
   const long = (c: string) => c.repeat(100_000);
   const h = admission();
   const groups = Array.from({ length: 100_000 }, (_, i) => `g${i}`);
@@ -410,7 +411,7 @@ Deno.test("createAdmissionApp() logs a denial of a hostile review in a short lin
   assert.equal(record.groupCount, 100_000);
 });
 
-Deno.test("createAdmissionApp() cuts a long denial message in its log line, not in the answer", async () => {
+Deno.test("createAdmissionHandler() cuts a long denial message in its log line, not in the answer", async () => {
   const message = `cannot delete vpcs/vpc-a: ${"m".repeat(100_000)}`;
   const denying = {
     validate(request: AdmissionRequest): Promise<Verdict> {
@@ -427,7 +428,7 @@ Deno.test("createAdmissionApp() cuts a long denial message in its log line, not 
   assert.equal(record?.message, truncateText(message, LOGGED_MESSAGE_CHARS));
 });
 
-Deno.test("createAdmissionApp() logs a short review whole, with every group and their count", async () => {
+Deno.test("createAdmissionHandler() logs a short review whole, with every group and their count", async () => {
   const h = admission();
   await h.request({ body: JSON.stringify(deleteVpc) });
   const record = h.logs.find((r) => r.msg === "admission review");
@@ -437,7 +438,7 @@ Deno.test("createAdmissionApp() logs a short review whole, with every group and 
   assert.equal(record?.groupCount, 2);
 });
 
-Deno.test("createAdmissionApp() cuts the error of a malformed review in its log line", async () => {
+Deno.test("createAdmissionHandler() cuts the error of a malformed review in its log line", async () => {
   const h = admission();
   const key = "k".repeat(100_000);
   const response = await h.request({
@@ -456,7 +457,7 @@ Deno.test("createAdmissionApp() cuts the error of a malformed review in its log 
   assert.ok(JSON.stringify(record).length < MAX_LOG_LINE_BYTES);
 });
 
-Deno.test("createAdmissionApp() answers 503 with Retry-After while the body bytes in flight are taken, and reads nothing", async () => {
+Deno.test("createAdmissionHandler() answers 503 with Retry-After while the body bytes in flight are taken, and reads nothing", async () => {
   const bodyBytes = new Semaphore(1024);
   const held = (await bodyBytes.acquire(1024, { timeoutMs: 0 }))!;
   const h = admission({ bodyBytes });
@@ -471,7 +472,7 @@ Deno.test("createAdmissionApp() answers 503 with Retry-After while the body byte
   assert.deepEqual(h.reviewed, []);
   held();
   const next = await h.request({ body });
-  assert.equal(next.status, 200);
+  assert.equal(next.status, 200, await next.clone().text());
   assert.equal(
     bodyBytes.used,
     0,
@@ -497,7 +498,7 @@ function chunked(bytes: Uint8Array): ReadableStream<Uint8Array> {
   });
 }
 
-Deno.test("createAdmissionApp() POST /validate answers 413 for a body over 3 MiB with a content-length", async () => {
+Deno.test("createAdmissionHandler() POST /validate answers 413 for a body over 3 MiB with a content-length", async () => {
   const h = admission();
   const body = paddedReview(MAX_REVIEW_BYTES + 1);
   const response = await h.request({
@@ -509,7 +510,7 @@ Deno.test("createAdmissionApp() POST /validate answers 413 for a body over 3 MiB
   assert.deepEqual(h.reviewed, []);
 });
 
-Deno.test("createAdmissionApp() POST /validate answers 413 for a chunked body over 3 MiB", async () => {
+Deno.test("createAdmissionHandler() POST /validate answers 413 for a chunked body over 3 MiB", async () => {
   const h = admission();
   const response = await h.request({
     body: chunked(paddedReview(MAX_REVIEW_BYTES + 1)),
@@ -519,7 +520,7 @@ Deno.test("createAdmissionApp() POST /validate answers 413 for a chunked body ov
   assert.deepEqual(h.reviewed, []);
 });
 
-Deno.test("createAdmissionApp() POST /validate answers 413 for a body over 3 MiB with a content-length that understates it", async () => {
+Deno.test("createAdmissionHandler() POST /validate answers 413 for a body over 3 MiB with a content-length that understates it", async () => {
   const h = admission();
   const response = await h.request({
     headers: { "content-length": "100" },
@@ -529,7 +530,7 @@ Deno.test("createAdmissionApp() POST /validate answers 413 for a body over 3 MiB
   assert.deepEqual(h.rejected, [413]);
 });
 
-Deno.test("createAdmissionApp() POST /validate accepts a body of exactly 3 MiB, with or without a content-length", async () => {
+Deno.test("createAdmissionHandler() POST /validate accepts a body of exactly 3 MiB, with or without a content-length", async () => {
   const body = paddedReview(MAX_REVIEW_BYTES);
   for (
     const init of [
@@ -545,7 +546,7 @@ Deno.test("createAdmissionApp() POST /validate accepts a body of exactly 3 MiB, 
   }
 });
 
-Deno.test("createAdmissionApp() answers 404 JSON for GET /validate and unknown paths", async () => {
+Deno.test("createAdmissionHandler() answers 404 JSON for GET /validate and unknown paths", async () => {
   const h = admission();
   await assertError(
     await h.request({ method: "GET" }),
@@ -560,7 +561,7 @@ Deno.test("createAdmissionApp() answers 404 JSON for GET /validate and unknown p
   assert.deepEqual(h.reviewed, []);
 });
 
-Deno.test("createAdmissionApp() answers 500 JSON when the validator throws", async () => {
+Deno.test("createAdmissionHandler() answers 500 JSON when the validator throws", async () => {
   const throwing = {
     validate(_request: AdmissionRequest): Promise<Verdict> {
       return Promise.reject(new Error("registry exploded"));
@@ -642,13 +643,17 @@ async function withTls(
   const logs = logCollector();
   try {
     await writePair(dir, pair);
-    const server = await serveTls(BIND, () => new Response("hello"), {
-      ...limits,
-      certFile: `${dir}/tls.crt`,
-      keyFile: `${dir}/tls.key`,
-      log: createLogger({ level: "debug", write: logs.write }),
-      reloadIntervalMs: 50,
-    });
+    const server = await serveTls(
+      BIND,
+      (_req, res) => Promise.resolve(void res.end("hello")),
+      {
+        ...limits,
+        certFile: `${dir}/tls.crt`,
+        keyFile: `${dir}/tls.key`,
+        log: createLogger({ level: "debug", write: logs.write }),
+        reloadIntervalMs: 50,
+      },
+    );
     let down = false;
     try {
       await fn(
@@ -674,7 +679,7 @@ Deno.test("serveTls() rejects when the first certificate cannot be read", async 
   const dir = await Deno.makeTempDir({ prefix: "dep-ctrl-tls-" });
   try {
     await assert.rejects(
-      serveTls(BIND, () => new Response("x"), {
+      serveTls(BIND, (_req, res) => Promise.resolve(void res.end("x")), {
         certFile: `${dir}/missing.crt`,
         keyFile: `${dir}/missing.key`,
         log: createLogger({ write: () => {} }),
@@ -807,7 +812,7 @@ Deno.test("serveTls() passes its connection limits to the bounded server: a conn
   });
 });
 
-Deno.test("createAdmissionApp() POST /validate/<provider path> applies only the rules about that provider", async () => {
+Deno.test("createAdmissionHandler() POST /validate/<provider path> applies only the rules about that provider", async () => {
   const referencing = [{
     metadata: { name: "vm-1", namespace: "default" },
     spec: { vpcRef: { name: "vpc-a" } },
@@ -843,7 +848,7 @@ Deno.test("createAdmissionApp() POST /validate/<provider path> applies only the 
   assert.equal(again.response.allowed, false);
 });
 
-Deno.test("createAdmissionApp() answers 404 for a provider segment that is no workspace path", async () => {
+Deno.test("createAdmissionHandler() answers 404 for a provider segment that is no workspace path", async () => {
   for (const path of ["/validate/Root", "/validate/root:", "/validate/a%2Fb"]) {
     const h = admission();
     await assertError(

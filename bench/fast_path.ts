@@ -9,8 +9,9 @@
  * the per-user cache the first time (`go` on PATH; a cold build takes
  * minutes). Needs Linux, `taskset` (util-linux) and at least two CPUs.
  *
- * Run directly, it checks the harness without kcp: the peer against
- * `_echo_server.ts`, a bare Deno TLS server answering a fixed review.
+ * Run directly, it checks the harness without kcp and measures the floors:
+ * the peer against `_echo_server.ts`, a bare `Deno.serve` and a bare
+ * `node:https` TLS server answering a fixed review.
  *
  * ```sh
  * deno run --allow-all bench/fast_path.ts
@@ -591,9 +592,25 @@ const SELF_TEST_VPC: LiveVpc = {
 
 /**
  * The self-test: the peer against `_echo_server.ts`, which this starts
- * unpinned so that the comparison pins it by its pid.
+ * unpinned so that the comparison pins it by its pid: once as `Deno.serve`,
+ * once as a bare `node:https` server (the floor of the webhook's listener).
  */
 async function selfTest(): Promise<void> {
+  for (
+    const [label, flags] of [
+      ["bare Deno.serve TLS server", []],
+      ["bare node:https server", ["--node"]],
+    ] as const
+  ) {
+    await echoComparison(label, flags);
+  }
+}
+
+/** One comparison of the peer with `_echo_server.ts` started with `flags`. */
+async function echoComparison(
+  label: string,
+  flags: readonly string[],
+): Promise<void> {
   const scratch = await Deno.makeTempDir({ prefix: "fast-path-self-test-" });
   try {
     const cert = await createServingCert(`${scratch}/tls`);
@@ -606,6 +623,7 @@ async function selfTest(): Promise<void> {
         new URL("./_echo_server.ts", import.meta.url).pathname,
         cert.dir,
         String(port),
+        ...flags,
       ],
       stdin: "null",
       stdout: "piped",
@@ -621,7 +639,7 @@ async function selfTest(): Promise<void> {
         caPem: cert.caPem,
         body: deleteReview(SELF_TEST_VPC, { resource: "subnets", uid: "fast" }),
         pid: echo.pid,
-      }, { label: "bare Deno TLS server" });
+      }, { label });
     } finally {
       await stopProcess(echo, { graceMs: 5000 });
       await stdout.cancel().catch(() => {});

@@ -26,6 +26,7 @@
  * @module
  */
 import assert from "node:assert/strict";
+import { delay } from "./fake_api.ts";
 import { applyObjects } from "./apis.ts";
 import { type KcpApi, KcpRequestError } from "./kcp_server.ts";
 import { waitFor } from "./wait.ts";
@@ -739,6 +740,14 @@ function shown(list: readonly Found[]): string {
     ).join(", ");
 }
 
+/** What kubectl says of a workspace that does not serve a type. */
+const NOT_SERVED = /doesn't have a resource type/;
+
+/** Whether a kubectl run failed for another reason than {@linkcode NOT_SERVED}. */
+function failedOtherwise(r: { code: number; stderr: string }): boolean {
+  return r.code !== 0 && !NOT_SERVED.test(r.stderr);
+}
+
 /**
  * Every DependencyRule (`dependencyrules`) or Lock (`locks`) in the
  * workspaces, with the workspace it is in; a workspace that does not serve
@@ -751,14 +760,22 @@ async function listAll(
 ): Promise<Found[]> {
   const found: Found[] = [];
   for (const workspace of workspaces) {
-    const r = await kcp.kubectl(["get", resource, "-A", "-o", "json"], {
+    // kubectl's discovery can fail for a moment on a loaded kcp (a group
+    // briefly unavailable): asked again up to three times.
+    let r = await kcp.kubectl(["get", resource, "-A", "-o", "json"], {
       workspace,
     });
+    for (let retry = 0; retry < 3 && failedOtherwise(r); retry++) {
+      await delay(500);
+      r = await kcp.kubectl(["get", resource, "-A", "-o", "json"], {
+        workspace,
+      });
+    }
     if (r.code !== 0) {
       assert.match(
         r.stderr,
-        /doesn't have a resource type/,
-        `listing ${resource} in ${workspace}`,
+        NOT_SERVED,
+        `listing ${resource} in ${workspace}: ${r.stderr}`,
       );
       continue;
     }

@@ -49,7 +49,8 @@ export class Deadline {
   readonly #timer: ReturnType<typeof setTimeout>;
   readonly #end: number;
   readonly #now: () => number;
-  readonly #aborted: Promise<never>;
+  /** Rejects once the signal aborts; made by the first {@linkcode race}. */
+  #aborted: Promise<never> | undefined;
 
   /** Starts a deadline `timeoutMs` from now. */
   constructor(timeoutMs: number, options: DeadlineOptions = {}) {
@@ -65,14 +66,6 @@ export class Deadline {
     this.#signal = options.signal === undefined
       ? this.#controller.signal
       : AbortSignal.any([this.#controller.signal, options.signal]);
-    const signal = this.#signal;
-    this.#aborted = new Promise<never>((_, reject) => {
-      if (signal.aborted) reject(signal.reason);
-      signal.addEventListener("abort", () => reject(signal.reason), {
-        once: true,
-      });
-    });
-    this.#aborted.catch(() => {});
   }
 
   /** Aborts when the deadline passes, the caller cancels, or {@linkcode abort} is called. */
@@ -96,6 +89,16 @@ export class Deadline {
    * aborts, whichever comes first.
    */
   race<T>(work: Promise<T>): Promise<T> {
+    if (this.#aborted === undefined) {
+      const signal = this.#signal;
+      this.#aborted = new Promise<never>((_, reject) => {
+        if (signal.aborted) reject(signal.reason);
+        signal.addEventListener("abort", () => reject(signal.reason), {
+          once: true,
+        });
+      });
+      this.#aborted.catch(() => {});
+    }
     return Promise.race([work, this.#aborted]);
   }
 

@@ -141,7 +141,8 @@ export async function serveBoundedTls(
     handshakeTimeout: limits.handshakeTimeoutMs,
     headersTimeout: limits.headerTimeoutMs,
     requestTimeout: Math.max(limits.requestTimeoutMs, limits.headerTimeoutMs),
-    // How often the two timeouts above are checked (Node's default is 30 s).
+    // How often the two timeouts above are checked (Node's default is 30 s):
+    // a slow head or body is cut off within this much of its deadline.
     connectionsCheckingInterval: Math.min(
       1_000,
       Math.max(10, Math.floor(limits.headerTimeoutMs / 4)),
@@ -150,10 +151,7 @@ export async function serveBoundedTls(
     noDelay: true,
   }, (req, res) => {
     connections.answering(req.socket, res);
-    respond(handler, req, res, {
-      closing: () => closing,
-      requestTimeoutMs: limits.requestTimeoutMs,
-    }).catch((error) => {
+    respond(handler, req, res, { closing: () => closing }).catch((error) => {
       onError(error);
       if (res.headersSent || res.destroyed) return void res.destroy();
       res.writeHead(500, {
@@ -313,23 +311,18 @@ function checkCertificate(pem: CertificatePair, hostname: string): void {
 }
 
 /**
- * Runs `handler` on one request: a body still arriving at the request
- * deadline ends the connection (Deno's node:http applies its
- * `requestTimeout` only until the head is in); while draining, the
- * connection closes after this answer; a body the handler left unread is
- * discarded once the answer is out, so the connection can go on.
+ * Runs `handler` on one request: while draining, the connection closes
+ * after this answer; a body the handler left unread is discarded once the
+ * answer is out, so the connection can go on. (A body still arriving at
+ * the request deadline is node:https's to cut off: Deno 2.9's applies
+ * `requestTimeout` to the whole request.)
  */
 async function respond(
   handler: NodeHandler,
   req: IncomingMessage,
   res: ServerResponse,
-  context: { closing: () => boolean; requestTimeoutMs: number },
+  context: { closing: () => boolean },
 ): Promise<void> {
-  const cutOff = setTimeout(() => {
-    if (!req.complete) req.socket.destroy();
-  }, context.requestTimeoutMs);
-  req.once("end", () => clearTimeout(cutOff));
-  res.once("close", () => clearTimeout(cutOff));
   res.once("finish", () => {
     if (!req.complete) req.resume();
   });

@@ -272,6 +272,32 @@ Deno.test("serveBoundedTls() cuts off a request whose body trickles in slower th
   );
 });
 
+Deno.test("serveBoundedTls() lets a body finish after the header timeout while within the request timeout", async () => {
+  await withServer(
+    { ...LONG, headerTimeoutMs: 300, requestTimeoutMs: 5_000 },
+    async (req, res) => {
+      res.end(`read ${(await bodyOf(req)).length}`);
+    },
+    async (server, pem) => {
+      const conn = await silentTls(server.port, pem.cert);
+      try {
+        await send(
+          conn,
+          "POST / HTTP/1.1\r\nhost: a\r\ncontent-length: 6\r\n\r\nab",
+        );
+        // The body's last bytes arrive well past the header timeout.
+        for (const part of ["cd", "ef"]) {
+          await delay(250);
+          await send(conn, part);
+        }
+        assert.match(await readResponse(conn), /\r\n\r\nread 6$/);
+      } finally {
+        closeQuietly(conn);
+      }
+    },
+  );
+});
+
 Deno.test("serveBoundedTls() closes an idle keep-alive connection after the idle timeout", async () => {
   await withServer(
     { ...LONG, idleTimeoutMs: 2_000 },

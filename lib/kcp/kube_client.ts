@@ -134,6 +134,9 @@ export class KubeClient {
           ...(options.byteBudget === undefined
             ? {}
             : { byteBudget: options.byteBudget }),
+          ...(options.measured === undefined
+            ? {}
+            : { measured: options.measured }),
         },
       );
       // The page's room under the byte budget is kept while the consumer
@@ -261,7 +264,7 @@ export class KubeClient {
   async #exchange<T>(
     method: string,
     url: string,
-    options: RequestOptions,
+    options: RequestOptions & { measured?: (count: number) => void },
   ): Promise<{ value: T; release: () => void }> {
     const started = performance.now();
     const release = await this.#reserve(method, url, options);
@@ -279,6 +282,9 @@ export class KubeClient {
             url,
             maxBytes: options.maxBytes,
             memory: options.measure === "memory",
+            ...(options.measured === undefined
+              ? {}
+              : { counted: options.measured }),
           });
       } catch (error) {
         if (error instanceof KubeApiError) throw error;

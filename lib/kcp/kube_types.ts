@@ -131,6 +131,11 @@ export interface ListOptions {
   /** What `maxBytes` counts: see {@linkcode RequestOptions.measure}. */
   measure?: "body" | "memory";
   /**
+   * Called with each page's count, as `measure` says, before the page is
+   * yielded (only with `maxBytes`, which has the body counted).
+   */
+  measured?: (count: number) => void;
+  /**
    * Bytes of pages in flight across lists: see
    * {@linkcode RequestOptions.byteBudget}. A page holds its share until
    * the consumer asks for the next one or stops.

@@ -100,7 +100,14 @@ export function estimateMemory(bytes: Uint8Array): number {
  */
 export async function boundedText(
   response: Response,
-  limit: { method: string; url: string; maxBytes: number; memory: boolean },
+  limit: {
+    method: string;
+    url: string;
+    maxBytes: number;
+    memory: boolean;
+    /** Called with the body's count once it is read whole. */
+    counted?: (count: number) => void;
+  },
 ): Promise<string> {
   /** `basis`: what the memory was estimated from. */
   const tooLarge = (basis: string) =>
@@ -132,6 +139,7 @@ export async function boundedText(
     if (counted > limit.maxBytes) {
       throw tooLarge(`its ${formatBytes(bytes.byteLength)}`);
     }
+    limit.counted?.(counted);
     return new TextDecoder().decode(bytes);
   }
   const reader = body.getReader();
@@ -162,5 +170,6 @@ export async function boundedText(
     }
   }
   chunks.length = 0;
+  limit.counted?.(counted);
   return new TextDecoder().decode(bytes);
 }

@@ -44,12 +44,17 @@ export const DEFAULT_MAX_PAGE_BYTES = 8 * 1024 * 1024;
 
 /** How much smaller each retry of a page over the byte cap asks for. */
 const PAGE_SHRINK_FACTOR = 10;
+/** How much larger the next page of a list may get, at most. */
+const PAGE_GROWTH_FACTOR = 10;
+/** The share of the byte cap a grown page is sized to fill. */
+const PAGE_FILL = 0.75;
 
 /** Options for {@linkcode FrontProxyDependentSource}. */
 export interface FrontProxyDependentSourceOptions {
   /**
    * Objects per page, as long as pages stay under `maxPageBytes` (the
-   * webhook's `--list-page-size` is 500).
+   * webhook's `--list-page-size` is 500), in the first page; later pages
+   * grow while their objects are small (see {@linkcode FrontProxyDependentSource.pages}).
    * @default {10_000}
    */
   pageSize?: number;
@@ -143,7 +148,12 @@ export class FrontProxyDependentSource implements DependentSource {
    * Pages of the dependents a query selects. A page over `maxPageBytes` is
    * asked for again, from the same `continue` token, with a tenth of the
    * objects (down to one); the smaller size then holds for the rest of the
-   * list, whose objects are likely as big.
+   * list, whose objects are likely as big. Until then, a full page that
+   * took well under `maxPageBytes` makes the next one larger (up to ten
+   * times, sized to fill three quarters of the cap at the last page's
+   * size per object): kcp answers each further page of a list at several
+   * times the cost of its first, so a long list of small objects is read
+   * in as few pages as the cap allows.
    *
    * @throws {KubeApiError} The client's error; for a single object over
    * `maxPageBytes`, reason `ResponseTooLarge` and a message naming the
@@ -155,16 +165,21 @@ export class FrontProxyDependentSource implements DependentSource {
   ): AsyncIterable<readonly unknown[]> {
     const url = collectionUrl(this.#base, query);
     let limit = this.#pageSize;
+    let shrunk = false;
     let token: string | undefined;
     const tooLarge: number[] = [];
     for (;;) {
+      let counted = 0;
+      let full = false;
       try {
+        // One page per request series, so the next may ask for another size.
         for await (
           const page of this.#client.listPages(url, {
             limit,
             signal,
             maxBytes: this.#maxPageBytes,
             measure: "memory",
+            measured: (count) => counted = count,
             ...(token === undefined ? {} : { continue: token }),
             ...(this.#bytesInFlight === undefined
               ? {}
@@ -172,10 +187,11 @@ export class FrontProxyDependentSource implements DependentSource {
           })
         ) {
           const next = page.metadata.continue || undefined;
+          full = page.items.length >= limit;
           yield page.items;
           token = next;
+          break;
         }
-        return;
       } catch (error) {
         if (
           !(error instanceof KubeApiError) ||
@@ -189,7 +205,13 @@ export class FrontProxyDependentSource implements DependentSource {
             cause: error,
           });
         }
+        shrunk = true;
         limit = Math.max(1, Math.floor(limit / PAGE_SHRINK_FACTOR));
+        continue;
+      }
+      if (token === undefined) return;
+      if (full && !shrunk) {
+        limit = grownLimit(limit, counted, this.#maxPageBytes);
       }
     }
   }
@@ -313,4 +335,20 @@ function pageTooLarge(sizes: readonly number[], maxBytes: number): string {
   return `a page of 1 object would take over ${
     formatBytes(maxBytes)
   } of memory${also}: a single object is too large for the webhook to read`;
+}
+
+/**
+ * The next page's size after a full page of `limit` objects that took
+ * `counted` of `maxPageBytes`: as many as fill {@linkcode PAGE_FILL} of it
+ * at the same size per object, at most {@linkcode PAGE_GROWTH_FACTOR}
+ * times `limit`, and never fewer than `limit`.
+ */
+export function grownLimit(
+  limit: number,
+  counted: number,
+  maxPageBytes: number,
+): number {
+  const perObject = Math.max(1, counted) / limit;
+  const fits = Math.floor((maxPageBytes * PAGE_FILL) / perObject);
+  return Math.max(limit, Math.min(fits, limit * PAGE_GROWTH_FACTOR));
 }

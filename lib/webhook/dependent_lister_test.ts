@@ -16,6 +16,7 @@ import {
   DEFAULT_MAX_PAGE_BYTES,
   FrontProxyDependentSource,
   type FrontProxyDependentSourceOptions,
+  grownLimit,
   objectUrl,
 } from "./dependent_lister.ts";
 import { RuleRegistry } from "./rule_registry.ts";
@@ -159,7 +160,7 @@ Deno.test("collectionUrl() and objectUrl() encode each part as one path segment 
 // ---------------------------------------------------------------------------
 // pages()
 
-Deno.test("FrontProxyDependentSource.pages() yields each page's items from the collection URL, with the configured page size", async () => {
+Deno.test("FrontProxyDependentSource.pages() yields each page's items from the collection URL, the first page of the configured size and a next one ten times larger while pages are small", async () => {
   await withSource(
     (request) =>
       request.url.searchParams.get("continue") === null
@@ -178,7 +179,7 @@ Deno.test("FrontProxyDependentSource.pages() yields each page's items from the c
         ]),
         [
           ["GET", `${VMS_PATH}/namespaces/default/virtualmachines`, "2"],
-          ["GET", `${VMS_PATH}/namespaces/default/virtualmachines`, "2"],
+          ["GET", `${VMS_PATH}/namespaces/default/virtualmachines`, "20"],
         ],
       );
     },
@@ -256,7 +257,34 @@ function names(items: readonly unknown[]): string[] {
   );
 }
 
-Deno.test("FrontProxyDependentSource.pages() asks for a page over maxPageBytes again from the same continue token with a tenth of the objects, and keeps the smaller size", async () => {
+Deno.test("grownLimit() fills three quarters of the cap at the last page's size per object, at most ten times larger, never smaller", () => {
+  // 100 objects took 1 000 bytes: 10 each; 3/4 of 40 000 holds 3 000.
+  assert.equal(grownLimit(100, 1_000, 40_000), 1_000);
+  assert.equal(grownLimit(100, 10_000, 40_000), 300);
+  // A page over three quarters of the cap keeps its size.
+  assert.equal(grownLimit(100, 35_000, 40_000), 100);
+  assert.equal(grownLimit(1, 0, 40_000), 10);
+});
+
+Deno.test("FrontProxyDependentSource.pages() grows pages of small objects up to what fills three quarters of the cap, asking for no page twice", async () => {
+  // 300 VMs of about 2.4 KB estimated; a page may take 120 000 bytes.
+  const items = Array.from({ length: 300 }, (_, i) => paddedVm(`vm-${i}`, 100));
+  await withSource(collection(items), async (api, source) => {
+    const pages = await allPages(source, vmQuery());
+    assert.deepEqual(names(pages.flat()), items.map((_, i) => `vm-${i}`));
+    const requests = pageRequests(api.requests);
+    assert.deepEqual(requests.slice(0, 2), [["5", ""], ["50", "i5"]]);
+    // Then grown to what fills three quarters of the cap, never too large:
+    // no page is asked for twice.
+    const third = Number(requests[2]![0]);
+    assert.ok(third > 50, `${requests}`);
+    const tokens = requests.map(([, token]) => token);
+    assert.equal(new Set(tokens).size, tokens.length, `${requests}`);
+    assert.ok(requests.length <= 2 + Math.ceil(245 / third), `${requests}`);
+  }, { pageSize: 5, maxPageBytes: 120_000 });
+});
+
+Deno.test("FrontProxyDependentSource.pages() asks for a page over maxPageBytes again from the same continue token with a tenth of the objects, and keeps the smaller size (no growth after)", async () => {
   // 30 VMs estimated at about 2.4 KB in memory; vm-25 at about 30 KB. A
   // page may take 32 000 bytes: 100 objects are too many, 10 fit until
   // the page with vm-25.

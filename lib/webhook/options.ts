@@ -89,7 +89,7 @@ export const WEBHOOK_FLAGS: readonly FlagSpec[] = [
     name: "list-page-size",
     default: String(DEFAULT_LIST_PAGE_SIZE),
     help:
-      "Objects per page when listing dependents, while a page stays under --max-list-page-bytes (each further page is a fresh read for kcp)",
+      "Objects in the first page when listing dependents; while pages of small objects stay well under --max-list-page-bytes the next asks for up to ten times more, filling up to three quarters of it (each further page is a fresh read for kcp, dearer than the first)",
   },
   {
     name: "max-list-page-bytes",

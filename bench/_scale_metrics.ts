@@ -61,6 +61,33 @@ export async function cpuSeconds(pid: number): Promise<number> {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
+/**
+ * utime + stime of the threads of a process, seconds: the main thread's
+ * (where JavaScript runs), and every thread's summed by name (`comm`: V8's
+ * helpers are `V8 DefaultWorke`, tokio's `tokio-runtime-w`, ...). Threads
+ * that ended are not counted (their time is in {@linkcode cpuSeconds}).
+ */
+export async function threadCpuSeconds(
+  pid: number,
+): Promise<{ main: number; byName: Map<string, number> }> {
+  const byName = new Map<string, number>();
+  let main = 0;
+  for await (const entry of Deno.readDir(`/proc/${pid}/task`)) {
+    let stat: string;
+    try {
+      stat = await Deno.readTextFile(`/proc/${pid}/task/${entry.name}/stat`);
+    } catch {
+      continue; // ended meanwhile
+    }
+    const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const seconds = (Number(fields[11]) + Number(fields[12])) / 100;
+    byName.set(name, (byName.get(name) ?? 0) + seconds);
+    if (entry.name === String(pid)) main = seconds;
+  }
+  return { main, byName };
+}
+
 /** Peak resident memory of a process (`VmHWM`), MB. */
 export async function peakRssMb(pid: number): Promise<number> {
   const status = await Deno.readTextFile(`/proc/${pid}/status`);

@@ -8,9 +8,11 @@
  * configuration and no rule status in kcp, and measures from the spawn
  * until every rule is `Ready=True/Enforced` and no write is pending: the
  * time, the passes, the CPU time and peak resident memory of the process,
- * the largest number of writes in flight it reported (sampled every 50 ms
- * from its metrics, whose CPU cost is estimated and shown), and its writes from `dependency_controller_writes_total`
- * (at convergence and again after a quiet second, to catch late ones). In
+ * its main thread's CPU time, the largest number of writes in flight it
+ * reported (sampled every 200 ms from its metrics, whose CPU cost is
+ * estimated and shown), and its writes from
+ * `dependency_controller_writes_total` (at convergence and again after a
+ * quiet second, to catch late ones). In
  * the same round, the floor (`_scale_floor.ts`) makes the same writes as a
  * bare client with the same concurrency; the rounds alternate which goes
  * first (`directFloor`: also the same writes straight to the workspaces).
@@ -29,7 +31,6 @@ import {
   waitFor,
   type WebhookProcess,
 } from "../testing/mod.ts";
-import { formatSpread, spread } from "./_stats.ts";
 import {
   captureWrites,
   checkWrites,
@@ -41,14 +42,21 @@ import { resetScale, type ScaleSetup, setUpScale } from "./_scale_fixtures.ts";
 import {
   countsSince,
   cpuSeconds,
-  formatCounts,
   kcpRequests,
   peakRssMb,
   type RequestCounts,
   sumOf,
-  totalOf,
-  WRITE_VERBS,
+  threadCpuSeconds,
 } from "./_scale_metrics.ts";
+import {
+  type ControllerRound,
+  describeController,
+  describeFloor,
+  type FloorResult,
+  printSummary,
+  type Results,
+  type WriteCounts,
+} from "./_scale_report.ts";
 
 /** The scale of the figure, as the issue sets it. */
 export interface ScaleOptions {
@@ -68,53 +76,24 @@ export interface ScaleOptions {
    * workspaces as kcp-admin, past the virtual workspace. @default {false}
    */
   directFloor?: boolean;
-}
-
-/** The controller's writes as its metrics count them. */
-interface WriteCounts {
-  statuses: number;
-  statusErrors: number;
-  configurations: number;
-  configurationErrors: number;
-  resolves: number;
-}
-
-/** One cold start. */
-interface ControllerRound {
-  seconds: number;
-  /** When its watches were first synced (`dependency_controller_synced`), s after the spawn. */
-  syncedAt: number;
-  /** When its metrics first counted a write, s after the spawn. */
-  firstWriteAt: number;
-  passes: number;
-  cpuSeconds: number;
   /**
-   * The part of `cpuSeconds` the bench's own metrics scrapes cost: the
-   * scrapes made, times the CPU of one (measured after convergence).
+   * A directory where each cold start's controller writes a V8 tick log
+   * (`controller-r<round>-w<writes in flight>.v8.log`, read with
+   * `node --prof-process <file>`), through `DENO_V8_FLAGS`; the profiler
+   * costs CPU, so the figures of such a run are not comparable.
+   * @default {no profile}
    */
-  scrapeCpuSeconds: number;
-  peakRssMb: number;
-  peakInFlight: number;
-  /** At convergence. */
-  writes: WriteCounts;
-  /** Writes made after convergence, within a quiet second. */
-  lateWrites: number;
-  kcpCpuSeconds: number;
-  kcpRequests: RequestCounts | undefined;
+  profileDir?: string;
 }
 
-/** One floor run, with kcp's side. */
-interface FloorResult {
-  seconds: number;
-  cpuSeconds: number;
-  configurations: number;
-  statuses: number;
-  kcpCpuSeconds: number;
-  kcpRequests: RequestCounts | undefined;
-}
-
-/** How often the bench reads the controller's metrics while it starts. */
-const SCRAPE_INTERVAL_MS = 50;
+/**
+ * How often the bench reads the controller's metrics while it starts: often
+ * enough to time convergence to a fraction of a second, seldom enough that
+ * serving the bench is not a sizeable part of the CPU measured (a scrape
+ * every 50 ms cost the controller about a third of a second per start;
+ * Prometheus scrapes every 15 s or so).
+ */
+const SCRAPE_INTERVAL_MS = 200;
 /** How many scrapes measure what one costs the controller. */
 const COST_SCRAPES = 100;
 
@@ -177,19 +156,27 @@ async function kcpSince(
 async function coldStart(
   kcp: KcpServer,
   webhook: WebhookProcess,
-  options: { total: number; writesInFlight: number },
+  options: { total: number; writesInFlight: number; profile?: string },
 ): Promise<ControllerRound> {
   const { total } = options;
   const kcpBefore = await kcpMark(kcp);
   const started = performance.now();
-  const controller = await startController(kcp, {
-    webhook,
-    args: [
-      "--log-level=info",
-      `--max-writes-in-flight=${options.writesInFlight}`,
+  const controller = await withV8Flags(
+    options.profile === undefined ? [] : [
+      "--prof",
+      "--no-logfile-per-isolate",
+      `--logfile=${options.profile}`,
     ],
-    waitReady: false,
-  });
+    () =>
+      startController(kcp, {
+        webhook,
+        args: [
+          "--log-level=info",
+          `--max-writes-in-flight=${options.writesInFlight}`,
+        ],
+        waitReady: false,
+      }),
+  );
   let peakInFlight = 0;
   let scrapes = 0;
   let syncedAt: number | undefined;
@@ -240,6 +227,7 @@ async function coldStart(
   }
   try {
     const cpu = await cpuSeconds(controller.pid);
+    const threads = await threadCpuSeconds(controller.pid);
     const rss = await peakRssMb(controller.pid);
     const kcpSide = await kcpSince(kcp, kcpBefore);
     const writes = writeCounts(converged!.text);
@@ -256,6 +244,8 @@ async function coldStart(
         result: "synced",
       }),
       cpuSeconds: cpu,
+      mainThreadCpuSeconds: threads.main,
+      threadCpuSeconds: threads.byName,
       peakRssMb: rss,
       peakInFlight,
       writes,
@@ -265,6 +255,28 @@ async function coldStart(
     };
   } finally {
     await controller.stop();
+  }
+}
+
+/**
+ * Runs `spawn` with `flags` added to `DENO_V8_FLAGS`, which the processes
+ * it starts read at their start, and restores the variable after it.
+ */
+async function withV8Flags<T>(
+  flags: readonly string[],
+  spawn: () => Promise<T>,
+): Promise<T> {
+  if (flags.length === 0) return await spawn();
+  const before = Deno.env.get("DENO_V8_FLAGS");
+  Deno.env.set(
+    "DENO_V8_FLAGS",
+    [...(before === undefined ? [] : [before]), ...flags].join(","),
+  );
+  try {
+    return await spawn();
+  } finally {
+    if (before === undefined) Deno.env.delete("DENO_V8_FLAGS");
+    else Deno.env.set("DENO_V8_FLAGS", before);
   }
 }
 
@@ -284,49 +296,6 @@ async function floor(
   };
 }
 
-/**
- * Writes kcp counted (POST, PUT, PATCH, DELETE; access reviews, which are
- * POSTs, apart), or "?" when unread.
- */
-function kcpWrites(counts: RequestCounts | undefined): string {
-  if (counts === undefined) return "?";
-  const reviews = reviewsOf(counts);
-  return `${
-    totalOf(counts, (verb) => WRITE_VERBS.has(verb)) - reviews
-  } writes, ${reviews} access reviews`;
-}
-
-/** SubjectAccessReviews (and other reviews) kcp counted. */
-function reviewsOf(counts: RequestCounts): number {
-  let reviews = 0;
-  for (const [key, value] of counts) {
-    if (/^POST \S*reviews$/.test(key)) reviews += value;
-  }
-  return reviews;
-}
-
-function describeController(c: ControllerRound): string {
-  const w = c.writes;
-  const failed = w.statusErrors + w.configurationErrors;
-  return [
-    `${c.seconds.toFixed(1)} s (first write at ${c.firstWriteAt.toFixed(1)} s`,
-    `CPU ${c.cpuSeconds.toFixed(1)} s`,
-    `${c.passes} passes`,
-    `${w.statuses} statuses + ${w.configurations} configurations` +
-    (failed > 0 ? ` + ${failed} failed` : "") +
-    (c.lateWrites > 0 ? ` + ${c.lateWrites} after convergence` : ""),
-    `kcp CPU ${c.kcpCpuSeconds.toFixed(1)} s`,
-    `kcp saw ${kcpWrites(c.kcpRequests)})`,
-  ].join(", ");
-}
-
-function describeFloor(f: FloorResult): string {
-  return [
-    `${f.seconds.toFixed(1)} s (kcp CPU ${f.kcpCpuSeconds.toFixed(1)} s`,
-    `kcp saw ${kcpWrites(f.kcpRequests)})`,
-  ].join(", ");
-}
-
 /** Sets up the providers and rules on `kcp` and prints the cold-start figures. */
 export async function controllerScaleBench(
   kcp: KcpServer,
@@ -338,7 +307,13 @@ export async function controllerScaleBench(
     rounds: options.rounds ?? 3,
     writesInFlight: options.writesInFlight ?? [8],
     directFloor: options.directFloor ?? false,
+    profileDir: options.profileDir ?? "",
   };
+  if (settings.profileDir !== "") {
+    // Absolute: the controller runs in the project's root directory.
+    await Deno.mkdir(settings.profileDir, { recursive: true });
+    settings.profileDir = await Deno.realPath(settings.profileDir);
+  }
   const total = settings.providers * settings.rulesPerProvider;
   const t0 = performance.now();
   const setup = await setUpScale(kcp, settings);
@@ -377,7 +352,7 @@ export async function controllerScaleBench(
         // The first run is the controller's: the floors replay its writes.
         // Then the order alternates, so neither always runs on a kcp the
         // other has just loaded.
-        const steps: Step[] = [
+        const steps: ("controller" | "floor" | "direct")[] = [
           "controller",
           "floor",
           ...(settings.directFloor ? ["direct" as const] : []),
@@ -390,6 +365,11 @@ export async function controllerScaleBench(
               await coldStart(kcp, webhook, {
                 total,
                 writesInFlight: concurrency,
+                ...(settings.profileDir === "" ? {} : {
+                  profile: `${settings.profileDir}/controller-r${
+                    round + 1
+                  }-w${concurrency}.v8.log`,
+                }),
               }),
             );
             const written = await captureWrites(kcp, setup);
@@ -422,111 +402,5 @@ export async function controllerScaleBench(
   }
   for (const [concurrency, r] of results) {
     printSummary(r, { ...settings, total, concurrency });
-  }
-}
-
-/** The runs of one `--max-writes-in-flight` setting. */
-interface Results {
-  controller: ControllerRound[];
-  floor: FloorResult[];
-  direct: FloorResult[];
-}
-
-type Step = "controller" | "floor" | "direct";
-
-function printSummary(
-  { controller, floor, direct }: Results,
-  options: {
-    rounds: number;
-    providers: number;
-    total: number;
-    concurrency: number;
-  },
-): void {
-  const row = (name: string, values: number[], digits = 1, note = "") =>
-    console.log(
-      `      ${name.padEnd(38)} ${formatSpread(spread(values), digits)}${note}`,
-    );
-  const ratios = controller.map((c, i) => c.seconds / floor[i]!.seconds);
-  console.log(
-    `   min / median / max over ${options.rounds} rounds (controller: spawn to every rule Ready=True/Enforced, nothing pending; floor: first write to last answer)`,
-  );
-  console.log(`   --max-writes-in-flight=${options.concurrency}`);
-  row("controller, s", controller.map((c) => c.seconds));
-  row("  of which: watches synced at, s", controller.map((c) => c.syncedAt));
-  row("  first write answered at, s", controller.map((c) => c.firstWriteAt));
-  row("floor, s", floor.map((f) => f.seconds));
-  row(
-    "ratio controller / floor",
-    ratios,
-    2,
-    `   per round: ${
-      ratios.map((r) => r.toFixed(2)).join(", ")
-    } (target <= 1.2)`,
-  );
-  row(
-    "ratio from its first write / floor",
-    controller.map((c, i) => (c.seconds - c.firstWriteAt) / floor[i]!.seconds),
-    2,
-  );
-  if (direct.length > 0) row("direct floor, s", direct.map((d) => d.seconds));
-  row(
-    "controller CPU, s",
-    controller.map((c) => c.cpuSeconds),
-    1,
-    "   (target <= 5)",
-  );
-  row(
-    "  of which the bench's scrapes (est.)",
-    controller.map((c) => c.scrapeCpuSeconds),
-    2,
-  );
-  row("floor client CPU, s", floor.map((f) => f.cpuSeconds), 2);
-  row(
-    "status writes per rule",
-    controller.map((c) =>
-      (c.writes.statuses + c.writes.statusErrors) / options.total
-    ),
-    2,
-    "   (at most 1)",
-  );
-  row(
-    "configuration writes per provider",
-    controller.map((c) =>
-      (c.writes.configurations + c.writes.configurationErrors) /
-      options.providers
-    ),
-    2,
-    "   (at most 1)",
-  );
-  row(
-    "failed writes",
-    controller.map((c) => c.writes.statusErrors + c.writes.configurationErrors),
-    0,
-  );
-  row("writes after convergence", controller.map((c) => c.lateWrites), 0);
-  row(
-    "path resolutions per provider",
-    controller.map((c) => c.writes.resolves / options.providers),
-    2,
-  );
-  row("kcp CPU in controller run, s", controller.map((c) => c.kcpCpuSeconds));
-  row("kcp CPU in floor run, s", floor.map((f) => f.kcpCpuSeconds));
-  if (direct.length > 0) {
-    row("kcp CPU in direct floor run, s", direct.map((d) => d.kcpCpuSeconds));
-  }
-  row("reconcile passes", controller.map((c) => c.passes), 0);
-  row("controller peak RSS, MB", controller.map((c) => c.peakRssMb), 0);
-  row("peak writes in flight", controller.map((c) => c.peakInFlight), 0);
-  const last: [string, RequestCounts | undefined][] = [
-    ["controller run", controller.at(-1)?.kcpRequests],
-    ["floor run", floor.at(-1)?.kcpRequests],
-    ["direct floor run", direct.at(-1)?.kcpRequests],
-  ];
-  for (const [name, counts] of last) {
-    if (counts === undefined) continue;
-    console.log(
-      `      requests kcp served in the last ${name}: ${formatCounts(counts)}`,
-    );
   }
 }

@@ -18,7 +18,10 @@
  * - `--writes-in-flight=8,32` (8): `--max-writes-in-flight` settings
  *   compared (the floor runs at each);
  * - `--direct-floor`: also the floor's writes straight to the workspaces as
- *   kcp-admin, past the virtual workspace (what it costs kcp).
+ *   kcp-admin, past the virtual workspace (what it costs kcp);
+ * - `--profile-controller=DIR`: each cold start's controller writes a V8
+ *   tick log into DIR (`node --prof-process DIR/<file>` reads it); the
+ *   profiler's own cost makes that run's figures not comparable.
  *
  * `KEEP_KCP_ROOT=1` keeps kcp's root directory, with the logs of kcp, the
  * webhook and each controller run.
@@ -35,7 +38,7 @@ import {
 } from "./webhook_scale.ts";
 
 const USAGE =
-  "usage: scale_bench.ts [webhook|controller] [--providers=N] [--rules-per-provider=N] [--rounds=N] [--writes-in-flight=N,...] [--direct-floor]";
+  "usage: scale_bench.ts [webhook|controller] [--providers=N] [--rules-per-provider=N] [--rounds=N] [--writes-in-flight=N,...] [--direct-floor] [--profile-controller=DIR]";
 
 function fail(message: string): never {
   console.error(`scale_bench: ${message}\n${USAGE}`);
@@ -73,6 +76,8 @@ function parseArgs(
       options.rulesPerProvider = positive("--rules-per-provider", value);
     } else if (name === "rounds") {
       options.rounds = positive("--rounds", value);
+    } else if (name === "profile-controller" && value !== "") {
+      options.profileDir = value;
     } else if (name === "writes-in-flight") {
       options.writesInFlight = value.split(",").map((v) =>
         positive("--writes-in-flight", v)

@@ -93,7 +93,11 @@ interface Expectation {
 
 /** A write waiting for room. */
 interface Queued {
-  fingerprint: string;
+  /**
+   * What the write does, to tell a retry of a failed write from new work;
+   * computed only for the writes that start (a plan queues thousands).
+   */
+  fingerprint: () => string;
   work: (signal: AbortSignal) => Promise<void>;
   /** Set once the write succeeded: what its key then waits to see. */
   expect: string;
@@ -198,7 +202,7 @@ export class Applier {
       if (this.#tasks.running(key) || this.#expectations.has(key)) continue;
       const started = this.#tasks.run(
         key,
-        queued.fingerprint,
+        queued.fingerprint(),
         async (signal) => {
           try {
             await queued.work(signal);
@@ -231,7 +235,7 @@ export class Applier {
       : action.object.metadata?.resourceVersion ?? "";
     const { client, log } = this.#options;
     return {
-      fingerprint: `${action.action}:${JSON.stringify(action.object)}`,
+      fingerprint: () => `${action.action}:${JSON.stringify(action.object)}`,
       expect: before,
       work: async (signal) => {
         try {
@@ -321,12 +325,13 @@ export class Applier {
     }/status`;
     return {
       // Transition times move with the clock: they do not make new work.
-      fingerprint: JSON.stringify(
-        action.status.conditions?.map((c) => ({
-          ...c,
-          lastTransitionTime: "",
-        })),
-      ),
+      fingerprint: () =>
+        JSON.stringify(
+          action.status.conditions?.map((c) => ({
+            ...c,
+            lastTransitionTime: "",
+          })),
+        ),
       expect: action.resourceVersion,
       work: async (signal) => {
         try {

@@ -128,10 +128,19 @@ export function planConfigurations(
     }
     wanted++;
     if ("error" in settings || path === undefined) continue;
-    const want = desiredWebhookConfiguration(types, {
-      ...settings,
-      url: providerUrl(settings.url, path),
-    });
+    const url = providerUrl(settings.url, path);
+    const known = existing === undefined
+      ? undefined
+      : UP_TO_DATE.get(existing.object);
+    // Found up to date with the same desired configuration before: the
+    // same types (the rules' parts hand out the same objects while they do
+    // not change), or types that make the same configuration.
+    if (
+      known !== undefined && known.settings === settings &&
+      known.url === url && (sameItems(known.types, types) ||
+        known.key === desiredKey(types, url))
+    ) continue;
+    const want = desiredWebhookConfiguration(types, { ...settings, url });
     if (existing === undefined) {
       const endpoint = context.bindings.get(cluster)?.endpoint;
       if (endpoint === undefined) continue;
@@ -142,7 +151,14 @@ export function planConfigurations(
         action: "create",
         object: want,
       });
-    } else if (!webhookConfigurationUpToDate(existing.object, want)) {
+    } else if (webhookConfigurationUpToDate(existing.object, want)) {
+      UP_TO_DATE.set(existing.object, {
+        types,
+        key: desiredKey(types, url),
+        url,
+        settings,
+      });
+    } else {
       actions.push({
         cluster,
         workspace: path,
@@ -153,6 +169,35 @@ export function planConfigurations(
     }
   }
   return { actions, wanted };
+}
+
+/**
+ * For each configuration read (kept by the watch cache until a newer
+ * version replaces it), the desired one it was last found up to date with,
+ * by {@linkcode desiredKey}: a pass compares every configuration, and
+ * between passes what they must protect rarely changes.
+ */
+const UP_TO_DATE = new WeakMap<
+  KubeObject,
+  {
+    types: readonly ProtectedType[];
+    key: string;
+    url: string;
+    settings: WebhookClientSettings;
+  }
+>();
+
+/** Whether two lists hold the same objects in the same order. */
+function sameItems(a: readonly unknown[], b: readonly unknown[]): boolean {
+  return a.length === b.length && a.every((item, i) => item === b[i]);
+}
+
+/** What the desired configuration is built from, as one string (the settings apart). */
+function desiredKey(types: readonly ProtectedType[], url: string): string {
+  const keys = types.map((t) =>
+    `${gvrKey(t)}:${(t.operations ?? ["DELETE"]).join(",")}`
+  );
+  return `${url}\n${keys.sort().join("\n")}`;
 }
 
 /** The group/version/resources a configuration we own protects. */

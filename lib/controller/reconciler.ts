@@ -17,6 +17,7 @@ import {
 import { type BackoffOptions, errorText, type Logger } from "../runtime/mod.ts";
 import type {
   Collection,
+  EndpointObject,
   ExportWatcher,
   KubeClient,
   KubeObject,
@@ -29,7 +30,9 @@ import {
   lockTargetKey,
   type LockTargetRef,
 } from "./lock_targets.ts";
-import { PassScheduler, ReadCache } from "../runtime/mod.ts";
+import { PassScheduler, ReadCache, type Reading } from "../runtime/mod.ts";
+import { AccessWait } from "./access_wait.ts";
+import { ReadLimit } from "./read_limit.ts";
 import {
   describeExportReading,
   type ExportAnswer,
@@ -136,6 +139,17 @@ export interface ReconcilerOptions {
    * (see `PassScheduler`'s `maxIntervalMs`). @default {2_000}
    */
   maxPassIntervalMs?: number;
+  /**
+   * How long an installed rule's status waits for kcp's first answer about
+   * a read the webhook must make once it is sent (see `access_wait.ts`).
+   * @default {20_000}
+   */
+  accessWaitMs?: number;
+  /**
+   * How long it waits at most from the pass that first asked, sent or not
+   * (at least `accessWaitMs`). @default {60_000}
+   */
+  accessMaxWaitMs?: number;
 }
 
 /**
@@ -144,6 +158,22 @@ export interface ReconcilerOptions {
  * the resync.
  */
 const RECHECK_MS = 15_000;
+
+/**
+ * How long a status waits for the first answers about the webhook's reads
+ * once they are sent: longer than one read that times out (the client's
+ * 10 s) and its retry.
+ */
+const ACCESS_WAIT_MS = 20_000;
+/** How long a status waits for them at most, sent or still in line. */
+const ACCESS_MAX_WAIT_MS = 60_000;
+
+/**
+ * How many reads of each kind run at once (see `read_limit.ts`): an export
+ * read makes one request for the export and a few at a time for its
+ * schemas; an access review is one request.
+ */
+const READS_AT_ONCE = { exports: 8, lockTargets: 8, access: 16 } as const;
 
 /** The webhook settings last read, or why they could not be. */
 type Settings = WebhookClientSettings | { error: string };
@@ -158,6 +188,19 @@ export class Reconciler {
   readonly #applier: Applier;
   /** Each rule object's validation, kept as long as the watch cache keeps the object. */
   readonly #parsed = new WeakMap<KubeObject, DependencyRuleParseResult>();
+  /**
+   * The last validation of each rule by uid, with the generation it was
+   * made at: a new version of a rule whose generation did not move (its
+   * status was written) has the same spec, so its validation is the earlier
+   * one (the plan reads only a rule's name and spec from it). Rules gone
+   * are dropped when the map outgrows the rules.
+   */
+  readonly #specs = new Map<string, ParsedSpec>();
+  /** How long statuses wait for the answers about the webhook's reads. */
+  readonly #accessWait: AccessWait;
+  #accessTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The reads about the webhook's access the last pass wanted. */
+  #accessWanted: readonly AccessRef[] | undefined;
   /** Runs the passes: coalesced, never two at once, spaced apart. */
   readonly #passes: PassScheduler;
   #settings: Settings | undefined;
@@ -183,6 +226,13 @@ export class Reconciler {
       },
     });
     const backoff = options.backoff ?? { initialMs: 500, maxMs: 60_000 };
+    this.#accessWait = new AccessWait({
+      waitMs: options.accessWaitMs ?? ACCESS_WAIT_MS,
+      maxWaitMs: Math.max(
+        options.accessWaitMs ?? ACCESS_WAIT_MS,
+        options.accessMaxWaitMs ?? ACCESS_MAX_WAIT_MS,
+      ),
+    });
     this.#paths = new PathCache({
       resolver: options.resolver,
       log: options.log,
@@ -194,7 +244,7 @@ export class Reconciler {
       ? undefined
       : new ReadCache({
         key: exportKey,
-        read: options.readExport,
+        read: new ReadLimit(READS_AT_ONCE.exports).wrap(options.readExport),
         log: options.log,
         what: "APIExport",
         describe: describeExportReading,
@@ -207,7 +257,9 @@ export class Reconciler {
       ? undefined
       : new ReadCache({
         key: lockTargetKey,
-        read: options.readLockTarget,
+        read: new ReadLimit(READS_AT_ONCE.lockTargets).wrap(
+          options.readLockTarget,
+        ),
         log: options.log,
         what: "a Lock's target type",
         // A type not served yet is often being bound: look again soon.
@@ -225,7 +277,10 @@ export class Reconciler {
       ? undefined
       : new ReadCache({
         key: accessKey,
-        read: options.webhookAccess.read,
+        read: new ReadLimit(READS_AT_ONCE.access).wrap(
+          options.webhookAccess.read,
+          (ref) => this.#accessWait.sent(accessKey(ref)),
+        ),
         log: options.log,
         what: "whether the webhook may read a type",
         // A grant an operator is about to apply: look again soon.
@@ -240,6 +295,7 @@ export class Reconciler {
         backoff,
         onChange: () => this.trigger(),
       });
+
     this.#applier = new Applier({
       client: options.client,
       log: options.log,
@@ -277,6 +333,7 @@ export class Reconciler {
   async stop(): Promise<void> {
     this.#stopped = true;
     clearInterval(this.#resyncTimer);
+    clearTimeout(this.#accessTimer);
     await this.#passes.stop();
     await Promise.all([
       this.#paths.stop(),
@@ -316,7 +373,7 @@ export class Reconciler {
         ? {}
         : {
           webhookAccess: {
-            readings: this.#access.readings(),
+            readings: this.#accessReadings(this.#access),
             user: this.#options.webhookAccess.user,
           },
         }),
@@ -333,7 +390,13 @@ export class Reconciler {
     });
     this.#exports?.want(plan.exports);
     this.#lockTargets?.want(plan.lockTargets);
-    this.#access?.want(plan.webhookAccess);
+    if (this.#specs.size > rules.length) this.#forgetSpecs(rules);
+    // The same list while the rules are the same: nothing new to read.
+    if (plan.webhookAccess !== this.#accessWanted) {
+      this.#accessWanted = plan.webhookAccess;
+      this.#access?.want(plan.webhookAccess);
+      this.#accessWait.want(plan.webhookAccess.map(accessKey));
+    }
     if (resync) {
       this.#paths.refresh();
       this.#exports?.refresh();
@@ -365,12 +428,50 @@ export class Reconciler {
     return this.#settings;
   }
 
+  /**
+   * The answers about the webhook's reads as the plan is to see them (see
+   * `access_wait.ts`), with a pass asked for when the next wait ends.
+   */
+  #accessReadings(
+    cache: ReadCache<AccessRef, boolean>,
+  ): ReadonlyMap<string, Reading<boolean>> {
+    const { readings, nextAt } = this.#accessWait.view(cache.readings());
+    clearTimeout(this.#accessTimer);
+    this.#accessTimer = nextAt === undefined ? undefined : setTimeout(
+      () => this.trigger(),
+      Math.max(0, nextAt - performance.now()) + 5,
+    );
+    return readings;
+  }
+
   #parse(object: KubeObject): DependencyRuleParseResult {
     let parsed = this.#parsed.get(object);
-    if (parsed === undefined) {
+    if (parsed !== undefined) return parsed;
+    const { uid, generation } = object.metadata ?? {};
+    const earlier = uid === undefined ? undefined : this.#specs.get(uid);
+    if (earlier !== undefined && earlier.generation === generation) {
+      parsed = earlier.parsed;
+    } else {
       parsed = parseDependencyRule(object);
-      this.#parsed.set(object, parsed);
+      if (uid !== undefined && generation !== undefined) {
+        this.#specs.set(uid, { generation, parsed });
+      }
     }
+    this.#parsed.set(object, parsed);
     return parsed;
   }
+
+  /** Drops the validations of rules no longer watched. */
+  #forgetSpecs(rules: readonly EndpointObject[]): void {
+    const uids = new Set(rules.map(({ object }) => object.metadata?.uid));
+    for (const uid of this.#specs.keys()) {
+      if (!uids.has(uid)) this.#specs.delete(uid);
+    }
+  }
+}
+
+/** A rule's validation, and the generation it was made at. */
+interface ParsedSpec {
+  generation: number;
+  parsed: DependencyRuleParseResult;
 }

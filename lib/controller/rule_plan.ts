@@ -23,25 +23,15 @@
 import {
   analyzeRules,
   type ConditionReason,
-  type Dependency,
   type DependencyRule,
   type DependencyRuleParseResult,
   type GroupVersionResource,
-  gvrKey,
-  ruleKey,
   type RuleProblem,
 } from "../rules/mod.ts";
 import { clusterOf, type EndpointObject, type KubeObject } from "../kcp/mod.ts";
-import {
-  checkExported,
-  checkFieldRef,
-  type ExportCheck,
-  exportKey,
-  type ExportReading,
-  type ExportRef,
-  servedSchema,
-} from "../exports/mod.ts";
-import { bindingProblem, type BoundCluster } from "./binding_check.ts";
+import type { ExportReading, ExportRef } from "../exports/mod.ts";
+import type { BoundCluster } from "./binding_check.ts";
+import { addCover, coverOf } from "./rule_cover.ts";
 import type { Resolution } from "./path_cache.ts";
 import { accessKey, accessNeeded, type AccessRef } from "./webhook_access.ts";
 import type { ProtectedType } from "./webhook_config.ts";
@@ -144,10 +134,27 @@ export function parseRules(
       invalid.push({ source, error: parsed.error });
     }
   }
+  return { valid, invalid, problems: problemsOf(valid) };
+}
+
+/**
+ * The last rules {@linkcode problemsOf} analyzed and what it found: a pass
+ * analyzes every rule, and between two passes the parsed rules are mostly
+ * the same objects (`parse` keeps them while their spec does not change).
+ */
+let lastAnalysis:
+  | { rules: readonly ValidRule[]; problems: Map<string, RuleProblem[]> }
+  | undefined;
+
+/** `analyzeRules` of the valid rules, reused while they are the same rule objects in the same clusters and order. */
+function problemsOf(valid: readonly ValidRule[]): Map<string, RuleProblem[]> {
+  const last = lastAnalysis;
+  if (last !== undefined && sameRules(last.rules, valid)) return last.problems;
   const problems = analyzeRules(
     valid.map((v) => ({ cluster: v.cluster, rule: v.rule })),
   );
-  return { valid, invalid, problems };
+  lastAnalysis = { rules: valid, problems };
+  return problems;
 }
 
 /**
@@ -159,202 +166,51 @@ export function planRuleCoverage(
   valid: readonly ValidRule[],
   context: RuleCoverageContext,
 ): RuleCoverage {
-  const walk: Walk = {
-    context,
-    coverage: {
-      desired: new Map(),
-      providerPaths: new Map(),
-      paths: new Set(),
-      stalePaths: new Set(),
-      unsure: false,
-      states: new Map(),
-      exports: new Map(),
-      unverified: new Map(),
-      fieldProblems: new Map(),
-      uncheckedPaths: new Map(),
-    },
+  const coverage: RuleCoverage = {
+    desired: new Map(),
+    providerPaths: new Map(),
+    paths: new Set(),
+    stalePaths: new Set(),
+    unsure: false,
+    states: new Map(),
+    exports: new Map(),
+    unverified: new Map(),
+    fieldProblems: new Map(),
+    uncheckedPaths: new Map(),
   };
-  for (const rule of valid) coverRule(walk, rule);
-  return walk.coverage;
+  for (const { rule, cluster } of valid) {
+    addCover(coverage, coverOf(rule, cluster, context));
+  }
+  return coverage;
 }
 
-/** Every read the webhook must be allowed for the valid rules, once each. */
+/**
+ * Every read the webhook must be allowed for the valid rules, once each.
+ * The list is shared with the next call for the same rules: do not modify it.
+ */
 export function accessNeededBy(valid: readonly ValidRule[]): AccessRef[] {
+  const last = lastAccess;
+  if (last !== undefined && sameRules(last.rules, valid)) return last.refs;
   const refs = new Map<string, AccessRef>();
   for (const { cluster, rule } of valid) {
     for (const ref of accessNeeded(cluster, rule)) {
       refs.set(accessKey(ref), ref);
     }
   }
-  return [...refs.values()];
+  lastAccess = { rules: valid, refs: [...refs.values()] };
+  return lastAccess.refs;
 }
 
-/** The coverage being filled in, and what it is computed from. */
-interface Walk {
-  context: RuleCoverageContext;
-  coverage: RuleCoverage;
-}
+/** The last rules {@linkcode accessNeededBy} was asked about, and its answer. */
+let lastAccess:
+  | { rules: readonly ValidRule[]; refs: AccessRef[] }
+  | undefined;
 
-/** One rule: its dependencies' states, and the types it protects. */
-function coverRule(walk: Walk, { rule, cluster }: ValidRule): void {
-  const { context, coverage } = walk;
-  const key = ruleKey(cluster, rule.metadata.name);
-  const rejected = (context.problems.get(key) ?? []).some((p) =>
-    p.reason === "SelfDependency"
-  );
-  const { dependent } = rule.spec;
-  const dependentExport = {
-    workspace: cluster,
-    name: dependent.apiExportName,
-    shown: "the rule's workspace",
-  };
-  const served = checkExport(walk, {
-    key,
-    ref: dependentExport,
-    type: dependent,
-  });
-  // Known only once the export was read and serves the dependent type.
-  const schema = served !== "pending" && served.ok
-    ? servedSchema(context.exports?.get(exportKey(dependentExport)), dependent)
-    : undefined;
-  const states: DependencyState[] = [];
-  for (const [index, dependency] of rule.spec.dependencies.entries()) {
-    coverage.paths.add(dependency.apiExportRef.path);
-    if (served === "pending") {
-      states.push({ state: "pending" });
-      continue;
-    }
-    if (!served.ok) {
-      // The dependent type does not exist: nothing can refer to anything.
-      states.push({
-        state: "failed",
-        reason: served.reason,
-        message: `spec.dependent: ${served.message}`,
-      });
-      continue;
-    }
-    if (schema !== undefined) {
-      const fields = checkFieldRef(schema, dependency.fieldRef, { index });
-      appendNotes(coverage.fieldProblems, { key, notes: fields.problems });
-      appendNotes(coverage.uncheckedPaths, { key, notes: fields.unchecked });
-    }
-    const state = dependencyState(walk, { key, dependency });
-    if (state.state === "ok") {
-      if (rejected) continue;
-      protect(coverage, state);
-    }
-    states.push(state);
-  }
-  coverage.states.set(key, states);
-}
-
-/**
- * Where one dependency's provider is, checked in order: its path resolves,
- * the workspace binds the dep-ctrl export and accepts the claim, and the
- * export it names serves the type.
- */
-function dependencyState(
-  walk: Walk,
-  options: { key: string; dependency: Dependency },
-): DependencyState {
-  const { context, coverage } = walk;
-  const { key, dependency } = options;
-  const path = dependency.apiExportRef.path;
-  const gvr = {
-    group: dependency.group,
-    version: dependency.version,
-    resource: dependency.resource,
-  };
-  const resolution = context.resolutions.get(path);
-  if (resolution === undefined) {
-    coverage.unsure = true;
-    return { state: "pending" };
-  }
-  if (!("cluster" in resolution)) {
-    if (!resolution.definitive) coverage.unsure = true;
-    return {
-      state: "failed",
-      reason: "PathNotResolved",
-      message: resolution.message,
-    };
-  }
-  const binding = context.bindings.get(resolution.cluster);
-  const unbound = bindingProblem(binding, {
-    shown: `workspace ${path} (${resolution.cluster})`,
-    exportRef: context.exportRef,
-  });
-  if (unbound !== undefined) {
-    if (binding === undefined) coverage.stalePaths.add(path);
-    return { state: "failed", ...unbound };
-  }
-  const ref = {
-    workspace: path,
-    name: dependency.apiExportRef.name,
-    shown: path,
-  };
-  const exported = checkExport(walk, { key, ref, type: gvr });
-  if (exported === "pending") return { state: "pending" };
-  if (!exported.ok) {
-    return {
-      state: "failed",
-      reason: exported.reason,
-      message: exported.message,
-    };
-  }
-  return { state: "ok", path, cluster: resolution.cluster, gvr };
-}
-
-/**
- * Checks one type against one export and remembers the export as wanted;
- * `pending` while the export has not been read (nothing is written for the
- * type yet, and nothing already installed is removed).
- */
-function checkExport(
-  walk: Walk,
-  options: {
-    key: string;
-    ref: ExportRef & { shown: string };
-    type: GroupVersionResource;
-  },
-): ExportCheck | "pending" {
-  const { context, coverage } = walk;
-  const { ref } = options;
-  const refKey = exportKey(ref);
-  coverage.exports.set(refKey, { workspace: ref.workspace, name: ref.name });
-  const reading = context.exports?.get(refKey);
-  if (context.exports !== undefined && reading === undefined) {
-    coverage.unsure = true;
-    return "pending";
-  }
-  const result = checkExported(reading, ref, options.type);
-  if (result.ok && result.unverified !== undefined) {
-    appendNotes(coverage.unverified, {
-      key: options.key,
-      notes: [result.unverified],
-    });
-  }
-  return result;
-}
-
-/** Protects the type of a dependency in its provider's configuration. */
-function protect(
-  coverage: RuleCoverage,
-  state: Extract<DependencyState, { state: "ok" }>,
-): void {
-  coverage.providerPaths.set(state.cluster, state.path);
-  let types = coverage.desired.get(state.cluster);
-  if (types === undefined) {
-    types = new Map();
-    coverage.desired.set(state.cluster, types);
-  }
-  types.set(gvrKey(state.gvr), state.gvr);
-}
-
-/** Adds `notes` to the rule's notes in `map` (none: nothing changes). */
-function appendNotes(
-  map: Map<string, string[]>,
-  options: { key: string; notes: readonly string[] },
-): void {
-  if (options.notes.length === 0) return;
-  map.set(options.key, [...(map.get(options.key) ?? []), ...options.notes]);
+/** Whether two lists hold the same rule objects in the same clusters and order. */
+function sameRules(
+  a: readonly ValidRule[],
+  b: readonly ValidRule[],
+): boolean {
+  return a.length === b.length &&
+    a.every((v, i) => v.rule === b[i]!.rule && v.cluster === b[i]!.cluster);
 }

@@ -3,8 +3,17 @@
  * in its status, from the states the rules' and the Locks' parts found and
  * the configuration writes still to make. A status is left out while it
  * would not settle yet (its configuration is being written, a path or an
- * export is being read) and where the object already shows it; meanwhile
- * the object counts, for metrics, as the Ready condition it shows.
+ * export is being read, or kcp is still being asked whether the webhook may
+ * make a read an installed rule needs) and where the object already shows
+ * it; meanwhile the object counts, for metrics, as the Ready condition it
+ * shows. So a rule is written once when its answers come in, not first
+ * without them and again with them. The Locks' conditions are planned in
+ * `lock_status_plan.ts`, and both are written through `status_write.ts`.
+ *
+ * A rule's conditions are kept per rule object with what they were
+ * computed from, and computed again only when any of it changes: a pass
+ * over thousands of rules of which few changed costs little more than
+ * looking that up.
  *
  * @module
  */
@@ -12,49 +21,34 @@ import {
   type Condition,
   type ConditionReason,
   type DependencyRule,
-  type DependencyRuleStatus,
   READY_CONDITION,
   ruleKey,
   type RuleProblem,
   WEBHOOKS_INSTALLED_CONDITION,
 } from "../rules/mod.ts";
-import type { LockConditionReason } from "../locks/mod.ts";
-import { clusterOf, type EndpointObject, type KubeObject } from "../kcp/mod.ts";
-import { compareStrings, isRecord, withArticle } from "../runtime/mod.ts";
+import { compareStrings, withArticle } from "../runtime/mod.ts";
 import type { Reading } from "../runtime/mod.ts";
-import { lockKey, type LockPlacement } from "./lock_plan.ts";
 import type {
   DependencyState,
   InvalidRule,
   RuleCoverage,
   ValidRule,
 } from "./rule_plan.ts";
-import { accessNeeded, accessProblems } from "./webhook_access.ts";
+import {
+  accessKey,
+  accessNeeded,
+  type AccessProblems,
+  accessProblems,
+} from "./webhook_access.ts";
 import type { WebhookClientSettings } from "./webhook_config.ts";
+import { type PlannedStatuses, StatusTally } from "./status_write.ts";
 
-/** The desired status of one rule or Lock. */
-export interface StatusAction {
-  /** The object's logical cluster. */
-  cluster: string;
-  /** The object's name. */
-  name: string;
-  /** A Lock's namespace; absent for a DependencyRule. */
-  namespace?: string;
-  /** Endpoint the object was read from. */
-  endpoint: string;
-  /** The resourceVersion the status was computed from. */
-  resourceVersion: string;
-  /** The status to write. */
-  status: DependencyRuleStatus;
-}
-
-/** Status writes, and the objects counted by their Ready condition's `<status>/<reason>`. */
-export interface PlannedStatuses {
-  /** Status writes (only where the status differs and is settled). */
-  statuses: StatusAction[];
-  /** Objects by their Ready condition's status and reason, for metrics. */
-  ready: Map<string, number>;
-}
+export { planLockStatuses } from "./lock_status_plan.ts";
+export {
+  type PlannedStatuses,
+  type StatusAction,
+  statusUpToDate,
+} from "./status_write.ts";
 
 /** What every status is computed from. */
 export interface StatusContext {
@@ -119,24 +113,18 @@ export function planRuleStatuses(
     });
   }
   for (const valid of rules.valid) {
-    const { source, rule, cluster } = valid;
-    const key = ruleKey(cluster, rule.metadata.name);
-    const problems = context.problems.get(key) ?? [];
-    const installed = problems.some((p) => p.reason === "SelfDependency")
-      ? condition(WEBHOOKS_INSTALLED_CONDITION, {
-        status: "False",
-        reason: "SelfDependency",
-        message: "nothing is installed for a rejected rule",
-      })
-      : installationVerdict(context.coverage.states.get(key) ?? [], context);
-    if (installed === undefined) {
-      // Settles in a later pass; meanwhile it counts as what it shows.
+    const { source } = valid;
+    const conditions = settledConditions(valid, context);
+    if (conditions === undefined) {
+      // Settles in a later pass (its configuration is being written, or
+      // whether the webhook may read its types is being asked: what kcp
+      // answers decides its Ready condition); meanwhile it counts as what
+      // it shows.
       planned.countShown(source.object);
       continue;
     }
-    const ready = readyConditionFor(valid, { installed, problems, context });
-    planned.count(ready);
-    planned.write(source, { now: context.now, conditions: [installed, ready] });
+    planned.count(conditions[1]);
+    planned.write(source, { now: context.now, conditions });
   }
   planned.statuses.sort((a, b) =>
     a.cluster === b.cluster
@@ -146,127 +134,111 @@ export function planRuleStatuses(
   return { statuses: planned.statuses, ready: planned.ready };
 }
 
+/** A rule's settled conditions: WebhooksInstalled, then Ready. */
+type RuleConditions = [PlannedCondition, PlannedCondition];
+
 /**
- * Each Lock's Ready condition, once settled: `Enforced` when the
- * configuration that covers its target is in place, why not otherwise.
+ * Each rule object's last settled conditions (or `undefined`: not settled),
+ * with what they were computed from (see {@linkcode inputsOf}).
  */
-export function planLockStatuses(
-  locks: readonly EndpointObject[],
-  context: StatusContext & { placement: LockPlacement },
-): PlannedStatuses {
-  const { placement, settings } = context;
-  const planned = new StatusTally();
-  for (const source of locks) {
-    const metadata = source.object.metadata ?? {};
-    const cluster = clusterOf(source.object);
-    const key = lockKey(cluster, metadata.namespace ?? "", metadata.name ?? "");
-    const state = placement.states.get(key);
-    let ready: Condition;
-    if (
-      state === undefined || state.state === "pending" ||
-      // Placed, but its workspace is still being asked: no status yet.
-      (state.state === "ok" && state.checking)
-    ) {
-      planned.countShown(source.object);
-      continue;
-    }
-    if (state.state === "failed") {
-      ready = lockReady("False", state);
-    } else if (state.problem !== undefined) {
-      ready = lockReady("False", state.problem);
-    } else if ("error" in settings) {
-      ready = lockReady("False", {
-        reason: "InstallFailed",
-        message: settings.error,
-      });
-    } else if (context.pendingClusters.has(state.cluster)) {
-      const error = context.installErrors.get(state.cluster);
-      if (error === undefined) {
-        planned.countShown(source.object);
-        continue;
-      }
-      ready = lockReady("False", {
-        reason: "InstallFailed",
-        message:
-          `cannot write the webhook configuration in ${state.shown}: ${error}`,
-      });
-    } else {
-      const spec = placement.locks.get(key)!.spec;
-      const verbs = spec.operations.map((o) =>
-        o === "Update" ? "updating" : "deleting"
-      ).join(" and ");
-      ready = lockReady("True", {
-        reason: "Enforced",
-        message:
-          `${verbs} ${spec.target.resource}/${spec.target.name} is denied while this Lock exists (webhook installed in ${state.shown})`,
-      });
-    }
-    planned.count(ready);
-    planned.write(source, {
-      now: context.now,
-      conditions: [ready],
-      namespace: metadata.namespace ?? "",
-    });
+const SETTLED = new WeakMap<
+  DependencyRule,
+  { inputs: unknown[]; conditions: RuleConditions | undefined }
+>();
+
+/**
+ * A rule's conditions, or `undefined` while they would not settle yet:
+ * computed again only when something they are computed from is not the
+ * same as at the last pass (most rules, most passes, nothing is).
+ */
+function settledConditions(
+  valid: ValidRule,
+  context: RuleStatusContext,
+): RuleConditions | undefined {
+  const key = ruleKey(valid.cluster, valid.rule.metadata.name);
+  const inputs = inputsOf(valid, key, context);
+  const kept = SETTLED.get(valid.rule);
+  if (
+    kept !== undefined && kept.inputs.length === inputs.length &&
+    kept.inputs.every((input, i) => input === inputs[i])
+  ) {
+    return kept.conditions;
   }
-  return { statuses: planned.statuses, ready: planned.ready };
+  const conditions = conditionsOf(valid, key, context);
+  SETTLED.set(valid.rule, { inputs: [...inputs], conditions });
+  return conditions;
 }
 
-/** Whether the object already shows `status` (transition times aside). */
-export function statusUpToDate(
-  object: KubeObject,
-  status: DependencyRuleStatus,
-): boolean {
-  const current = object.status as DependencyRuleStatus | undefined;
-  if (current?.observedGeneration !== status.observedGeneration) return false;
-  const have = currentConditions(object);
-  const want = status.conditions ?? [];
-  if (have.length !== want.length) return false;
-  return want.every((w) => {
-    const h = have.find((c) => c.type === w.type);
-    return h !== undefined && h.status === w.status &&
-      h.reason === w.reason && h.message === w.message &&
-      h.observedGeneration === w.observedGeneration;
-  });
-}
+/**
+ * Where {@linkcode inputsOf} puts a rule's inputs: one list for every rule
+ * of every pass, copied only for the rules whose inputs changed.
+ */
+const INPUTS: unknown[] = [];
 
-/** Status writes being planned, and the Ready conditions counted. */
-class StatusTally {
-  readonly statuses: StatusAction[] = [];
-  readonly ready = new Map<string, number>();
-
-  /** Counts one object as its Ready condition. */
-  count(condition: Condition): void {
-    const label = `${condition.status}/${condition.reason}`;
-    this.ready.set(label, (this.ready.get(label) ?? 0) + 1);
-  }
-
-  /** Counts an object whose status is not settled as the Ready condition it shows, if any. */
-  countShown(object: KubeObject): void {
-    const shown = currentConditions(object).find((c) =>
-      c.type === READY_CONDITION
+/**
+ * Everything {@linkcode conditionsOf} reads for a rule, as values or the
+ * objects the plan's parts hand out (kept between passes while unchanged),
+ * in order: the rule's cluster and problems, its dependencies' states and
+ * notes, the settings, per installed dependency whether its configuration
+ * is being written and why it failed, and what kcp answered about its
+ * reads. The list is overwritten by the next call.
+ */
+function inputsOf(
+  { rule, cluster }: ValidRule,
+  key: string,
+  context: RuleStatusContext,
+): readonly unknown[] {
+  const { coverage } = context;
+  const states = coverage.states.get(key);
+  INPUTS.length = 0;
+  INPUTS.push(
+    cluster,
+    context.problems.get(key),
+    states,
+    context.settings,
+    coverage.fieldProblems.get(key),
+    coverage.uncheckedPaths.get(key),
+    coverage.unverified.get(key),
+  );
+  for (const state of states ?? []) {
+    if (state.state !== "ok") continue;
+    INPUTS.push(
+      context.pendingClusters.has(state.cluster),
+      context.installErrors.get(state.cluster),
     );
-    if (shown !== undefined) this.count(shown);
   }
+  const access = context.webhookAccess;
+  if (access !== undefined) {
+    INPUTS.push(access.user);
+    for (const ref of accessNeeded(cluster, rule)) {
+      INPUTS.push(access.readings.get(accessKey(ref)));
+    }
+  }
+  return INPUTS;
+}
 
-  /** Plans writing `conditions` unless the object shows them already. */
-  write(
-    source: EndpointObject,
-    options: { now: string; conditions: Condition[]; namespace?: string },
-  ): void {
-    const { object } = source;
-    const status = statusFor(object, options);
-    if (statusUpToDate(object, status)) return;
-    this.statuses.push({
-      cluster: clusterOf(object),
-      name: object.metadata?.name ?? "",
-      ...(options.namespace === undefined
-        ? {}
-        : { namespace: options.namespace }),
-      endpoint: source.endpoint,
-      resourceVersion: object.metadata?.resourceVersion ?? "",
-      status,
-    });
-  }
+/** A rule's conditions, computed; `undefined` while they would not settle yet. */
+function conditionsOf(
+  valid: ValidRule,
+  key: string,
+  context: RuleStatusContext,
+): RuleConditions | undefined {
+  const problems = context.problems.get(key) ?? [];
+  const installed = problems.some((p) => p.reason === "SelfDependency")
+    ? condition(WEBHOOKS_INSTALLED_CONDITION, {
+      status: "False",
+      reason: "SelfDependency",
+      message: "nothing is installed for a rejected rule",
+    })
+    : installationVerdict(context.coverage.states.get(key) ?? [], context);
+  const access = installed?.status === "True"
+    ? accessOf(valid, context)
+    : NOTHING_ASKED;
+  if (installed === undefined || access.unanswered > 0) return undefined;
+  return [
+    installed,
+    readyConditionFor(valid, { installed, problems, access, context }),
+  ];
 }
 
 /** The WebhooksInstalled condition, or undefined while anything is pending. */
@@ -330,10 +302,11 @@ function readyConditionFor(
   options: {
     installed: PlannedCondition;
     problems: readonly RuleProblem[];
+    access: AccessProblems;
     context: RuleStatusContext;
   },
 ): PlannedCondition {
-  const { installed, problems, context } = options;
+  const { installed, problems, access, context } = options;
   const key = ruleKey(cluster, rule.metadata.name);
   const fieldProblems = unique(context.coverage.fieldProblems.get(key) ?? []);
   if (installed.status !== "True") {
@@ -347,13 +320,6 @@ function readyConditionFor(
       message: [installed.message, ...added].join("; "),
     });
   }
-  const access = context.webhookAccess === undefined
-    ? { missing: [], unverified: [] }
-    : accessProblems(
-      accessNeeded(cluster, rule),
-      context.webhookAccess.readings,
-      { user: context.webhookAccess.user },
-    );
   const all: { reason: ConditionReason; message: string }[] = [
     ...problems,
     ...fieldProblems.map((message) => ({
@@ -384,6 +350,26 @@ function readyConditionFor(
   });
 }
 
+/** What the answers about the webhook's reads say when nothing was asked. */
+const NOTHING_ASKED: AccessProblems = Object.freeze({
+  missing: [],
+  unverified: [],
+  unanswered: 0,
+});
+
+/** What kcp answered about the reads a rule needs the webhook to make. */
+function accessOf(
+  { rule, cluster }: ValidRule,
+  context: RuleStatusContext,
+): AccessProblems {
+  if (context.webhookAccess === undefined) return NOTHING_ASKED;
+  return accessProblems(
+    accessNeeded(cluster, rule),
+    context.webhookAccess.readings,
+    { user: context.webhookAccess.user },
+  );
+}
+
 /** What an enforced rule denies, and what could not be checked. */
 function enforcedMessage(
   rule: DependencyRule,
@@ -393,9 +379,7 @@ function enforcedMessage(
     accessUnverified: readonly string[];
   },
 ): string {
-  const types = unique(
-    rule.spec.dependencies.map((d) => `${d.resource}.${d.group}`),
-  ).join(", ");
+  const denied = deniedOf(rule);
   // Types that could not be checked are protected all the same: say so.
   const unchecked = notes.unverified.length === 0
     ? ""
@@ -414,23 +398,25 @@ function enforcedMessage(
     : `; not checked whether the webhook may read: ${
       unique(notes.accessUnverified).join("; ")
     }`;
-  return `deleting ${types} is denied while ${
-    withArticle(rule.spec.dependent.kind)
-  } in the same workspace refers to it${unchecked}${open}${reads}`;
+  return `${denied}${unchecked}${open}${reads}`;
 }
 
-/** A Lock's Ready condition. */
-function lockReady(
-  status: Condition["status"],
-  options: { reason: LockConditionReason; message: string },
-): Condition {
-  return {
-    type: READY_CONDITION,
-    status,
-    reason: options.reason,
-    message: options.message,
-    lastTransitionTime: "",
-  };
+/** What each rule object denies, as its Enforced message starts. */
+const DENIED = new WeakMap<DependencyRule, string>();
+
+/** `deleting <types> is denied while a <Kind> in the same workspace refers to it`. */
+function deniedOf(rule: DependencyRule): string {
+  let denied = DENIED.get(rule);
+  if (denied === undefined) {
+    const types = unique(
+      rule.spec.dependencies.map((d) => `${d.resource}.${d.group}`),
+    ).join(", ");
+    denied = `deleting ${types} is denied while ${
+      withArticle(rule.spec.dependent.kind)
+    } in the same workspace refers to it`;
+    DENIED.set(rule, denied);
+  }
+  return denied;
 }
 
 /** A rule's condition of `type`; its transition time is set by {@linkcode statusFor}. */
@@ -449,38 +435,6 @@ function condition(
     message: options.message,
     lastTransitionTime: "",
   };
-}
-
-/** The status to show, keeping transition times of unchanged conditions. */
-function statusFor(
-  object: KubeObject,
-  options: { now: string; conditions: readonly Condition[] },
-): DependencyRuleStatus {
-  const generation = object.metadata?.generation;
-  const previous = currentConditions(object);
-  return {
-    ...(generation === undefined ? {} : { observedGeneration: generation }),
-    conditions: options.conditions.map((c) => {
-      const before = previous.find((p) => p.type === c.type);
-      return {
-        ...c,
-        ...(generation === undefined ? {} : { observedGeneration: generation }),
-        lastTransitionTime: before !== undefined && before.status === c.status
-          ? before.lastTransitionTime
-          : options.now,
-      };
-    }),
-  };
-}
-
-function currentConditions(object: KubeObject): Condition[] {
-  const status = object.status as { conditions?: unknown } | undefined;
-  const conditions = status?.conditions;
-  if (!Array.isArray(conditions)) return [];
-  return conditions.filter((c): c is Condition =>
-    isRecord(c) && typeof c.type === "string" &&
-    typeof c.status === "string" && typeof c.lastTransitionTime === "string"
-  );
 }
 
 function unique(values: readonly string[]): string[] {

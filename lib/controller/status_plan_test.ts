@@ -4,11 +4,8 @@ import {
   READY_CONDITION,
   WEBHOOKS_INSTALLED_CONDITION,
 } from "../rules/mod.ts";
-import type { KubeObject } from "../kcp/mod.ts";
 import { exportKey } from "../exports/mod.ts";
 import { planReconcile } from "./reconcile_plan.ts";
-import { planLockStatuses, statusUpToDate } from "./status_plan.ts";
-import { lockKey, type LockPlacement, type LockState } from "./lock_plan.ts";
 import { accessKey } from "./webhook_access.ts";
 import {
   dependency,
@@ -21,7 +18,6 @@ import {
   binding,
   COMPUTE_WITH_SCHEMA,
   conditionOf,
-  configuration,
   CONSUMER,
   EARLIER,
   ENDPOINT,
@@ -29,7 +25,6 @@ import {
   exportsRead,
   input,
   INSTALLED_NETWORK,
-  lockSource,
   NETWORK,
   NETWORK_EXPORT,
   NETWORK_PATH,
@@ -38,7 +33,6 @@ import {
   resolved,
   rule,
   ruleObject,
-  SETTINGS,
   statusOf,
   summary,
   VM_RULE,
@@ -46,46 +40,6 @@ import {
   vmRuleAt,
   VPCS_DEPENDENT,
 } from "./testdata/plan_fixtures.ts";
-
-Deno.test("statusUpToDate() compares generation, types, statuses, reasons and messages but not times", () => {
-  const status = planReconcile(networkInput([vmRule()], [VPCS])).statuses[0]!
-    .status;
-  const shown = (change: (s: typeof status) => void): KubeObject => {
-    const copy = structuredClone(status);
-    change(copy);
-    return vmRule(copy).object;
-  };
-  assert.equal(statusUpToDate(shown(() => {}), status), true);
-  assert.equal(
-    statusUpToDate(
-      shown((s) => {
-        for (const c of s.conditions ?? []) c.lastTransitionTime = EARLIER;
-        s.conditions?.reverse();
-      }),
-      status,
-    ),
-    true,
-  );
-  const different: [string, (s: typeof status) => void][] = [
-    ["observedGeneration", (s) => s.observedGeneration = 2],
-    [
-      "a condition's generation",
-      (s) => s.conditions![0]!.observedGeneration = 2,
-    ],
-    ["a status", (s) => s.conditions![0]!.status = "Unknown"],
-    ["a reason", (s) => s.conditions![1]!.reason = "DependencyCycle"],
-    ["a message", (s) => s.conditions![1]!.message = "old"],
-    ["a missing condition", (s) => s.conditions!.pop()],
-    [
-      "an extra condition",
-      (s) => s.conditions!.push({ ...s.conditions![0]!, type: "Other" }),
-    ],
-  ];
-  for (const [what, change] of different) {
-    assert.equal(statusUpToDate(shown(change), status), false, what);
-  }
-  assert.equal(statusUpToDate(vmRule().object, status), false, "no status");
-});
 
 Deno.test("planReconcile() writes no status that the rule already shows, whatever the transition times", () => {
   const first = planReconcile(networkInput([vmRule()], [VPCS]));
@@ -282,56 +236,6 @@ Deno.test("planReconcile() reports a cycle before a path, and a failed installat
   ]);
 });
 
-Deno.test("planReconcile() writes a Lock's Ready once its configuration is in place, and why not otherwise", () => {
-  const vpcLock = lockSource({
-    apiExportRef: { path: NETWORK_PATH, name: VPCS.group },
-    ...VPCS,
-    name: "core",
-  }, ["Delete", "Update"]);
-  // While the configuration is written, nothing is said yet.
-  const creating = planReconcile({ ...networkInput([], []), locks: [vpcLock] });
-  assert.deepEqual(creating.statuses, []);
-  assert.deepEqual([...creating.lockReady], []);
-  const installed = planReconcile({
-    ...networkInput([], []),
-    configurations: [
-      configuration(NETWORK, [{ ...VPCS, operations: ["DELETE", "UPDATE"] }]),
-    ],
-    locks: [vpcLock],
-  });
-  assert.deepEqual(installed.configurations, []);
-  const [status] = installed.statuses;
-  assert.equal(status?.namespace, "team-a");
-  assert.equal(status?.name, "prod");
-  const ready = status?.status.conditions?.[0];
-  assert.equal(ready?.type, "Ready");
-  assert.equal(ready?.status, "True");
-  assert.equal(ready?.reason, "Enforced");
-  assert.equal(
-    ready?.message,
-    `deleting and updating vpcs/core is denied while this Lock exists (webhook installed in ${NETWORK_PATH})`,
-  );
-  assert.deepEqual([...installed.lockReady], [["True/Enforced", 1]]);
-  assert.deepEqual([...installed.ready], []);
-  const typo = planReconcile({
-    ...networkInput([], []),
-    exports: new Map([[
-      exportKey({ workspace: NETWORK_PATH, name: VPCS.group }),
-      { answer: NETWORK_EXPORT },
-    ]]),
-    locks: [lockSource({
-      apiExportRef: { path: NETWORK_PATH, name: VPCS.group },
-      ...VPCS,
-      resource: "vpcz",
-      name: "core",
-    }, ["Delete"])],
-  });
-  const failed = typo.statuses[0]?.status.conditions?.[0];
-  assert.equal(failed?.status, "False");
-  assert.equal(failed?.reason, "TargetTypeUnknown");
-  assert.deepEqual([...typo.lockReady], [["False/TargetTypeUnknown", 1]]);
-});
-
 Deno.test("planReconcile() says WebhookCannotRead while kcp says the webhook may not read what a rule names, and asks about each read", () => {
   const base = networkInput([vmRule()], [VPCS]);
   const asked = planReconcile(base);
@@ -396,60 +300,55 @@ Deno.test("planReconcile() says WebhookCannotRead while kcp says the webhook may
   );
 });
 
-// ---------------------------------------------------------------------------
-// The conditions' part on its own
+Deno.test("planReconcile() leaves an installed rule's status out while kcp is asked whether the webhook may read its types, and writes it once, when answered", () => {
+  const base = networkInput([vmRule()], [VPCS]);
+  const refs = planReconcile(base).webhookAccess;
+  const answers = (count: number) =>
+    new Map(
+      refs.slice(0, count).map((ref) => [accessKey(ref), {
+        answer: true,
+      }]),
+    );
+  const plan = (count: number) =>
+    planReconcile({
+      ...base,
+      webhookAccess: { readings: answers(count), user: "dependency-webhook" },
+    });
+  // A cold pass: nothing answered yet, so nothing written.
+  const cold = plan(0);
+  assert.deepEqual(cold.statuses, []);
+  assert.deepEqual(cold.ready, new Map());
+  assert.deepEqual(cold.configurations, []);
+  // One read still being asked: still nothing.
+  assert.deepEqual(plan(refs.length - 1).statuses, []);
+  // Every read answered: the one write, Enforced with no note.
+  const answered = plan(refs.length);
+  assert.equal(answered.statuses.length, 1);
+  const ready = conditionOf(statusOf(answered, VM_RULE), READY_CONDITION);
+  assert.deepEqual([ready.status, ready.reason, ready.message], [
+    "True",
+    "Enforced",
+    ENFORCED_VPCS,
+  ]);
+  // Shown, it is not written again.
+  const shown = planReconcile({
+    ...base,
+    rules: [vmRule(statusOf(answered, VM_RULE).status)],
+    webhookAccess: { readings: answers(refs.length), user: "u" },
+  });
+  assert.deepEqual(shown.statuses, []);
+  assert.deepEqual([...shown.ready], [["True/Enforced", 1]]);
+});
 
-Deno.test("planLockStatuses() says why a Lock is not placed, and waits for one whose configuration is being written", () => {
-  const lock = lockSource({ ...VPCS, name: "core" }, ["Delete"]);
-  const key = lockKey(CONSUMER, "team-a", "prod");
-  const placement = (state: LockState): LockPlacement => ({
-    desired: new Map(),
-    paths: new Set(),
-    providerPaths: new Map(),
-    exports: new Map(),
-    targets: new Map(),
-    unsure: false,
-    states: new Map([[key, state]]),
-    locks: new Map(),
-  });
-  const context = {
-    settings: SETTINGS,
-    installErrors: new Map<string, string>(),
-    pendingClusters: new Set([CONSUMER]),
-    now: NOW,
-  };
-  const failed = planLockStatuses([lock], {
-    ...context,
-    placement: placement({
-      state: "failed",
-      reason: "ProviderNotBound",
-      message: "not bound",
+Deno.test("planReconcile() does not wait for the webhook's reads to write a rule whose installation failed", () => {
+  const plan = planReconcile({
+    ...input({
+      rules: [vmRule()],
+      resolutions: resolved({ [NETWORK_PATH]: NETWORK }),
     }),
+    webhookAccess: { readings: new Map(), user: "dependency-webhook" },
   });
-  assert.deepEqual(failed.statuses, [{
-    cluster: CONSUMER,
-    name: "prod",
-    namespace: "team-a",
-    endpoint: ENDPOINT,
-    resourceVersion: "",
-    status: {
-      conditions: [{
-        type: READY_CONDITION,
-        status: "False",
-        reason: "ProviderNotBound",
-        message: "not bound",
-        lastTransitionTime: NOW,
-      }],
-    },
-  }]);
-  assert.deepEqual([...failed.ready], [["False/ProviderNotBound", 1]]);
-  const writing = planLockStatuses([lock], {
-    ...context,
-    placement: placement({
-      state: "ok",
-      cluster: CONSUMER,
-      shown: "the Lock's workspace",
-    }),
-  });
-  assert.deepEqual(writing, { statuses: [], ready: new Map() });
+  const ready = conditionOf(statusOf(plan, VM_RULE), READY_CONDITION);
+  assert.equal(ready.status, "False");
+  assert.equal(ready.reason, "ProviderNotBound");
 });

@@ -12,6 +12,10 @@
  * identity needs `create` on `subjectaccessreviews`
  * (`manifests/kcp/system-admin`). A review that cannot be made fails
  * nothing: the rule stays `Enforced`, saying what could not be checked.
+ * While a read has been neither answered nor failed, an installed rule's
+ * status waits for it (see `status_plan.ts`); the reconciler bounds that
+ * wait (`access_wait.ts`): a read still unanswered then counts as one that
+ * could not be asked.
  *
  * @example Usage
  * ```ts
@@ -37,10 +41,24 @@ export interface AccessRef {
   resource: string;
 }
 
-/** The key of an {@linkcode AccessRef} in the cache's readings. */
+/**
+ * The key of an {@linkcode AccessRef} in the cache's readings: its fields
+ * joined by newlines, which none of them can hold (a logical cluster name,
+ * a verb, a DNS subdomain and a DNS label).
+ */
 export function accessKey(ref: AccessRef): string {
-  return JSON.stringify([ref.cluster, ref.verb, ref.group, ref.resource]);
+  // The refs accessNeeded() hands out are frozen: their keys are kept.
+  const frozen = Object.isFrozen(ref);
+  let key = frozen ? KEYS.get(ref) : undefined;
+  if (key === undefined) {
+    key = `${ref.cluster}\n${ref.verb}\n${ref.group}\n${ref.resource}`;
+    if (frozen) KEYS.set(ref, key);
+  }
+  return key;
 }
+
+/** The keys of the frozen refs {@linkcode accessNeeded} returns, computed once each. */
+const KEYS = new WeakMap<AccessRef, string>();
 
 /**
  * Asks kcp whether `user` may `ref.verb` `ref.resource` in `ref.cluster`
@@ -81,23 +99,44 @@ export async function readWebhookAccess(
   return status.allowed === true;
 }
 
-/** The reads a rule in `cluster` needs the webhook to be allowed. */
+/** The types a rule names, as {@linkcode accessNeeded} reads them. */
+interface RuleTypes {
+  spec: {
+    dependent: { group: string; resource: string };
+    dependencies: readonly { group: string; resource: string }[];
+  };
+}
+
+/**
+ * {@linkcode accessNeeded}'s last answer per rule object: a pass asks it
+ * for every rule, and a rule object (as parsed from the watch cache) does
+ * not change.
+ */
+const NEEDED = new WeakMap<
+  RuleTypes,
+  { cluster: string; refs: readonly Readonly<AccessRef>[] }
+>();
+
+/**
+ * The reads a rule in `cluster` needs the webhook to be allowed, once each.
+ * Remembered per `rule` object, which must not change afterwards: the same
+ * frozen list is returned to every caller.
+ */
 export function accessNeeded(
   cluster: string,
-  rule: {
-    spec: {
-      dependent: { group: string; resource: string };
-      dependencies: readonly { group: string; resource: string }[];
-    };
-  },
-): AccessRef[] {
+  rule: RuleTypes,
+): readonly Readonly<AccessRef>[] {
+  const known = NEEDED.get(rule);
+  if (known !== undefined && known.cluster === cluster) return known.refs;
   const { dependent, dependencies } = rule.spec;
   const refs = new Map<string, AccessRef>();
-  const add = (ref: AccessRef) => refs.set(accessKey(ref), ref);
+  const add = (ref: AccessRef) => refs.set(accessKey(ref), Object.freeze(ref));
   add({ cluster, verb: "list", ...typeOf(dependent) });
   add({ cluster, verb: "get", ...typeOf(dependent) });
   for (const d of dependencies) add({ cluster, verb: "get", ...typeOf(d) });
-  return [...refs.values()];
+  const frozen = Object.freeze([...refs.values()]);
+  NEEDED.set(rule, { cluster, refs: frozen });
+  return frozen;
 }
 
 function typeOf(t: { group: string; resource: string }) {
@@ -110,18 +149,24 @@ export interface AccessProblems {
   missing: string[];
   /** One note per read that could not be asked about. */
   unverified: string[];
+  /** How many reads have been neither answered nor failed yet (being asked). */
+  unanswered: number;
 }
 
 /**
- * The reads of `needed` that kcp said the webhook may not make, and those
- * it could not be asked about. A read not asked about yet is neither.
+ * The reads of `needed` that kcp said the webhook may not make, those it
+ * could not be asked about, and how many are still being asked (neither).
  */
 export function accessProblems(
   needed: readonly AccessRef[],
   readings: ReadonlyMap<string, Reading<boolean>>,
   options: { user: string },
 ): AccessProblems {
-  const problems: AccessProblems = { missing: [], unverified: [] };
+  const problems: AccessProblems = {
+    missing: [],
+    unverified: [],
+    unanswered: 0,
+  };
   for (const ref of needed) {
     const reading = readings.get(accessKey(ref));
     const type = `${ref.resource}.${ref.group}`;
@@ -134,6 +179,8 @@ export function accessProblems(
       problems.unverified.push(
         `whether ${options.user} may ${ref.verb} ${type}: ${reading.error}`,
       );
+    } else if (reading?.answer === undefined) {
+      problems.unanswered++;
     }
   }
   return problems;

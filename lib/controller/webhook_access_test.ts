@@ -53,6 +53,21 @@ Deno.test("accessProblems() names each read kcp refused, notes each it could not
   assert.deepEqual(problems.unverified, [
     "whether dependency-webhook may get vpcs.network.example.com: 403 Forbidden",
   ]);
+  assert.equal(problems.unanswered, 1, "subnets, not asked yet");
+});
+
+Deno.test("accessNeeded() hands out the same frozen list for a rule object, and accessKey() tells its reads apart", () => {
+  const needed = accessNeeded("c1", RULE);
+  assert.equal(accessNeeded("c1", RULE), needed);
+  assert.ok(Object.isFrozen(needed) && needed.every(Object.isFrozen));
+  assert.notEqual(accessNeeded("c2", RULE), needed, "another cluster");
+  const keys = needed.map(accessKey);
+  assert.equal(new Set(keys).size, needed.length);
+  assert.equal(
+    accessKey({ ...needed[0]! }),
+    keys[0],
+    "a copy has the same key",
+  );
 });
 
 Deno.test("readWebhookAccess() asks a SubjectAccessReview about the webhook's user in the rule's workspace", async () => {

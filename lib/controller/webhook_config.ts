@@ -22,7 +22,6 @@
  *
  * @module
  */
-import { isDeepStrictEqual } from "node:util";
 import type { KubeObject } from "../kcp/mod.ts";
 import { type GroupVersionResource, gvrKey } from "../rules/mod.ts";
 import { compareStrings, isRecord } from "../runtime/mod.ts";
@@ -120,10 +119,23 @@ interface NormalisedWebhook {
  * webhook applies only the rules about that provider's exports.
  */
 export function providerUrl(webhookUrl: string, providerPath: string): string {
-  const url = new URL(webhookUrl);
-  url.pathname = `${url.pathname.replace(/\/+$/, "")}/${providerPath}`;
-  return url.toString();
+  const key = `${webhookUrl}\n${providerPath}`;
+  let known = _providerUrls.get(key);
+  if (known === undefined) {
+    const url = new URL(webhookUrl);
+    url.pathname = `${url.pathname.replace(/\/+$/, "")}/${providerPath}`;
+    known = url.toString();
+    // One entry per provider workspace; a changed webhook URL starts over.
+    if (_providerUrls.size >= MAX_PROVIDER_URLS) _providerUrls.clear();
+    _providerUrls.set(key, known);
+  }
+  return known;
 }
+
+/** How many provider URLs {@linkcode providerUrl} remembers. */
+const MAX_PROVIDER_URLS = 10_000;
+/** {@linkcode providerUrl}'s answers: every pass asks for every provider. */
+const _providerUrls = new Map<string, string>();
 
 /**
  * Builds the desired VWC for one provider workspace. A workspace where
@@ -211,12 +223,51 @@ export function webhookConfigurationUpToDate(
   for (const [key, value] of Object.entries(desired.metadata?.labels ?? {})) {
     if (currentLabels[key] !== value) return false;
   }
-  const currentWebhooks = _normalisedWebhooks(current.webhooks);
+  const currentWebhooks = _normalisedOnce(current);
   const desiredWebhooks = _normalisedWebhooks(desired.webhooks);
   if (currentWebhooks === undefined || desiredWebhooks === undefined) {
     return false;
   }
-  return isDeepStrictEqual(currentWebhooks, desiredWebhooks);
+  return _sameJson(currentWebhooks, desiredWebhooks);
+}
+
+/**
+ * The canonical webhooks of each configuration read from the server: a
+ * pass compares every configuration, and the watch cache keeps an object
+ * until a newer version replaces it.
+ */
+const _normalised = new WeakMap<
+  KubeObject,
+  { webhooks: NormalisedWebhook[] | undefined }
+>();
+
+function _normalisedOnce(object: KubeObject): NormalisedWebhook[] | undefined {
+  let known = _normalised.get(object);
+  if (known === undefined) {
+    known = { webhooks: _normalisedWebhooks(object.webhooks) };
+    _normalised.set(object, known);
+  }
+  return known.webhooks;
+}
+
+/**
+ * Whether two JSON-like values are equal: the same primitives
+ * (`Object.is`), arrays of equal elements in order, or plain objects with
+ * the same own keys (in any order, an `undefined` value counting as a key)
+ * and equal values.
+ */
+function _sameJson(a: unknown, b: unknown): boolean {
+  if (Object.is(a, b)) return true;
+  if (Array.isArray(a) || Array.isArray(b)) {
+    return Array.isArray(a) && Array.isArray(b) && a.length === b.length &&
+      a.every((value, i) => _sameJson(value, b[i]));
+  }
+  if (!isRecord(a) || !isRecord(b)) return false;
+  const keys = Object.keys(a);
+  if (keys.length !== Object.keys(b).length) return false;
+  return keys.every((key) =>
+    Object.hasOwn(b, key) && _sameJson(a[key], b[key])
+  );
 }
 
 /**

@@ -31,6 +31,7 @@ import {
   type Dependency,
   type GroupVersionResource,
   type SchemaNode,
+  type SchemaPathCheck,
   tryParseFieldPath,
 } from "../rules/mod.ts";
 import type { Reading } from "../runtime/mod.ts";
@@ -230,16 +231,18 @@ export function checkFieldRef(
     ["namespacePath", fieldRef.namespacePath],
   ];
   for (const [name, text] of fields) {
-    const path = text === undefined ? undefined : tryParseFieldPath(text);
+    if (text === undefined) continue;
+    const check = served.schema !== undefined
+      ? pathCheck(served.schema, text)
+      : tryParseFieldPath(text) === undefined
+      ? undefined
+      : "no schema";
     // A path that does not parse fails the rule's validation before this.
-    if (path === undefined) continue;
+    if (check === undefined) continue;
     const field = `spec.dependencies[${options.index}].fieldRef.${name}`;
-    if (served.schema === undefined) {
+    if (check === "no schema") {
       result.unchecked.push(`${field} (no schema for ${served.version})`);
-      continue;
-    }
-    const check = checkSchemaPath(served.schema, path);
-    if (!check.ok) {
+    } else if (!check.ok) {
       result.problems.push(`${field}: ${check.message}${served.stale}`);
     } else if (check.open === "") {
       result.unchecked.push(`${field} (the schema is open)`);
@@ -248,6 +251,33 @@ export function checkFieldRef(
     }
   }
   return result;
+}
+
+/**
+ * The checks of field paths against each schema, by the path as written:
+ * every rule on one dependent type is checked against the same schema
+ * object at every pass, and a schema read again is a new object.
+ */
+const PATH_CHECKS = new WeakMap<
+  SchemaNode,
+  Map<string, SchemaPathCheck | undefined>
+>();
+
+/** `checkSchemaPath` of `text` in `schema`, remembered; `undefined` when `text` does not parse. */
+function pathCheck(
+  schema: SchemaNode,
+  text: string,
+): SchemaPathCheck | undefined {
+  let checks = PATH_CHECKS.get(schema);
+  if (checks === undefined) {
+    checks = new Map();
+    PATH_CHECKS.set(schema, checks);
+  }
+  if (checks.has(text)) return checks.get(text);
+  const path = tryParseFieldPath(text);
+  const check = path === undefined ? undefined : checkSchemaPath(schema, path);
+  checks.set(text, check);
+  return check;
 }
 
 /** `subnets.net.io (v1), vpcs.net.io (v1, v2)`, or `nothing`. */

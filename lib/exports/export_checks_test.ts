@@ -218,3 +218,30 @@ Deno.test("checkFieldRef() fails nothing without a schema, and says what it did 
     },
   );
 });
+
+Deno.test("checkFieldRef() checks a path against each schema as read: a schema read again with the field added passes it", () => {
+  const before = pruneSchema({
+    type: "object",
+    properties: { spec: { type: "object", properties: {} } },
+  });
+  const after = pruneSchema({
+    type: "object",
+    properties: {
+      spec: {
+        type: "object",
+        properties: {
+          vpcRef: { type: "object", properties: { name: { type: "string" } } },
+        },
+      },
+    },
+  });
+  const fieldRef = { path: ".spec.vpcRef.name" };
+  const check = (schema: typeof before) =>
+    checkFieldRef({ version: "v1", schema, stale: "" }, fieldRef, {
+      index: 0,
+    }).problems.length;
+  assert.equal(check(before), 1);
+  assert.equal(check(before), 1, "the same schema again");
+  assert.equal(check(after), 0);
+  assert.equal(check(before), 1);
+});

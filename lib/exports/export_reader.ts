@@ -56,20 +56,29 @@ export async function readExport(
     throw error;
   }
   const spec = isRecord(object) && isRecord(object.spec) ? object.spec : {};
-  const resources = Array.isArray(spec.resources) ? spec.resources : [];
-  const types: ExportedType[] = [];
-  for (const resource of resources) {
+  const resources: { group: string; name: string; schema: string }[] = [];
+  for (const resource of Array.isArray(spec.resources) ? spec.resources : []) {
     if (!isRecord(resource)) continue;
     const { group, name, schema } = resource;
     if (
       typeof group !== "string" || typeof name !== "string" ||
       typeof schema !== "string" || schema === ""
     ) continue;
-    const read = await readSchema(
-      client,
-      `${workspace}${SCHEMAS}/${pathSegment(schema)}`,
-      options,
-    );
+    resources.push({ group, name, schema });
+  }
+  const schemas = await mapAtMost(
+    resources,
+    SCHEMA_READS_AT_ONCE,
+    ({ schema }) =>
+      readSchema(
+        client,
+        `${workspace}${SCHEMAS}/${pathSegment(schema)}`,
+        options,
+      ),
+  );
+  const types: ExportedType[] = [];
+  for (const [i, { group, name }] of resources.entries()) {
+    const read = schemas[i];
     if (read !== undefined) types.push({ group, resource: name, ...read });
   }
   const status = isRecord(object) && isRecord(object.status)
@@ -84,6 +93,43 @@ export async function readExport(
     types,
     ...(identityHash === undefined ? {} : { identityHash }),
   };
+}
+
+/** How many of an export's schemas are read at once. */
+const SCHEMA_READS_AT_ONCE = 4;
+
+/**
+ * `work` of each item, at most `limit` at a time, in the items' order; the
+ * first failure is thrown once the works running have ended, and no work
+ * starts after it.
+ */
+async function mapAtMost<T, U>(
+  items: readonly T[],
+  limit: number,
+  work: (item: T) => Promise<U>,
+): Promise<U[]> {
+  const results = new Array<U>(items.length);
+  let next = 0;
+  let failed = false;
+  const worker = async () => {
+    while (!failed && next < items.length) {
+      const at = next++;
+      try {
+        results[at] = await work(items[at]!);
+      } catch (error) {
+        failed = true;
+        throw error;
+      }
+    }
+  };
+  const workers = Array.from(
+    { length: Math.min(limit, items.length) },
+    worker,
+  );
+  const settled = await Promise.allSettled(workers);
+  const failure = settled.find((s) => s.status === "rejected");
+  if (failure !== undefined) throw failure.reason;
+  return results;
 }
 
 /**

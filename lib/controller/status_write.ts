@@ -1,0 +1,159 @@
+/**
+ * Writing a planned status: what a status write is
+ * ({@linkcode StatusAction}), the status built from the conditions a plan
+ * wants (transition times kept where a condition's status did not change),
+ * whether an object shows it already, and the tally that plans the writes
+ * and counts the objects by their Ready condition. Shared by the rules'
+ * and the Locks' conditions.
+ *
+ * @module
+ */
+import {
+  type Condition,
+  type DependencyRuleStatus,
+  READY_CONDITION,
+} from "../rules/mod.ts";
+import { clusterOf, type EndpointObject, type KubeObject } from "../kcp/mod.ts";
+import { isRecord } from "../runtime/mod.ts";
+
+/** The desired status of one rule or Lock. */
+export interface StatusAction {
+  /** The object's logical cluster. */
+  cluster: string;
+  /** The object's name. */
+  name: string;
+  /** A Lock's namespace; absent for a DependencyRule. */
+  namespace?: string;
+  /** Endpoint the object was read from. */
+  endpoint: string;
+  /** The resourceVersion the status was computed from. */
+  resourceVersion: string;
+  /** The status to write. */
+  status: DependencyRuleStatus;
+}
+
+/** Status writes, and the objects counted by their Ready condition's `<status>/<reason>`. */
+export interface PlannedStatuses {
+  /** Status writes (only where the status differs and is settled). */
+  statuses: StatusAction[];
+  /** Objects by their Ready condition's status and reason, for metrics. */
+  ready: Map<string, number>;
+}
+
+/** Whether the object already shows `status` (transition times aside). */
+export function statusUpToDate(
+  object: KubeObject,
+  status: DependencyRuleStatus,
+): boolean {
+  const current = object.status as DependencyRuleStatus | undefined;
+  if (current?.observedGeneration !== status.observedGeneration) return false;
+  const have = currentConditions(object);
+  const want = status.conditions ?? [];
+  if (have.length !== want.length) return false;
+  return want.every((w) => {
+    const h = have.find((c) => c.type === w.type);
+    return h !== undefined && h.status === w.status &&
+      h.reason === w.reason && h.message === w.message &&
+      h.observedGeneration === w.observedGeneration;
+  });
+}
+
+/**
+ * Whether the object shows `conditions` for its generation already, as
+ * {@linkcode statusUpToDate} would find the status built from them.
+ */
+function shows(object: KubeObject, conditions: readonly Condition[]): boolean {
+  // The plan hands out the same conditions while they do not change, and
+  // the watch cache the same object while it does not change.
+  if (SHOWN.get(object) === conditions) return true;
+  const generation = object.metadata?.generation;
+  const current = object.status as DependencyRuleStatus | undefined;
+  if (current?.observedGeneration !== generation) return false;
+  const have = currentConditions(object);
+  if (have.length !== conditions.length) return false;
+  const shown = conditions.every((w) => {
+    const h = have.find((c) => c.type === w.type);
+    return h !== undefined && h.status === w.status &&
+      h.reason === w.reason && h.message === w.message &&
+      h.observedGeneration === generation;
+  });
+  if (shown) SHOWN.set(object, conditions);
+  return shown;
+}
+
+/** The conditions each object was last found to show (see {@linkcode shows}). */
+const SHOWN = new WeakMap<KubeObject, readonly Condition[]>();
+
+/** Status writes being planned, and the Ready conditions counted. */
+export class StatusTally {
+  readonly statuses: StatusAction[] = [];
+  readonly ready = new Map<string, number>();
+
+  /** Counts one object as its Ready condition. */
+  count(condition: Condition): void {
+    const label = `${condition.status}/${condition.reason}`;
+    this.ready.set(label, (this.ready.get(label) ?? 0) + 1);
+  }
+
+  /** Counts an object whose status is not settled as the Ready condition it shows, if any. */
+  countShown(object: KubeObject): void {
+    const shown = currentConditions(object).find((c) =>
+      c.type === READY_CONDITION
+    );
+    if (shown !== undefined) this.count(shown);
+  }
+
+  /** Plans writing `conditions` unless the object shows them already. */
+  write(
+    source: EndpointObject,
+    options: { now: string; conditions: Condition[]; namespace?: string },
+  ): void {
+    const { object } = source;
+    // Most objects show their status already: compare before building one.
+    if (shows(object, options.conditions)) return;
+    const status = statusFor(object, options);
+    this.statuses.push({
+      cluster: clusterOf(object),
+      name: object.metadata?.name ?? "",
+      ...(options.namespace === undefined
+        ? {}
+        : { namespace: options.namespace }),
+      endpoint: source.endpoint,
+      resourceVersion: object.metadata?.resourceVersion ?? "",
+      status,
+    });
+  }
+}
+
+/** The status to show, keeping transition times of unchanged conditions. */
+function statusFor(
+  object: KubeObject,
+  options: { now: string; conditions: readonly Condition[] },
+): DependencyRuleStatus {
+  const generation = object.metadata?.generation;
+  const previous = currentConditions(object);
+  return {
+    ...(generation === undefined ? {} : { observedGeneration: generation }),
+    conditions: options.conditions.map((c) => {
+      const before = previous.find((p) => p.type === c.type);
+      return {
+        ...c,
+        ...(generation === undefined ? {} : { observedGeneration: generation }),
+        lastTransitionTime: before !== undefined && before.status === c.status
+          ? before.lastTransitionTime
+          : options.now,
+      };
+    }),
+  };
+}
+
+/** The object's conditions, those malformed left out. */
+function currentConditions(object: KubeObject): Condition[] {
+  const status = object.status as { conditions?: unknown } | undefined;
+  const conditions = status?.conditions;
+  if (!Array.isArray(conditions)) return [];
+  return conditions.filter((c): c is Condition =>
+    isRecord(c) && typeof c.type === "string" &&
+    typeof c.status === "string" && typeof c.lastTransitionTime === "string"
+  );
+}

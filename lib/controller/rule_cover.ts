@@ -115,6 +115,22 @@ export function coverOf(
   return walk.cover;
 }
 
+/** A coverage of no rule, for {@linkcode addCover} to fill. */
+export function emptyCoverage(): RuleCoverage {
+  return {
+    desired: new Map(),
+    providerPaths: new Map(),
+    paths: new Set(),
+    stalePaths: new Set(),
+    unsure: false,
+    states: new Map(),
+    exports: new Map(),
+    unverified: new Map(),
+    fieldProblems: new Map(),
+    uncheckedPaths: new Map(),
+  };
+}
+
 /** Adds a rule's cover to the coverage. */
 export function addCover(coverage: RuleCoverage, cover: RuleCover): void {
   const { key } = cover;

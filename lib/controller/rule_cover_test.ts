@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { parseDependencyRule, ruleKey } from "../rules/mod.ts";
 import type { ExportReading } from "../exports/mod.ts";
-import { addCover, coverOf } from "./rule_cover.ts";
-import type { RuleCoverage, RuleCoverageContext } from "./rule_plan.ts";
+import { addCover, coverOf, emptyCoverage } from "./rule_cover.ts";
+import type { RuleCoverageContext } from "./rule_plan.ts";
 import {
   COMPUTE_EXPORT,
   CONSUMER,
@@ -110,18 +110,7 @@ Deno.test("coverOf() computes a rule's cover again when a lookup it made answers
 
 Deno.test("addCover() adds a rule's paths, exports, states, notes and protected types to the coverage", () => {
   const rule = parsedVmRule();
-  const coverage: RuleCoverage = {
-    desired: new Map(),
-    providerPaths: new Map(),
-    paths: new Set(),
-    stalePaths: new Set(),
-    unsure: false,
-    states: new Map(),
-    exports: new Map(),
-    unverified: new Map(),
-    fieldProblems: new Map(),
-    uncheckedPaths: new Map(),
-  };
+  const coverage = emptyCoverage();
   const cover = coverOf(rule, CONSUMER, {
     ...context(),
     exports: exportsRead({ error: "403" }),

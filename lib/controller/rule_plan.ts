@@ -31,7 +31,7 @@ import {
 import { clusterOf, type EndpointObject, type KubeObject } from "../kcp/mod.ts";
 import type { ExportReading, ExportRef } from "../exports/mod.ts";
 import type { BoundCluster } from "./binding_check.ts";
-import { addCover, coverOf } from "./rule_cover.ts";
+import { addCover, coverOf, emptyCoverage } from "./rule_cover.ts";
 import type { Resolution } from "./path_cache.ts";
 import { accessKey, accessNeeded, type AccessRef } from "./webhook_access.ts";
 import type { ProtectedType } from "./webhook_config.ts";
@@ -166,18 +166,7 @@ export function planRuleCoverage(
   valid: readonly ValidRule[],
   context: RuleCoverageContext,
 ): RuleCoverage {
-  const coverage: RuleCoverage = {
-    desired: new Map(),
-    providerPaths: new Map(),
-    paths: new Set(),
-    stalePaths: new Set(),
-    unsure: false,
-    states: new Map(),
-    exports: new Map(),
-    unverified: new Map(),
-    fieldProblems: new Map(),
-    uncheckedPaths: new Map(),
-  };
+  const coverage = emptyCoverage();
   for (const { rule, cluster } of valid) {
     addCover(coverage, coverOf(rule, cluster, context));
   }

@@ -28,6 +28,7 @@
 import { z } from "zod";
 import { errorText, type Validated, validateWith } from "../runtime/mod.ts";
 import {
+  FIELD_PATH_PATTERN,
   pairingProblem,
   parseFieldPath,
   tryParseFieldPath,
@@ -118,16 +119,6 @@ export const RESOURCE_PATTERN = /^[a-z][a-z0-9]*$/;
  */
 export const WORKSPACE_PATH_PATTERN =
   /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(:[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
-/**
- * Pattern of a `fieldRef.path` or `fieldRef.namespacePath`: dot notation with
- * an optional leading dot and at least two identifier segments, each
- * optionally followed by `[*]` (every element of a list), such as
- * `.spec.vpcRef.name` or `.spec.nics[*].subnetRef.name`. It accepts exactly
- * what `parseFieldPath` accepts.
- */
-export const FIELD_PATH_PATTERN =
-  /^\.?[A-Za-z_][A-Za-z0-9_]*(\[\*\])*(\.[A-Za-z_][A-Za-z0-9_]*(\[\*\])*)+$/;
-
 /** Pattern of a condition type, as in Kubernetes' `metav1.Condition`. */
 const CONDITION_TYPE_PATTERN =
   /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$/;

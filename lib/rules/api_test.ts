@@ -6,7 +6,6 @@ import {
   DependencyRuleSchema,
   type DependencyRuleStatus,
   DependencyRuleStatusSchema,
-  FIELD_PATH_PATTERN,
   GROUP,
   KIND,
   parseDependencyRule,
@@ -16,7 +15,7 @@ import {
   WEBHOOKS_INSTALLED_CONDITION,
   WORKSPACE_PATH_PATTERN,
 } from "./api.ts";
-import { tryParseFieldPath } from "./field_path.ts";
+import { FIELD_PATH_PATTERN, tryParseFieldPath } from "./field_path.ts";
 import { isWorkspacePath } from "../kcp/mod.ts";
 
 type Key = string | number;

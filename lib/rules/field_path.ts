@@ -50,6 +50,16 @@ export interface FieldMatch {
   readonly indexes: readonly number[];
 }
 
+/**
+ * Pattern of a `fieldRef.path` or `fieldRef.namespacePath`: dot notation with
+ * an optional leading dot and at least two identifier segments, each
+ * optionally followed by `[*]` (every element of a list), such as
+ * `.spec.vpcRef.name` or `.spec.nics[*].subnetRef.name`. It accepts exactly
+ * what {@linkcode parseFieldPath} accepts.
+ */
+export const FIELD_PATH_PATTERN =
+  /^\.?[A-Za-z_][A-Za-z0-9_]*(\[\*\])*(\.[A-Za-z_][A-Za-z0-9_]*(\[\*\])*)+$/;
+
 const SEGMENT = /^([A-Za-z_][A-Za-z0-9_]*)((?:\[\*\])*)$/;
 const WHITESPACE = /\s/;
 const MIN_SEGMENTS = 2;

@@ -208,6 +208,16 @@ class OneDependentSource implements DependentSource {
     return Promise.resolve(TARGET_UID);
   }
 
+  /** The metadata of the object under review. */
+  liveMetadata(): Promise<Record<string, unknown> | undefined> {
+    return Promise.resolve({ name: TARGET_NAME, uid: TARGET_UID });
+  }
+
+  /** No owner exists. */
+  ownerObject(): Promise<Record<string, unknown> | undefined> {
+    return Promise.resolve(undefined);
+  }
+
   /** The workspace is not being deleted. */
   workspaceDeletedAt(): Promise<Date | undefined> {
     return Promise.resolve(undefined);

@@ -3,6 +3,7 @@ import { createHash } from "node:crypto";
 import { loadYaml } from "@kubernetes/client-node";
 import {
   DependencyRuleStatusSchema,
+  FIELD_PATH_PATTERN,
   GROUP,
   KIND,
   parseDependencyRule,
@@ -308,6 +309,35 @@ Deno.test("apiResourceSchema() describes a cluster-scoped DependencyRule", () =>
   assert.deepEqual(root.properties?.["metadata"], { type: "object" });
 });
 
+/** The `fieldRef` of the first dependency in a DependencyRule's schema. */
+function fieldRefSchema(root: OpenApiSchema): OpenApiSchema | undefined {
+  return root.properties?.["spec"]?.properties?.["dependencies"]?.items
+    ?.properties?.["fieldRef"];
+}
+
+Deno.test("the fieldRef paths of the generated and committed schemas have FIELD_PATH_PATTERN as their pattern", async () => {
+  const committed = loadYaml<ReturnType<typeof apiResourceSchema>>(
+    await Deno.readTextFile(API_RESOURCE_SCHEMA_FILE),
+  );
+  const [version] = committed.spec.versions;
+  for (
+    const [what, root] of [
+      ["generated", rootSchema()],
+      ["committed", version?.schema],
+    ] as const
+  ) {
+    assert.ok(root !== undefined, what);
+    const fieldRef = fieldRefSchema(root);
+    for (const name of ["path", "namespacePath"]) {
+      assert.equal(
+        fieldRef?.properties?.[name]?.pattern,
+        FIELD_PATH_PATTERN.source,
+        `${what} fieldRef.${name}: ${REGENERATE}`,
+      );
+    }
+  }
+});
+
 Deno.test("apiResourceSchema() is named after a hash of its spec", () => {
   const first = apiResourceSchema();
   assert.equal(apiResourceSchema().metadata.name, first.metadata.name);
@@ -512,6 +542,19 @@ const STRING_FIELDS: [Key[], string[]][] = [
     ".spec.a-b",
     " .spec.a",
     "",
+    // Quoted map keys.
+    '.metadata.labels["network.example.com/owner"]',
+    '.metadata.annotations["a.b/c"]',
+    '.spec.byZone["eu-1"][*].name',
+    `.spec.m["a${"-".repeat(315)}b"]`,
+    `.spec.m["a${"-".repeat(316)}b"]`,
+    '.spec.m[""]',
+    ".spec.m['a']",
+    '.spec.m["a"',
+    '.spec.m["a:b"]',
+    '.spec.m["-a"]',
+    '["spec"].name',
+    '.spec.["x"]',
   ]],
 ];
 

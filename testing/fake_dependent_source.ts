@@ -50,9 +50,23 @@ export function untilAborted<T>(
   });
 }
 
-/** How the fake answers a read of the live object: its uid, or a failure. */
+/**
+ * How the fake answers a read of the live object: its uid (and, for a
+ * metadata read, more of its metadata), or a failure.
+ */
 export type Live =
-  | { uid: string | undefined }
+  | { uid: string | undefined; metadata?: Record<string, unknown> }
+  | { error: unknown }
+  | { hang: true };
+
+/**
+ * How the fake answers a lookup of an owner (`ownerObject`) or a
+ * Namespace's metadata (`liveMetadata` of `namespaces`): the object, absent
+ * (`undefined`), an error, or never.
+ */
+export type OwnerAnswer =
+  | Record<string, unknown>
+  | undefined
   | { error: unknown }
   | { hang: true };
 
@@ -148,6 +162,58 @@ export class FakeDependentSource implements DependentSource {
       return await this.#hang(signal);
     }
     return live.uid;
+  }
+
+  /**
+   * Owners and Namespaces by `<resource>/<name>` (`namespaces/team-a`,
+   * `networks/net-a`); a key not set means the object does not exist.
+   */
+  readonly owners = new Map<string, OwnerAnswer>();
+  /** Every owner lookup, in order. */
+  readonly ownerQueries: ObjectQuery[] = [];
+
+  async liveMetadata(
+    query: ObjectQuery,
+    signal: AbortSignal,
+  ): Promise<Record<string, unknown> | undefined> {
+    if (
+      query.resource.resource === "namespaces" && query.resource.group === ""
+    ) {
+      this.objectQueries.push(query);
+      const found = await this.#answer(`namespaces/${query.name}`, signal);
+      const metadata = found?.metadata;
+      return typeof metadata === "object" && metadata !== null
+        ? metadata as Record<string, unknown>
+        : undefined;
+    }
+    const uid = await this.liveUid(query, signal);
+    if (uid === undefined) return undefined;
+    const live = this.#live;
+    const more = live !== undefined && "metadata" in live ? live.metadata : {};
+    return { name: query.name, ...more, uid };
+  }
+
+  async ownerObject(
+    query: ObjectQuery,
+    signal: AbortSignal,
+  ): Promise<Record<string, unknown> | undefined> {
+    this.ownerQueries.push(query);
+    return await this.#answer(
+      `${query.resource.resource}/${query.name}`,
+      signal,
+    );
+  }
+
+  async #answer(
+    key: string,
+    signal: AbortSignal,
+  ): Promise<Record<string, unknown> | undefined> {
+    await Promise.resolve();
+    const found = this.owners.get(key);
+    if (found === undefined) return undefined;
+    if ("error" in found && Object.keys(found).length === 1) throw found.error;
+    if ("hang" in found && found.hang === true) return await this.#hang(signal);
+    return found;
   }
 
   /** The queries, reduced to plain data (dependent as group/version/resource). */

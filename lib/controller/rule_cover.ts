@@ -22,6 +22,7 @@ import {
 import {
   checkExported,
   checkFieldRef,
+  checkOwnerFieldRef,
   type ExportCheck,
   exportKey,
   type ExportReading,
@@ -52,7 +53,11 @@ export interface RuleCover {
   states: DependencyState[];
   /** Why some of its types could not be checked. */
   unverified: string[];
-  /** Its field paths its dependent's schema does not have. */
+  /**
+   * Its field paths that the object they are read on does not have: the
+   * dependent's schema, or the metadata of the protected object or its
+   * Namespace (`from: Target`, `TargetNamespace`).
+   */
   fieldProblems: string[];
   /** Its field paths checked only down to where the schema is open. */
   uncheckedPaths: string[];
@@ -243,6 +248,15 @@ function coverRule(walk: Walk, rule: DependencyRule, cluster: string): void {
     : undefined;
   for (const [index, dependency] of rule.spec.dependencies.entries()) {
     cover.paths.push(dependency.apiExportRef.path);
+    // Read on the protected object or its Namespace: only their metadata,
+    // which needs no schema (every object's is ObjectMeta).
+    const onDependent = (dependency.fieldRef.from ?? "Dependent") ===
+      "Dependent";
+    if (!onDependent) {
+      const fields = checkOwnerFieldRef(dependency.fieldRef, { index });
+      cover.fieldProblems.push(...fields.problems);
+      cover.uncheckedPaths.push(...fields.unchecked);
+    }
     if (served === "pending") {
       cover.states.push({ state: "pending" });
       continue;
@@ -256,7 +270,7 @@ function coverRule(walk: Walk, rule: DependencyRule, cluster: string): void {
       });
       continue;
     }
-    if (schema !== undefined) {
+    if (onDependent && schema !== undefined) {
       const fields = checkFieldRef(schema, dependency.fieldRef, { index });
       cover.fieldProblems.push(...fields.problems);
       cover.uncheckedPaths.push(...fields.unchecked);

@@ -15,6 +15,7 @@ import {
   resolved,
   VM_RULE,
   vmRule,
+  vmRuleAt,
 } from "./testdata/plan_fixtures.ts";
 
 /** {@linkcode vmRule}, parsed. */
@@ -130,4 +131,35 @@ Deno.test("addCover() adds a rule's paths, exports, states, notes and protected 
     coverage.states.get(ruleKey(CONSUMER, VM_RULE))?.[0]?.state,
     "ok",
   );
+});
+
+Deno.test("coverOf() checks a path read on the protected object or its Namespace without any export, and the dependent's schema for the rest", () => {
+  const cases: [string, Parameters<typeof vmRuleAt>[0], RegExp[]][] = [
+    ["on the protected object, outside metadata", {
+      from: "Target",
+      path: ".spec.owner",
+    }, [
+      /^spec\.dependencies\[0\]\.fieldRef\.path: \.spec: from: Target reads only/,
+    ]],
+    ["on the Namespace, in metadata", {
+      from: "TargetNamespace",
+      path: ".metadata.labels.owner",
+    }, []],
+    // No schema read for the dependent: a Dependent path is not checked.
+    ["on the dependent", { path: ".spec.nope" }, []],
+  ];
+  for (const [what, fieldRef, problems] of cases) {
+    const parsed = parseDependencyRule(vmRuleAt(fieldRef).object);
+    assert.ok(parsed.ok, what);
+    // The exports are not read yet: the dependencies are pending.
+    const cover = coverOf(parsed.rule, CONSUMER, {
+      ...context(),
+      exports: new Map(),
+    });
+    assert.deepEqual(cover.states.map((s) => s.state), ["pending"], what);
+    assert.equal(cover.fieldProblems.length, problems.length, what);
+    for (const [i, problem] of problems.entries()) {
+      assert.match(cover.fieldProblems[i]!, problem, what);
+    }
+  }
 });

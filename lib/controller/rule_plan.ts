@@ -18,6 +18,13 @@
  * another rule may need the type anyway. So the check changes status, never
  * enforcement, like every other check here that reads an APIExport.
  *
+ * A path read on the protected object (`fieldRef.from: Target`) or on its
+ * Namespace (`TargetNamespace`) is checked against their metadata instead,
+ * the only part of them the webhook reads (labels, annotations,
+ * `ownerReferences`): a path outside `.metadata` finds no owner whatever
+ * the protected type's schema has there. It needs no export read, and a
+ * wrong one is `FieldNotInSchema` alike, its type kept alike.
+ *
  * @module
  */
 import {
@@ -85,7 +92,10 @@ export interface RuleCoverage {
   exports: Map<string, ExportRef>;
   /** Per rule key: why some of its types could not be checked. */
   unverified: Map<string, string[]>;
-  /** Per rule key: the field paths its dependent's schema does not have (`FieldNotInSchema`). */
+  /**
+   * Per rule key: the field paths the object they are read on does not have
+   * (`FieldNotInSchema`).
+   */
   fieldProblems: Map<string, string[]>;
   /** Per rule key: the field paths checked only down to where the schema is open. */
   uncheckedPaths: Map<string, string[]>;

@@ -396,6 +396,95 @@ Deno.test("planReconcile() fails no path on a schema it could not read, and keep
   );
 });
 
+Deno.test("planReconcile() checks a path read on the protected object or its Namespace against their metadata", () => {
+  const field = "spec.dependencies[0].fieldRef.path";
+  const label = '.metadata.labels["compute.example.com/owner"]';
+  const cases: [
+    string,
+    "Target" | "TargetNamespace",
+    string,
+    [string, string, string | RegExp],
+  ][] = [
+    ["a label on the protected object", "Target", label, [
+      "True",
+      "Enforced",
+      "deleting vpcs.network.example.com is denied while the VirtualMachine it names exists",
+    ]],
+    ["its ownerReferences", "Target", ".metadata.ownerReferences[*].name", [
+      "True",
+      "Enforced",
+      "deleting vpcs.network.example.com is denied while the VirtualMachine it names exists",
+    ]],
+    ["a label on its Namespace", "TargetNamespace", label, [
+      "True",
+      "Enforced",
+      "deleting vpcs.network.example.com is denied while the VirtualMachine its Namespace names exists",
+    ]],
+    // The dependent's schema has .spec.vpcRef.name: it is not what is read.
+    ["the protected object's spec", "Target", ".spec.vpcRef.name", [
+      "False",
+      "FieldNotInSchema",
+      `${field}: .spec: from: Target reads only the protected object's metadata, not .spec; use a path below .metadata, such as .metadata.labels["example.com/owner"] or .metadata.ownerReferences[*].name`,
+    ]],
+    ["the Namespace's spec", "TargetNamespace", ".spec.owner", [
+      "False",
+      "FieldNotInSchema",
+      `${field}: .spec: from: TargetNamespace reads only the metadata of the protected object's Namespace, not .spec; use a path below .metadata, such as .metadata.labels["example.com/owner"]`,
+    ]],
+    [
+      "a typo in the Namespace's metadata",
+      "TargetNamespace",
+      ".metadata.lables.owner",
+      [
+        "False",
+        "FieldNotInSchema",
+        /^spec\.dependencies\[0\]\.fieldRef\.path: \.metadata\.lables: no such field; did you mean \.metadata\.labels/,
+      ],
+    ],
+  ];
+  for (const [what, from, path, [status, reason, message]] of cases) {
+    const source = vmRuleAt({ from, path });
+    // Checked with the dependent's schema read, and with no export read at
+    // all: metadata needs none.
+    const plans = [
+      planWithSchema([source]),
+      planReconcile(networkInput([source], [VPCS])),
+    ];
+    for (const plan of plans) {
+      const ready = conditionOf(statusOf(plan, VM_RULE), READY_CONDITION);
+      assert.deepEqual([ready.status, ready.reason], [status, reason], what);
+      if (typeof message === "string") {
+        assert.equal(ready.message, message, what);
+      } else assert.match(ready.message, message, what);
+      // A wrong path denies nothing, so its type stays configured.
+      assert.deepEqual(plan.configurations, [], what);
+    }
+  }
+});
+
+Deno.test("planReconcile() names each source of references in an enforced rule's message", () => {
+  const label = ".metadata.labels.owner";
+  const plan = planReconcile(networkInput([
+    rule(VM_RULE, VIRTUAL_MACHINES, [
+      dependency(VPCS, ".spec.vpcRef.name"),
+      {
+        ...dependency(SUBNETS, label),
+        fieldRef: { from: "Target", path: label },
+      },
+      {
+        ...dependency(VPCS, label),
+        fieldRef: { from: "TargetNamespace", path: label },
+      },
+    ]),
+  ], [VPCS, SUBNETS]));
+  assert.equal(
+    conditionOf(statusOf(plan, VM_RULE), READY_CONDITION).message,
+    "deleting vpcs.network.example.com is denied while a VirtualMachine in the same workspace refers to it; " +
+      "deleting subnets.network.example.com is denied while the VirtualMachine it names exists; " +
+      "deleting vpcs.network.example.com is denied while the VirtualMachine its Namespace names exists",
+  );
+});
+
 // ---------------------------------------------------------------------------
 // The rules' part on its own
 
@@ -482,5 +571,25 @@ Deno.test("accessNeededBy() names each read the valid rules need once", () => {
   assert.deepEqual(
     accessNeededBy(rules.valid).map((r) => `${r.verb} ${r.resource}`),
     ["list virtualmachines", "get virtualmachines", "get vpcs"],
+  );
+  // Owners are read by name, and a Namespace that names one is read too.
+  const label = ".metadata.labels.owner";
+  const owners = parseRules([
+    rule("by-namespace", VIRTUAL_MACHINES, [{
+      ...dependency(SUBNETS, label),
+      fieldRef: { from: "TargetNamespace", path: label },
+    }]),
+    vmRuleAt({ from: "Target", path: label }),
+  ], parseDependencyRule);
+  assert.deepEqual(
+    accessNeededBy(owners.valid).map((r) =>
+      `${r.verb} ${r.resource}.${r.group}`
+    ),
+    [
+      "get virtualmachines.compute.example.com",
+      "get subnets.network.example.com",
+      "get namespaces.",
+      "get vpcs.network.example.com",
+    ],
   );
 });

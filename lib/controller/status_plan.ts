@@ -15,6 +15,26 @@
  * over thousands of rules of which few changed costs little more than
  * looking that up.
  *
+ * A rule whose `spec.when` does not compile is `InvalidCondition`: its
+ * types stay in the webhook configurations, as a rule with a path its
+ * schema lacks keeps them (`FieldNotInSchema`), and the webhook applies it
+ * failing closed: a condition that does not compile counts as true for
+ * every dependent (or owner), as though the rule had no `when`.
+ * Dropping the types would let through every delete the rule is meant to
+ * deny until its author fixes it. Each rule object's condition is compiled
+ * once (the rule objects are kept while their spec does not change).
+ *
+ * A rule's Ready reason is the first that applies of: WebhooksInstalled's
+ * reason while that is False (`InvalidSpec` for a rule the schema rejects,
+ * a path not resolved, a provider not bound, a type not exported, a write
+ * that failed: then nothing, or not everything, is protected), then
+ * `DependencyCycle` (between rules, so fixing this one may not be enough),
+ * then `InvalidCondition` (the rule's own spec, wrong for certain), then
+ * `FieldNotInSchema` (judged from a schema, which an export may serve
+ * stale), then `WebhookCannotRead` (the operator's grants, not the
+ * rule), else `Enforced`. The message names every problem found, so a
+ * reason that comes first hides none of the others.
+ *
  * @module
  */
 import {
@@ -22,11 +42,13 @@ import {
   type ConditionReason,
   type DependencyRule,
   READY_CONDITION,
+  type ReferenceSource,
   ruleKey,
   type RuleProblem,
   WEBHOOKS_INSTALLED_CONDITION,
 } from "../rules/mod.ts";
-import { compareStrings, withArticle } from "../runtime/mod.ts";
+import { compileCondition } from "../rules/condition.ts";
+import { compareStrings, errorText, withArticle } from "../runtime/mod.ts";
 import type { Reading } from "../runtime/mod.ts";
 import type {
   DependencyState,
@@ -293,9 +315,9 @@ function installationVerdict(
 /**
  * The Ready condition: WebhooksInstalled's reason while it is False (the
  * rule's problems added to its message), else the first of the rule's
- * problems (a cycle, then paths its dependent's schema does not have, then
- * reads the webhook may not make), else `Enforced`, saying what could not
- * be checked.
+ * problems (a cycle, then a `spec.when` that does not compile, then paths
+ * the object they are read on does not have, then reads the webhook may
+ * not make), else `Enforced`, saying what could not be checked.
  */
 function readyConditionFor(
   { rule, cluster }: ValidRule,
@@ -309,9 +331,11 @@ function readyConditionFor(
   const { installed, problems, access, context } = options;
   const key = ruleKey(cluster, rule.metadata.name);
   const fieldProblems = unique(context.coverage.fieldProblems.get(key) ?? []);
+  const invalidCondition = conditionProblemOf(rule);
   if (installed.status !== "True") {
     const added = [
       ...(problems[0] === undefined ? [] : [problems[0].message]),
+      ...(invalidCondition === undefined ? [] : [invalidCondition]),
       ...fieldProblems,
     ];
     return condition(READY_CONDITION, {
@@ -322,6 +346,9 @@ function readyConditionFor(
   }
   const all: { reason: ConditionReason; message: string }[] = [
     ...problems,
+    ...(invalidCondition === undefined
+      ? []
+      : [{ reason: "InvalidCondition" as const, message: invalidCondition }]),
     ...fieldProblems.map((message) => ({
       reason: "FieldNotInSchema" as const,
       message,
@@ -348,6 +375,42 @@ function readyConditionFor(
       accessUnverified: access.unverified,
     }),
   });
+}
+
+/**
+ * Each rule object's `spec.when` problem, `null` when it compiles (or
+ * there is none): a rule object does not change, and compiling is not
+ * free, so it is compiled once, not at every pass.
+ */
+const CONDITION_PROBLEMS = new WeakMap<DependencyRule, string | null>();
+
+/**
+ * Why the rule's `spec.when` does not compile, as its Ready message says
+ * it (`spec.when: <the compiler's message>; ...`); `undefined` when it
+ * compiles or there is none.
+ */
+function conditionProblemOf(rule: DependencyRule): string | undefined {
+  let problem = CONDITION_PROBLEMS.get(rule);
+  if (problem === undefined) {
+    problem = null;
+    const source = rule.spec.when;
+    if (source !== undefined) {
+      let error: string | undefined;
+      try {
+        const compiled = compileCondition(source);
+        if (!compiled.ok) error = compiled.error;
+      } catch (thrown) {
+        // compileCondition() does not throw; if it did, say why all the same.
+        error = errorText(thrown);
+      }
+      if (error !== undefined) {
+        problem =
+          `spec.when: ${error}; until it compiles, the webhook counts it as true for every ${rule.spec.dependent.kind}`;
+      }
+    }
+    CONDITION_PROBLEMS.set(rule, problem);
+  }
+  return problem ?? undefined;
 }
 
 /** What the answers about the webhook's reads say when nothing was asked. */
@@ -404,16 +467,42 @@ function enforcedMessage(
 /** What each rule object denies, as its Enforced message starts. */
 const DENIED = new WeakMap<DependencyRule, string>();
 
-/** `deleting <types> is denied while a <Kind> in the same workspace refers to it`. */
+/**
+ * `deleting <types> is denied while a <Kind> in the same workspace refers
+ * to it`, or for the types whose reference is read on the protected object
+ * (`from: Target`) `while the <Kind> it names exists`, on its Namespace
+ * (`TargetNamespace`) `while the <Kind> its Namespace names exists`; each
+ * with `(counting only one for which spec.when is true and that is not
+ * being deleted)` as the rule's `when` and `protectWhile: Active` say.
+ */
 function deniedOf(rule: DependencyRule): string {
   let denied = DENIED.get(rule);
   if (denied === undefined) {
-    const types = unique(
-      rule.spec.dependencies.map((d) => `${d.resource}.${d.group}`),
-    ).join(", ");
-    denied = `deleting ${types} is denied while ${
-      withArticle(rule.spec.dependent.kind)
-    } in the same workspace refers to it`;
+    const { dependent, dependencies, when, protectWhile } = rule.spec;
+    const bySource = new Map<ReferenceSource, string[]>();
+    for (const d of dependencies) {
+      const from = d.fieldRef.from ?? "Dependent";
+      bySource.set(from, [
+        ...(bySource.get(from) ?? []),
+        `${d.resource}.${d.group}`,
+      ]);
+    }
+    const only = [
+      ...(when === undefined ? [] : ["for which spec.when is true"]),
+      ...(protectWhile === "Active" ? ["that is not being deleted"] : []),
+    ];
+    const qualified = only.length === 0
+      ? ""
+      : ` (counting only one ${only.join(" and ")})`;
+    denied = [...bySource].map(([from, types]) =>
+      `deleting ${unique(types).join(", ")} is denied while ${
+        from === "Dependent"
+          ? `${withArticle(dependent.kind)} in the same workspace refers to it`
+          : from === "Target"
+          ? `the ${dependent.kind} it names exists`
+          : `the ${dependent.kind} its Namespace names exists`
+      }${qualified}`
+    ).join("; ");
     DENIED.set(rule, denied);
   }
   return denied;

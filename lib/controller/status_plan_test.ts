@@ -7,6 +7,7 @@ import {
 import { exportKey } from "../exports/mod.ts";
 import { planReconcile } from "./reconcile_plan.ts";
 import { accessKey } from "./webhook_access.ts";
+import { compileCondition } from "../rules/condition.ts";
 import {
   dependency,
   LOAD_BALANCERS,
@@ -15,6 +16,7 @@ import {
   VPCS,
 } from "../../testing/mod.ts";
 import {
+  BAD_WHEN,
   binding,
   COMPUTE_WITH_SCHEMA,
   conditionOf,
@@ -23,6 +25,7 @@ import {
   ENDPOINT,
   ENFORCED_VPCS,
   exportsRead,
+  GOOD_WHEN,
   input,
   INSTALLED_NETWORK,
   NETWORK,
@@ -30,6 +33,7 @@ import {
   NETWORK_PATH,
   networkInput,
   NOW,
+  planWithSchema,
   resolved,
   rule,
   ruleObject,
@@ -39,6 +43,7 @@ import {
   vmRule,
   vmRuleAt,
   VPCS_DEPENDENT,
+  withSpec,
 } from "./testdata/plan_fixtures.ts";
 
 Deno.test("planReconcile() writes no status that the rule already shows, whatever the transition times", () => {
@@ -351,4 +356,159 @@ Deno.test("planReconcile() does not wait for the webhook's reads to write a rule
   const ready = conditionOf(statusOf(plan, VM_RULE), READY_CONDITION);
   assert.equal(ready.status, "False");
   assert.equal(ready.reason, "ProviderNotBound");
+});
+
+// ---------------------------------------------------------------------------
+// A spec.when that does not compile
+
+/** The compiler's message for {@linkcode BAD_WHEN}. */
+function badWhenError(): string {
+  const compiled = compileCondition(BAD_WHEN);
+  assert.ok(!compiled.ok);
+  return compiled.error;
+}
+
+/** What the Ready message says of {@linkcode BAD_WHEN}. */
+function invalidCondition(): string {
+  return `spec.when: ${badWhenError()}; until it compiles, the webhook counts it as true for every VirtualMachine`;
+}
+
+Deno.test("planReconcile() says InvalidCondition for a spec.when that does not compile, and keeps its types in the configuration", () => {
+  const bad = withSpec(vmRule(), { when: BAD_WHEN });
+  const plan = planReconcile(networkInput([bad], [VPCS]));
+  // The webhook treats it as always true (fail closed): nothing to remove.
+  assert.deepEqual(plan.configurations, []);
+  assert.deepEqual(summary(statusOf(plan, VM_RULE)), [
+    ["True", "Installed", INSTALLED_NETWORK],
+    ["False", "InvalidCondition", invalidCondition()],
+  ]);
+  assert.deepEqual(plan.ready, new Map([["False/InvalidCondition", 1]]));
+  // Not installed yet: its types are installed all the same.
+  const fresh = planReconcile(networkInput([bad], []));
+  assert.deepEqual(fresh.configurations.map((c) => c.action), ["create"]);
+  assert.equal(
+    JSON.stringify(fresh.configurations[0]!.object).includes('"vpcs"'),
+    true,
+  );
+  // Shown, it is not written again.
+  const shown = planReconcile(
+    networkInput([
+      withSpec(vmRule(statusOf(plan, VM_RULE).status), { when: BAD_WHEN }),
+    ], [VPCS]),
+  );
+  assert.deepEqual(shown.statuses, []);
+  assert.deepEqual(shown.ready, new Map([["False/InvalidCondition", 1]]));
+});
+
+Deno.test("planReconcile() enforces a rule whose spec.when compiles, and says which dependents count", () => {
+  const cases: [string, Record<string, unknown>, string][] = [
+    [
+      "when",
+      { when: GOOD_WHEN },
+      " (counting only one for which spec.when is true)",
+    ],
+    [
+      "protectWhile: Active",
+      { protectWhile: "Active" },
+      " (counting only one that is not being deleted)",
+    ],
+    [
+      "both",
+      { when: GOOD_WHEN, protectWhile: "Active" },
+      " (counting only one for which spec.when is true and that is not being deleted)",
+    ],
+    ["protectWhile: Exists", { protectWhile: "Exists" }, ""],
+  ];
+  for (const [what, fields, qualified] of cases) {
+    const plan = planReconcile(
+      networkInput([withSpec(vmRule(), fields)], [VPCS]),
+    );
+    assert.deepEqual(summary(statusOf(plan, VM_RULE))[1], [
+      "True",
+      "Enforced",
+      `${ENFORCED_VPCS}${qualified}`,
+    ], what);
+  }
+});
+
+Deno.test("planReconcile() ranks InvalidCondition after an invalid spec, a failed installation and a cycle, before paths and reads, and names every problem", () => {
+  const bad = (source = vmRule()) => withSpec(source, { when: BAD_WHEN });
+  const cases: [
+    string,
+    () => ReturnType<typeof planReconcile>,
+    string,
+    RegExp,
+  ][] = [
+    [
+      "an invalid spec (an empty when)",
+      () =>
+        planReconcile(networkInput([withSpec(vmRule(), { when: "" })], [VPCS])),
+      "InvalidSpec",
+      /^spec\.when: must not be empty when set$/,
+    ],
+    [
+      "an invalid spec and a bad when",
+      () => {
+        const source = bad();
+        const spec = source.object.spec as {
+          dependencies: { version: string }[];
+        };
+        spec.dependencies[0]!.version = "v0";
+        return planReconcile(networkInput([source], [VPCS]));
+      },
+      "InvalidSpec",
+      /^spec\.dependencies\[0\]\.version: must look like/,
+    ],
+    [
+      "a provider not bound",
+      () =>
+        planReconcile(input({
+          rules: [bad()],
+          resolutions: resolved({ [NETWORK_PATH]: NETWORK }),
+        })),
+      "ProviderNotBound",
+      /; spec\.when: syntax error/,
+    ],
+    [
+      "a cycle",
+      () =>
+        planReconcile(networkInput([
+          bad(),
+          rule("vpcs-need-virtualmachines", VPCS_DEPENDENT, [
+            dependency(VIRTUAL_MACHINES, ".spec.vmRef.name"),
+          ]),
+        ], [VPCS, VIRTUAL_MACHINES])),
+      "DependencyCycle",
+      /^dependency cycle: .*; spec\.when: syntax error/,
+    ],
+    [
+      "a path not in the schema",
+      () => planWithSchema([bad(vmRuleAt({ path: ".spec.vpc.name" }))]),
+      "InvalidCondition",
+      /^spec\.when: syntax error.*; spec\.dependencies\[0\]\.fieldRef\.path: \.spec\.vpc: no such field/,
+    ],
+    [
+      "a read the webhook may not make",
+      () => {
+        const base = networkInput([bad()], [VPCS]);
+        const readings = new Map(
+          planReconcile(base).webhookAccess.map((ref) => [
+            accessKey(ref),
+            { answer: false },
+          ]),
+        );
+        return planReconcile({
+          ...base,
+          webhookAccess: { readings, user: "dependency-webhook" },
+        });
+      },
+      "InvalidCondition",
+      /^spec\.when: syntax error.*; the webhook's identity dependency-webhook may not list/,
+    ],
+  ];
+  for (const [what, plan, reason, message] of cases) {
+    const ready = conditionOf(statusOf(plan(), VM_RULE), READY_CONDITION);
+    assert.deepEqual([ready.status, ready.reason], ["False", reason], what);
+    assert.match(ready.message, message, what);
+  }
 });

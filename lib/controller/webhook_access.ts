@@ -1,9 +1,15 @@
 /**
  * Whether the webhook's identity may read what a rule needs it to read:
- * `list` (and `get`) on the dependent type, `get` on each protected type.
- * Without them every delete of the protected type is denied with 503 (fail
- * closed), so a rule whose reads are not granted is not `Enforced` but
- * `WebhookCannotRead`, naming the permission and how to grant it.
+ * `get` on each protected type (the object under review), `list` on the
+ * dependent type when a dependency is read on the dependent (`fieldRef.from:
+ * Dependent`, the default: the dependents are listed), `get` on it always
+ * (the owners a protected object or its Namespace names are read one by
+ * one, `from: Target` or `TargetNamespace`), and `get` on core `namespaces`
+ * when a dependency is read on the protected object's Namespace
+ * (`TargetNamespace`). Without them every delete of the protected type is
+ * denied with 503 (fail closed), so a rule whose reads are not granted is
+ * not `Enforced` but `WebhookCannotRead`, naming the permission and how to
+ * grant it (`controller grants` prints each of these for the live rules).
  *
  * The controller asks kcp with a SubjectAccessReview about the webhook's
  * user in the rule's own workspace, through the front-proxy: kcp answers it
@@ -27,6 +33,7 @@
  * @module
  */
 import { clusterUrl, type KubeClient } from "../kcp/mod.ts";
+import type { ReferenceSource } from "../rules/mod.ts";
 import { isRecord, type Reading } from "../runtime/mod.ts";
 
 /** One read the webhook must be allowed, in one workspace. */
@@ -35,7 +42,7 @@ export interface AccessRef {
   cluster: string;
   /** `get` or `list`. */
   verb: "get" | "list";
-  /** API group. */
+  /** API group (`""`: core). */
   group: string;
   /** Plural resource. */
   resource: string;
@@ -103,9 +110,17 @@ export async function readWebhookAccess(
 interface RuleTypes {
   spec: {
     dependent: { group: string; resource: string };
-    dependencies: readonly { group: string; resource: string }[];
+    dependencies: readonly {
+      group: string;
+      resource: string;
+      /** Where the reference is read; absent: on the dependent. */
+      fieldRef?: { from?: ReferenceSource | undefined };
+    }[];
   };
 }
+
+/** Core Namespaces, read (metadata) for `fieldRef.from: TargetNamespace`. */
+const NAMESPACES = { group: "", resource: "namespaces" };
 
 /**
  * {@linkcode accessNeeded}'s last answer per rule object: a pass asks it
@@ -129,11 +144,23 @@ export function accessNeeded(
   const known = NEEDED.get(rule);
   if (known !== undefined && known.cluster === cluster) return known.refs;
   const { dependent, dependencies } = rule.spec;
+  const sources = new Set(
+    dependencies.map((d) => d.fieldRef?.from ?? "Dependent"),
+  );
   const refs = new Map<string, AccessRef>();
-  const add = (ref: AccessRef) => refs.set(accessKey(ref), Object.freeze(ref));
-  add({ cluster, verb: "list", ...typeOf(dependent) });
+  const add = (ref: AccessRef) => {
+    const key = accessKey(ref);
+    if (!refs.has(key)) refs.set(key, Object.freeze(ref));
+  };
+  // Dependents are listed only for what they name; owners are read by name.
+  if (sources.has("Dependent")) {
+    add({ cluster, verb: "list", ...typeOf(dependent) });
+  }
   add({ cluster, verb: "get", ...typeOf(dependent) });
   for (const d of dependencies) add({ cluster, verb: "get", ...typeOf(d) });
+  if (sources.has("TargetNamespace")) {
+    add({ cluster, verb: "get", ...NAMESPACES });
+  }
   const frozen = Object.freeze([...refs.values()]);
   NEEDED.set(rule, { cluster, refs: frozen });
   return frozen;
@@ -169,7 +196,9 @@ export function accessProblems(
   };
   for (const ref of needed) {
     const reading = readings.get(accessKey(ref));
-    const type = `${ref.resource}.${ref.group}`;
+    const type = ref.group === ""
+      ? ref.resource
+      : `${ref.resource}.${ref.group}`;
     if (reading?.answer === false) {
       problems.missing.push(
         `the webhook's identity ${options.user} may not ${ref.verb} ${type}, so every delete it protects is denied with 503: ` +

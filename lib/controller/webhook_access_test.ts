@@ -9,6 +9,9 @@ import {
   readWebhookAccess,
 } from "./webhook_access.ts";
 
+/** The dependencies of a rule, as accessNeeded() reads them. */
+type RuleTypesOf = Parameters<typeof accessNeeded>[1]["spec"]["dependencies"];
+
 const RULE = {
   spec: {
     dependent: { group: "compute.example.com", resource: "virtualmachines" },
@@ -31,6 +34,104 @@ Deno.test("accessNeeded() asks for list and get on the dependent and get on each
       "c1 get vpcs.network.example.com",
       "c1 get subnets.network.example.com",
     ],
+  );
+});
+
+Deno.test("accessNeeded() asks for what the webhook reads for each place a reference is read", () => {
+  const dependent = {
+    group: "compute.example.com",
+    resource: "virtualmachines",
+  };
+  const vpcs = { group: "network.example.com", resource: "vpcs" };
+  const subnets = { group: "network.example.com", resource: "subnets" };
+  const namespaces = { group: "", resource: "namespaces" };
+  const cases: [string, RuleTypesOf, string[]][] = [
+    ["read on the dependent (from absent)", [vpcs], [
+      "list virtualmachines.compute.example.com",
+      "get virtualmachines.compute.example.com",
+      "get vpcs.network.example.com",
+    ]],
+    ["read on the dependent (from: Dependent)", [{
+      ...vpcs,
+      fieldRef: { from: "Dependent" },
+    }], [
+      "list virtualmachines.compute.example.com",
+      "get virtualmachines.compute.example.com",
+      "get vpcs.network.example.com",
+    ]],
+    ["read on the protected object: owners are read by name, not listed", [{
+      ...vpcs,
+      fieldRef: { from: "Target" },
+    }], [
+      "get virtualmachines.compute.example.com",
+      "get vpcs.network.example.com",
+    ]],
+    ["read on the Namespace: the Namespace too", [{
+      ...vpcs,
+      fieldRef: { from: "TargetNamespace" },
+    }], [
+      "get virtualmachines.compute.example.com",
+      "get vpcs.network.example.com",
+      "get namespaces.",
+    ]],
+    ["every place, namespaces once", [
+      { ...vpcs, fieldRef: { from: "TargetNamespace" } },
+      { ...subnets, fieldRef: { from: "TargetNamespace" } },
+      { ...subnets, fieldRef: { from: "Target" } },
+      { ...vpcs, fieldRef: {} },
+    ], [
+      "list virtualmachines.compute.example.com",
+      "get virtualmachines.compute.example.com",
+      "get vpcs.network.example.com",
+      "get subnets.network.example.com",
+      "get namespaces.",
+    ]],
+    ["a protected Namespace read on itself: get namespaces once", [
+      { ...namespaces, fieldRef: { from: "TargetNamespace" } },
+    ], [
+      "get virtualmachines.compute.example.com",
+      "get namespaces.",
+    ]],
+  ];
+  for (const [what, dependencies, want] of cases) {
+    const needed = accessNeeded("c1", { spec: { dependent, dependencies } });
+    assert.deepEqual(
+      needed.map((r) => `${r.verb} ${r.resource}.${r.group}`),
+      want,
+      what,
+    );
+    assert.ok(needed.every((r) => r.cluster === "c1"), what);
+  }
+});
+
+Deno.test("accessProblems() names a core type without a group", () => {
+  const needed = accessNeeded("c1", {
+    spec: {
+      dependent: { group: "compute.example.com", resource: "virtualmachines" },
+      dependencies: [{
+        group: "network.example.com",
+        resource: "vpcs",
+        fieldRef: { from: "TargetNamespace" },
+      }],
+    },
+  });
+  const namespaces = needed.find((r) => r.resource === "namespaces")!;
+  const problems = accessProblems(
+    [namespaces],
+    new Map([[accessKey(namespaces), { answer: false }]]),
+    { user: "dependency-webhook" },
+  );
+  assert.match(
+    problems.missing[0]!,
+    /^the webhook's identity dependency-webhook may not get namespaces, so every delete/,
+  );
+  assert.deepEqual(
+    accessProblems(
+      [namespaces],
+      new Map([[accessKey(namespaces), { error: "timeout" }]]),
+      { user: "u" },
+    ).unverified,
+    ["whether u may get namespaces: timeout"],
   );
 });
 

@@ -4,8 +4,10 @@
  * each protected type by the APIExport `apiExportRef` names. And whether its
  * field paths exist: each dependency's `fieldRef.path` and `namespacePath`
  * must lead to a string in the dependent's schema, as that export serves it
- * (see `lib/rules/schema_path.ts`). Pure functions over what `ExportCache`
- * read; reading is the cache's job.
+ * (see `lib/rules/schema_path.ts`); a path read on the protected object
+ * (`fieldRef.from: Target`) or on its Namespace (`TargetNamespace`) must
+ * lead to a string in their metadata, all the webhook reads of them. Pure
+ * functions over what `ExportCache` read; reading is the cache's job.
  *
  * A check fails only on a definite answer (the export does not exist, or
  * it does and does not serve the type). An export that has not been read yet,
@@ -30,6 +32,7 @@ import {
   checkSchemaPath,
   type Dependency,
   type GroupVersionResource,
+  OBJECT_META_SCHEMA,
   type SchemaNode,
   type SchemaPathCheck,
   tryParseFieldPath,
@@ -213,7 +216,9 @@ export interface FieldRefCheck {
  * lead to a string in the dependent's schema (see `checkSchemaPath`). A
  * `path` that fails finds no name in any dependent, so the dependency
  * protects nothing; a `namespacePath` that fails finds no namespace, so
- * every name counts as in the dependent's own namespace.
+ * every name counts as in the dependent's own namespace. For a `fieldRef`
+ * read on the dependent (`from: Dependent`, the default); one read on the
+ * protected object or its Namespace is {@linkcode checkOwnerFieldRef}'s.
  *
  * @param served The dependent's schema (see {@linkcode servedSchema}).
  * @param fieldRef The dependency's `fieldRef`.
@@ -249,6 +254,65 @@ export function checkFieldRef(
     } else if (check.open !== undefined) {
       result.unchecked.push(`${field} below ${check.open}`);
     }
+  }
+  return result;
+}
+
+/**
+ * What the webhook reads of the object a `from: Target` or `TargetNamespace`
+ * path is read on (the protected object, or its Namespace): its metadata
+ * alone, shaped as Kubernetes' ObjectMeta whatever the type's schema says.
+ */
+const METADATA_ONLY: SchemaNode = Object.freeze({
+  type: "object",
+  properties: Object.freeze({ metadata: OBJECT_META_SCHEMA }),
+});
+
+/**
+ * Checks that the `fieldRef.path` of a dependency whose reference is read on
+ * the protected object (`from: Target`) or on its Namespace
+ * (`from: TargetNamespace`) leads to a string in that object's metadata:
+ * the webhook reads nothing else of it (a label, an annotation,
+ * `.metadata.ownerReferences[*].name`), so a path outside `.metadata` finds
+ * no owner, whatever the protected type's schema has there. Needs no
+ * schema: every object's metadata is ObjectMeta. A `fieldRef` read on the
+ * dependent (`from: Dependent`) is {@linkcode checkFieldRef}'s.
+ *
+ * @param fieldRef The dependency's `fieldRef`.
+ * @param options `index`: the dependency's index in `spec.dependencies`,
+ * for messages.
+ * @returns Its problems (reason `FieldNotInSchema`), such as
+ * `spec.dependencies[0].fieldRef.path: .spec: from: Target reads only the protected object's metadata, not .spec; ...`,
+ * and a note where ObjectMeta leaves the path open (`managedFields`).
+ */
+export function checkOwnerFieldRef(
+  fieldRef: Dependency["fieldRef"],
+  options: { index: number },
+): FieldRefCheck {
+  const result: FieldRefCheck = { problems: [], unchecked: [] };
+  const from = fieldRef.from ?? "Dependent";
+  const path = tryParseFieldPath(fieldRef.path);
+  // A path that does not parse fails the rule's validation before this.
+  if (from === "Dependent" || path === undefined) return result;
+  const field = `spec.dependencies[${options.index}].fieldRef.path`;
+  const first = path[0]!;
+  if (first.name !== "metadata") {
+    const read = from === "Target"
+      ? "the protected object's metadata"
+      : "the metadata of the protected object's Namespace";
+    const examples = from === "Target"
+      ? `.metadata.labels["example.com/owner"] or .metadata.ownerReferences[*].name`
+      : `.metadata.labels["example.com/owner"]`;
+    result.problems.push(
+      `${field}: .${first.name}: from: ${from} reads only ${read}, not .${first.name}; use a path below .metadata, such as ${examples}`,
+    );
+    return result;
+  }
+  const check = checkSchemaPath(METADATA_ONLY, path);
+  if (!check.ok) {
+    result.problems.push(`${field}: ${check.message}`);
+  } else if (check.open !== undefined) {
+    result.unchecked.push(`${field} below ${check.open}`);
   }
   return result;
 }

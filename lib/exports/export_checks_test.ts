@@ -3,6 +3,7 @@ import { pruneSchema } from "../rules/mod.ts";
 import {
   checkExported,
   checkFieldRef,
+  checkOwnerFieldRef,
   type ExportAnswer,
   exportKey,
   servedSchema,
@@ -244,4 +245,76 @@ Deno.test("checkFieldRef() checks a path against each schema as read: a schema r
   assert.equal(check(before), 1, "the same schema again");
   assert.equal(check(after), 0);
   assert.equal(check(before), 1);
+});
+
+Deno.test("checkOwnerFieldRef() checks a path read on the protected object or its Namespace against their metadata", () => {
+  const field = "spec.dependencies[1].fieldRef.path";
+  const cases: [
+    string,
+    "Target" | "TargetNamespace" | "Dependent" | undefined,
+    string,
+    { problems: RegExp | string[]; unchecked?: string[] },
+  ][] = [
+    ["a label", "Target", '.metadata.labels["example.com/owner"]', {
+      problems: [],
+    }],
+    ["an annotation", "TargetNamespace", ".metadata.annotations.owner", {
+      problems: [],
+    }],
+    ["ownerReferences", "Target", ".metadata.ownerReferences[*].name", {
+      problems: [],
+    }],
+    ["its own name", "TargetNamespace", ".metadata.name", { problems: [] }],
+    ["a typo in metadata", "Target", '.metadata.lables["example.com/owner"]', {
+      problems:
+        /^spec\.dependencies\[1\]\.fieldRef\.path: \.metadata\.lables: no such field/,
+    }],
+    [
+      "ownerReferences without [*]",
+      "Target",
+      ".metadata.ownerReferences.name",
+      {
+        problems: [
+          `${field}: .metadata.ownerReferences: is a list of objects, not an object; did you mean .metadata.ownerReferences[*].name?`,
+        ],
+      },
+    ],
+    ["a list, not a string", "TargetNamespace", ".metadata.finalizers", {
+      problems: /: \.metadata\.finalizers: is a list of strings, not a string/,
+    }],
+    ["the spec of the protected object", "Target", ".spec.ownerRef.name", {
+      problems: [
+        `${field}: .spec: from: Target reads only the protected object's metadata, not .spec; use a path below .metadata, such as .metadata.labels["example.com/owner"] or .metadata.ownerReferences[*].name`,
+      ],
+    }],
+    ["the spec of the Namespace", "TargetNamespace", ".spec.finalizers", {
+      problems: [
+        `${field}: .spec: from: TargetNamespace reads only the metadata of the protected object's Namespace, not .spec; use a path below .metadata, such as .metadata.labels["example.com/owner"]`,
+      ],
+    }],
+    ["the kind", "Target", ".kind.name", {
+      problems: /^[^:]+: \.kind: from: Target reads only/,
+    }],
+    ["open in ObjectMeta", "Target", ".metadata.managedFields[*].fieldsV1.x", {
+      problems: [],
+      unchecked: [`${field} below .metadata.managedFields[*].fieldsV1`],
+    }],
+    ["read on the dependent: checkFieldRef's", "Dependent", ".spec.x", {
+      problems: [],
+    }],
+    ["from absent: the dependent", undefined, ".spec.x", { problems: [] }],
+  ];
+  for (const [what, from, path, want] of cases) {
+    const check = checkOwnerFieldRef(
+      from === undefined ? { path } : { from, path },
+      { index: 1 },
+    );
+    if (want.problems instanceof RegExp) {
+      assert.equal(check.problems.length, 1, what);
+      assert.match(check.problems[0]!, want.problems, what);
+    } else {
+      assert.deepEqual(check.problems, want.problems, what);
+    }
+    assert.deepEqual(check.unchecked, want.unchecked ?? [], what);
+  }
 });

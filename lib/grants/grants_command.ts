@@ -18,6 +18,13 @@
  * shard, again after a rule names a new type. Applying the base manifests
  * again never removes it.
  *
+ * Per rule (see `webhookReadsRole`): `get` on its dependent type, and
+ * `list` where it lists dependents; `get` on each protected type; and
+ * `get` on core `namespaces` only when one of the printed rules reads the
+ * owner on the protected object's Namespace (`fieldRef.from:
+ * TargetNamespace`): RBAC cannot narrow it to metadata or to some
+ * Namespaces, so it is granted only while a rule needs it.
+ *
  * Locks widen nothing by themselves: a Lock's target type is granted only
  * when `--lock-types` names it (`namespaces,vpcs.network.example.com`), and
  * Secrets, ConfigMaps and RBAC never are. A Lock on a type not granted still

@@ -26,16 +26,28 @@ export class KubeApiError extends Error {
   readonly status: number;
   /** `Status.reason` when the server sent one (e.g. `NotFound`, `Expired`). */
   readonly reason: string;
+  /**
+   * `Status.details.name` when the server sent one: a 404 that names the
+   * object asked for says that object does not exist, where one without it
+   * says the URL serves nothing (no such type, or not at that scope).
+   */
+  readonly detailsName: string | undefined;
 
   /** Builds the error. */
   constructor(
     message: string,
-    options: { status: number; reason?: string; cause?: unknown },
+    options: {
+      status: number;
+      reason?: string;
+      detailsName?: string;
+      cause?: unknown;
+    },
   ) {
     super(message, { cause: options.cause });
     this.name = "KubeApiError";
     this.status = options.status;
     this.reason = options.reason ?? "";
+    this.detailsName = options.detailsName;
   }
 
   /** Whether the server said NotFound (404). */
@@ -62,10 +74,18 @@ export function statusError(
   text: string,
 ): KubeApiError {
   let reason: string | undefined;
+  let detailsName: string | undefined;
   let message = text.trim().slice(0, 500);
   try {
-    const decoded = JSON.parse(text) as { reason?: string; message?: string };
+    const decoded = JSON.parse(text) as {
+      reason?: string;
+      message?: string;
+      details?: { name?: unknown };
+    };
     reason = decoded.reason;
+    if (typeof decoded.details?.name === "string") {
+      detailsName = decoded.details.name;
+    }
     if (decoded.message) message = decoded.message;
   } catch {
     // not a Status object: keep the text
@@ -75,6 +95,7 @@ export function statusError(
     {
       status,
       ...(reason === undefined ? {} : { reason }),
+      ...(detailsName === undefined ? {} : { detailsName }),
     },
   );
 }

@@ -84,6 +84,7 @@ export const CONDITION_REASONS = [
   "APIExportNotFound",
   "FieldNotInSchema",
   "WebhookCannotRead",
+  "InvalidCondition",
 ] as const;
 /** One of {@linkcode CONDITION_REASONS}. */
 export type ConditionReason = typeof CONDITION_REASONS[number];
@@ -95,6 +96,33 @@ const RESOURCE_MAX = 63;
 const CONDITION_TYPE_MAX = 316;
 const CONDITION_REASON_MAX = 1024;
 const CONDITION_MESSAGE_MAX = 32768;
+/** Longest `spec.when` the schema accepts (the compiler's own bound too). */
+const WHEN_MAX = 1024;
+
+/**
+ * Where a dependency's `fieldRef` is read: on the dependent, which names the
+ * protected object (the default, the reference implementation's meaning);
+ * on the protected object itself, which names its owner of the dependent
+ * type; or on the protected object's Namespace, which names that owner.
+ */
+export const REFERENCE_SOURCES = [
+  "Dependent",
+  "Target",
+  "TargetNamespace",
+] as const;
+/** One of {@linkcode REFERENCE_SOURCES}. */
+export type ReferenceSource = typeof REFERENCE_SOURCES[number];
+
+/**
+ * How long a dependent (or an owner) protects: while it `Exists` (the
+ * default: one being deleted still protects, so a teardown goes in
+ * dependency order), or while it is `Active` (one with a
+ * `deletionTimestamp` no longer protects, so deleting an owner with
+ * `--cascade=foreground` can remove what it owns).
+ */
+export const PROTECT_WHILE = ["Exists", "Active"] as const;
+/** One of {@linkcode PROTECT_WHILE}. */
+export type ProtectWhile = typeof PROTECT_WHILE[number];
 /** A DNS subdomain without the per-label length limit, to word messages. */
 const DNS_SUBDOMAIN_CHARACTERS =
   /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -163,14 +191,29 @@ export const DependencySchema = z.object({
     "Resource (plural) of the protected type, such as vpcs.",
   ),
   fieldRef: z.object({
+    from: z.enum(REFERENCE_SOURCES, {
+      error: (issue) => _oneOf(REFERENCE_SOURCES, issue.input),
+    }).describe(
+      "Which object holds the reference: Dependent (the default) when the dependent names the protected object; Target when the protected object names its owner of the dependent type (a label, an annotation, or .metadata.ownerReferences[*].name, where only entries of the dependent's kind and group count); TargetNamespace when the protected object's Namespace names that owner.",
+    ).exactOptional(),
     path: _fieldPath(
-      "Where the dependent holds the name of the protected object: dot notation, leading dot optional, at least two segments, [*] after a segment for every element of a list, such as .spec.vpcRef.name or .spec.nics[*].subnetRef.name.",
+      "Where the reference is: with from Dependent (the default) the field of the dependent that holds the name of the protected object; with Target or TargetNamespace the field of the protected object (or its Namespace) that holds its owner's name. Dot notation, leading dot optional, at least two segments; the first a field name, each further one .field or a quoted map key [\"key\"] (the key of a label or annotation: letters, digits, '.', '_', '-' and '/', starting and ending with a letter or digit); [*] after a segment for every element of a list, such as .spec.vpcRef.name, .spec.nics[*].subnetRef.name, .metadata.labels[\"example.com/owner\"] or .metadata.ownerReferences[*].name.",
     ),
     namespacePath: _fieldPath(
-      "Where the dependent holds the namespace of the protected object, such as .spec.vpcRef.namespace; inside a list, its [*] are those of path and it is read from the same element. Absent, or empty in an object: the dependent's own namespace.",
+      "Where the dependent holds the namespace of the protected object (from Dependent only), in the grammar of path, such as .spec.vpcRef.namespace; inside a list, its [*] are those of path and it is read from the same element. Absent, or empty in an object: the dependent's own namespace.",
     ).exactOptional(),
   }).superRefine((ref, context) => {
     if (ref.namespacePath === undefined) return;
+    if ((ref.from ?? "Dependent") !== "Dependent") {
+      context.addIssue({
+        code: "custom",
+        path: ["namespacePath"],
+        input: ref.namespacePath,
+        message:
+          `applies only to from: Dependent; an owner named by the protected object (or its Namespace) is in the protected object's namespace or cluster-scoped, as ownerReferences are: current from is '${ref.from}'`,
+      });
+      return;
+    }
     // Either path may be invalid here: its own check reports that.
     const path = tryParseFieldPath(ref.path);
     const namespacePath = tryParseFieldPath(ref.namespacePath);
@@ -195,6 +238,22 @@ export type Dependency = z.infer<typeof DependencySchema>;
 /** Schema of the `spec` of a DependencyRule. */
 export const DependencyRuleSpecSchema = z.object({
   dependent: DependentSchema,
+  when: z.string().min(1, { error: "must not be empty when set" }).max(
+    WHEN_MAX,
+    {
+      error: (issue) =>
+        `must be at most ${WHEN_MAX} characters: current length is ${
+          _length(issue.input)
+        }`,
+    },
+  ).describe(
+    "A CEL expression over the dependent (the variable object): only a dependent for which it is true protects, such as object.spec.deletionProtection == true. One that cannot be evaluated protects. Absent: every dependent protects.",
+  ).exactOptional(),
+  protectWhile: z.enum(PROTECT_WHILE, {
+    error: (issue) => _oneOf(PROTECT_WHILE, issue.input),
+  }).describe(
+    "Exists (the default): a dependent protects until it is gone, also while it is being deleted. Active: a dependent that is being deleted (has a deletionTimestamp) no longer protects.",
+  ).exactOptional(),
   dependencies: z.array(DependencySchema).min(1, {
     error: "must list at least one dependency: current value is an empty list",
   }).describe(
@@ -410,6 +469,12 @@ function _fieldPathMessage(value: string): string {
   }
   // Unreachable while FIELD_PATH_PATTERN and parseFieldPath agree.
   return `must match ${FIELD_PATH_PATTERN.source}: current value is '${value}'`;
+}
+
+function _oneOf(values: readonly string[], input: unknown): string {
+  return `must be one of ${values.join(", ")}: current value is ${
+    JSON.stringify(input) ?? "undefined"
+  }`;
 }
 
 function _length(input: unknown): number {

@@ -570,8 +570,34 @@ Deno.test("FIELD_PATH_PATTERN accepts exactly what parseFieldPath() does", () =>
     "$a.b",
     ".spec.a\n",
     "..spec.a",
+    // Quoted map keys.
+    '.metadata.labels["network.example.com/owner"]',
+    '.metadata.annotations["a.b/c"]',
+    '.spec.owners["x"].name',
+    '.spec.byZone["eu-1"][*].name',
+    ".metadata.ownerReferences[*].name",
+    'spec["k"]',
+    '.spec.m[*]["a_b"][*][*]["C.9"]',
+    `.spec.m["a${"-".repeat(315)}b"]`,
+    `.spec.m["a${"-".repeat(316)}b"]`,
+    '.spec.m[""]',
+    '.spec.m["a',
+    '.spec.m["a"b"]',
+    '.spec.m["a:b"]',
+    '.spec.m["a\\b"]',
+    ".spec.m['a']",
+    '.spec.m["-a"]',
+    '.spec.m["a."]',
+    '.spec.m["__proto__"]',
+    '["spec"].name',
+    '.spec.["x"]',
+    '.spec.m["x"]y',
+    '.spec.m["x"][0]',
+    '.spec.m["x"].',
+    '.spec.m["a b"]',
+    '.spec.m["x"]\n',
   ];
-  assert.ok(values.length > 15);
+  assert.ok(values.length > 40);
   for (const value of values) {
     assert.equal(
       FIELD_PATH_PATTERN.test(value),

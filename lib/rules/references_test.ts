@@ -110,3 +110,60 @@ Deno.test("referencesOf() finds nothing in what is not an object", () => {
     assert.deepEqual(referencesOf(value, NICS), [], String(value));
   }
 });
+
+Deno.test("referencesOf() reads names and namespaces under quoted keys", () => {
+  const fields = {
+    fieldPath: parseFieldPath('.metadata.labels["network.example.com/owner"]'),
+    namespacePath: parseFieldPath(
+      '.metadata.annotations["network.example.com/owner-namespace"]',
+    ),
+  };
+  const labelled = (labels: unknown, annotations: unknown) => ({
+    metadata: { namespace: "team-a", labels, annotations },
+  });
+  assert.deepEqual(
+    referencesOf(
+      labelled(
+        { "network.example.com/owner": "vpc-1", app: "web" },
+        { "network.example.com/owner-namespace": "shared" },
+      ),
+      fields,
+    ),
+    [{ name: "vpc-1", namespace: "shared", indexes: [] }],
+  );
+  assert.deepEqual(
+    referencesOf(
+      labelled({ "network.example.com/owner": "vpc-1" }, {}),
+      fields,
+    ),
+    [{ name: "vpc-1", namespace: "team-a", indexes: [] }],
+  );
+  // A key is one map key, never a path through nested objects.
+  assert.deepEqual(
+    referencesOf(
+      labelled({ network: { example: { "com/owner": "vpc-1" } } }, {}),
+      fields,
+    ),
+    [],
+  );
+  assert.deepEqual(referencesOf(labelled(undefined, undefined), fields), []);
+  // Keys under lists pair element by element, like fields.
+  const zones = {
+    metadata: { namespace: "own" },
+    spec: {
+      byZone: {
+        "eu-1": [{ name: "a", namespace: "x" }, { name: "b" }],
+      },
+    },
+  };
+  assert.deepEqual(
+    referencesOf(zones, {
+      fieldPath: parseFieldPath('.spec.byZone["eu-1"][*].name'),
+      namespacePath: parseFieldPath('.spec.byZone["eu-1"][*].namespace'),
+    }),
+    [
+      { name: "a", namespace: "x", indexes: [0] },
+      { name: "b", namespace: "own", indexes: [1] },
+    ],
+  );
+});

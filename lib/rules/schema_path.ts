@@ -2,7 +2,9 @@
  * Whether a field path (see `field_path.ts`) can find a string in objects of
  * a type, judged from the type's OpenAPI v3 schema (an APIResourceSchema's
  * `spec.versions[].schema.openAPIV3Schema`): every segment must be a field
- * under `properties` (or a key of a map, `additionalProperties`), every
+ * under `properties` or a key of a map (`additionalProperties`), whether it
+ * is written as a field (`.app`) or a quoted key (`["example.com/app"]`),
+ * which read alike; every
  * `[*]` must stand on a `type: array`, and the leaf must be a string (or
  * `x-kubernetes-int-or-string`, which may hold one). A path that fails finds
  * nothing in any object of the type.
@@ -78,7 +80,11 @@ export type SchemaPathCheck =
     readonly ok: false;
     /** The path up to the first bad segment, such as `.spec.volume`. */
     readonly at: string;
-    /** What is wrong there, such as `no such field` or `is a list of objects, not a string`. */
+    /**
+     * What is wrong there, such as `no such field`, `no such field, and
+     * .spec.owners is not a map` (for a key) or `is a list of objects, not a
+     * string`.
+     */
     readonly problem: string;
     /** A path near the given one that the schema has, if one was found. */
     readonly suggestion?: string;
@@ -108,7 +114,7 @@ export function checkSchemaPath(
   if (walk.ok) return walk.open === undefined ? { ok: true } : walk;
   const { failure } = walk;
   const suggestion = suggestPath(schema, { path, failure });
-  const problem = _problem(failure);
+  const problem = _problem(failure, path);
   const hint = suggestion !== undefined
     ? `; did you mean ${suggestion}?`
     : failure.kind === "field"
@@ -125,12 +131,17 @@ export function checkSchemaPath(
   };
 }
 
-function _problem(failure: Failure): string {
+function _problem(failure: Failure, path: FieldPath): string {
   switch (failure.kind) {
     case "field":
-      return "no such field";
+      // A key looks for a map: say that there is none.
+      return path[failure.segment]?.key
+        ? `no such field, and ${failure.prefix || "the object"} is not a map`
+        : "no such field";
     case "notObject":
-      return `is ${_describe(failure.node, false)}, not an object`;
+      return `is ${_describe(failure.node, false)}, not ${
+        path[failure.segment]?.key ? "a map" : "an object"
+      }`;
     case "notList":
       return `is ${_describe(failure.node, false)}, not a list`;
     case "leaf":

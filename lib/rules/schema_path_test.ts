@@ -93,6 +93,19 @@ const OK: [string, string | undefined][] = [
   [".spec.raw[*].name", ".spec.raw"],
   [".spec.untyped.name", ".spec.untyped"],
   [".spec.untyped", ".spec.untyped"],
+  // Quoted keys read maps, and fields, alike.
+  ['.metadata.labels["x/y"]', undefined],
+  ['.metadata.labels["network.example.com/owner"]', undefined],
+  ['.metadata.annotations["a.b/c"]', undefined],
+  ['.metadata["labels"]["app"]', undefined],
+  ['.metadata["name"]', undefined],
+  ['.spec.selector["a/b"]', undefined],
+  ['.spec.refsByName["p-1"].name', undefined],
+  ['.spec["vpcRef"]["name"]', undefined],
+  ['.spec.template["metadata"]["name"]', undefined],
+  ['.spec.template["kind"]', undefined],
+  ['.spec.anything["a"].b', ".spec.anything"],
+  ['.spec.config["example.com/x"]', ".spec.config"],
 ];
 
 Deno.test("checkSchemaPath() accepts paths the schema has, and says where it is open", () => {
@@ -208,6 +221,37 @@ const WRONG: [string, string][] = [
   [".spec.cpu.count", ".spec.cpu: is an integer, not an object"],
   // A known field beside unknown ones is checked.
   [".spec.extra.known", ".spec.extra.known: is an integer, not a string"],
+  // A key where there is no map.
+  [
+    '.spec.vpcRef["nmae"]',
+    '.spec.vpcRef["nmae"]: no such field, and .spec.vpcRef is not a map; did you mean .spec.vpcRef.name?',
+  ],
+  [
+    '.spec.empty["x"]',
+    '.spec.empty["x"]: no such field, and .spec.empty is not a map; .spec.empty has no fields',
+  ],
+  [
+    '.spec.vpcRef["x/y"]',
+    '.spec.vpcRef["x/y"]: no such field, and .spec.vpcRef is not a map; .spec.vpcRef has name, namespace',
+  ],
+  ['.spec.cpu["x"]', ".spec.cpu: is an integer, not a map"],
+  [
+    '.spec.vpcRef.name["x"]',
+    ".spec.vpcRef.name: is a string, not a map; did you mean .spec.vpcRef.name?",
+  ],
+  // A key in a map of the wrong values.
+  [
+    '.spec.selector["a"][*]',
+    '.spec.selector["a"]: is a string, not a list; did you mean .spec.selector["a"]?',
+  ],
+  [
+    '.spec.refsByName["p-1"]',
+    '.spec.refsByName["p-1"]: is an object, not a string; did you mean .spec.refsByName["p-1"].name?',
+  ],
+  [
+    '.metadata.labels["a"].name',
+    '.metadata.labels["a"]: is a string, not an object; did you mean .metadata.labels["a"]?',
+  ],
 ];
 
 Deno.test("checkSchemaPath() names the first bad segment, what is there and the nearest path", () => {
@@ -239,6 +283,92 @@ Deno.test("checkSchemaPath() returns the parts of a mismatch, and every suggesti
     if (result.suggestion.endsWith("...")) continue;
     assert.deepEqual(check(result.suggestion), { ok: true }, result.suggestion);
   }
+});
+
+/** A type with maps and fields that are not identifiers. */
+const MAPS: SchemaNode = pruneSchema({
+  type: "object",
+  properties: {
+    spec: {
+      type: "object",
+      properties: {
+        byZone: {
+          type: "object",
+          additionalProperties: { type: "array", items: ref },
+        },
+        owners: {
+          type: "object",
+          properties: { primary: ref, "backup-1": ref, "not a key": ref },
+        },
+        "kebab-field": S,
+        mixed: {
+          type: "object",
+          properties: { fixed: { type: "integer" } },
+          additionalProperties: S,
+        },
+      },
+    },
+  },
+});
+
+Deno.test("checkSchemaPath() walks a key into a map's values, or into a field of that name", () => {
+  const check = (text: string) => checkSchemaPath(MAPS, parseFieldPath(text));
+  for (
+    const text of [
+      '.spec.byZone["eu-1"][*].name',
+      '.spec.byZone["eu-1"][*].namespace',
+      '.spec.owners["primary"].name',
+      '.spec.owners["backup-1"].name',
+      '.spec["kebab-field"]',
+      // A key that is no field of a map with both reads the map's values.
+      '.spec.mixed["other"]',
+      ".spec.mixed.other",
+    ]
+  ) {
+    assert.deepEqual(check(text), { ok: true }, text);
+  }
+  // A key that is a field of the map is read as that field.
+  assert.deepEqual(check('.spec.mixed["fixed"]'), {
+    ok: false,
+    at: '.spec.mixed["fixed"]',
+    problem: "is an integer, not a string",
+    message: '.spec.mixed["fixed"]: is an integer, not a string',
+  });
+  assert.deepEqual(check('.spec.owners["x"].name'), {
+    ok: false,
+    at: '.spec.owners["x"]',
+    problem: "no such field, and .spec.owners is not a map",
+    message:
+      '.spec.owners["x"]: no such field, and .spec.owners is not a map; .spec.owners has backup-1, not a key, primary',
+  });
+});
+
+Deno.test("checkSchemaPath() suggests fields that are no identifiers as keys, and keys as fields where they can be", () => {
+  const cases: [string, string][] = [
+    [".spec.owners.backup.name", '.spec.owners["backup-1"].name'],
+    [".spec.kebabfield", '.spec["kebab-field"]'],
+    ['.spec.owners["primry"].name', ".spec.owners.primary.name"],
+    ['.spec.byZone["eu-1"].name', '.spec.byZone["eu-1"][*].name'],
+    ['.spec.byZone["eu-1"][*]', '.spec.byZone["eu-1"][*].name'],
+    ['.spec.byZone["eu-1"][*][*].name', '.spec.byZone["eu-1"][*].name'],
+  ];
+  for (const [text, suggestion] of cases) {
+    const result = checkSchemaPath(MAPS, parseFieldPath(text));
+    assert.ok(!result.ok, text);
+    assert.equal(result.suggestion, suggestion, text);
+    assert.deepEqual(
+      checkSchemaPath(MAPS, parseFieldPath(suggestion)),
+      { ok: true },
+      suggestion,
+    );
+  }
+  // A name that can be written neither way is not suggested.
+  const result = checkSchemaPath(
+    MAPS,
+    parseFieldPath(".spec.owners.notakey.name"),
+  );
+  assert.ok(!result.ok);
+  assert.equal(result.suggestion, undefined);
 });
 
 Deno.test("checkSchemaPath() on a schema open at the top checks nothing", () => {

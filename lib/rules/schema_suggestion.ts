@@ -2,7 +2,9 @@
  * The nearest path a schema has to one that failed its walk (see
  * `schema_walk.ts`): field names by edit distance, `[*]` added or dropped,
  * a list or object completed down to a string (a `name` first), up to three
- * corrections combined, the fewest winning.
+ * corrections combined, the fewest winning. A field name from the schema is
+ * suggested as a field (`.name`) when it is an identifier, else as a quoted
+ * key (`["example.com/name"]`), and not at all when it can be neither.
  *
  * @example Usage
  * ```ts
@@ -26,6 +28,7 @@
 import {
   type FieldPath,
   type FieldSegment,
+  fieldSegment,
   formatFieldPath,
 } from "./field_path.ts";
 import {
@@ -88,7 +91,10 @@ function _repairs(path: FieldPath, failure: Failure): FieldPath[] {
       ...segments,
       ...path.slice(index + 1),
     ];
-    if (candidate.length >= 2) candidates.push(candidate);
+    // A path starts with a field name, never a key.
+    if (candidate.length >= 2 && !candidate[0]!.key) {
+      candidates.push(candidate);
+    }
   };
   switch (failure.kind) {
     case "field": {
@@ -104,9 +110,11 @@ function _repairs(path: FieldPath, failure: Failure): FieldPath[] {
         const depth = child === undefined || child === "open"
           ? 0
           : listDepth(child);
-        replace(segment, [{ name, lists: depth }]);
+        const listed = fieldSegment(name, depth);
+        if (listed === undefined) continue;
+        replace(segment, [listed]);
         if (depth !== original.lists) {
-          replace(segment, [{ name, lists: original.lists }]);
+          replace(segment, [{ ...listed, lists: original.lists }]);
         }
       }
       break;
@@ -118,7 +126,7 @@ function _repairs(path: FieldPath, failure: Failure): FieldPath[] {
       if (shapeOf(node) === "array") {
         // A field of list elements: the list needs its [*].
         replace(segment - 1, [{
-          name: previous.name,
+          ...previous,
           lists: previous.lists + listDepth(node),
         }]);
       } else if (segment >= 2) {
@@ -129,7 +137,7 @@ function _repairs(path: FieldPath, failure: Failure): FieldPath[] {
     }
     case "notList": {
       const original = path[failure.segment]!;
-      replace(failure.segment, [{ name: original.name, lists: failure.taken }]);
+      replace(failure.segment, [{ ...original, lists: failure.taken }]);
       break;
     }
     case "leaf": {
@@ -138,7 +146,7 @@ function _repairs(path: FieldPath, failure: Failure): FieldPath[] {
       let node = failure.node;
       const depth = listDepth(node);
       for (let i = 0; i < depth; i++) node = node.items ?? {};
-      const listed = { name: leaf.name, lists: leaf.lists + depth };
+      const listed = { ...leaf, lists: leaf.lists + depth };
       const shape = shapeOf(node);
       if (depth > 0 && (shape === "string" || shape === "intOrString")) {
         replace(last, [listed]);
@@ -169,9 +177,11 @@ function _completions(node: SchemaNode): FieldSegment[][] {
       if (shapeOf(parent) !== "object") continue;
       for (const [name, child] of Object.entries(parent.properties ?? {})) {
         const lists = listDepth(child);
+        const segment = fieldSegment(name, lists);
+        if (segment === undefined) continue;
         let element = child;
         for (let i = 0; i < lists; i++) element = element.items ?? {};
-        const path = [...segments, { name, lists }];
+        const path = [...segments, segment];
         const shape = shapeOf(element);
         if (shape === "string") found.push(path);
         else if (shape === "object") {

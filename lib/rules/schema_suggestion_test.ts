@@ -54,3 +54,70 @@ Deno.test("suggestPath() gives the near name alone when the rest cannot be corre
   assert.equal(suggest(".spec.flavor.name"), undefined);
   assert.equal(suggest(".spec.cpu"), undefined);
 });
+
+const MAPS = pruneSchema({
+  type: "object",
+  properties: {
+    "top-level": {
+      type: "object",
+      properties: { name: S },
+    },
+    spec: {
+      type: "object",
+      properties: {
+        byZone: {
+          type: "object",
+          additionalProperties: {
+            type: "array",
+            items: { type: "object", properties: { "ref-name": S } },
+          },
+        },
+        owners: {
+          type: "object",
+          properties: {
+            "backup-1": { type: "object", properties: { name: S } },
+          },
+        },
+        "kebab-list": { type: "array", items: S },
+      },
+    },
+  },
+});
+
+/** The suggestion for a path that fails its walk in MAPS. */
+function suggestIn(text: string): string | undefined {
+  const path = parseFieldPath(text);
+  const walk = walkPath(MAPS, path);
+  assert.ok(!walk.ok, `${text} should fail its walk`);
+  return suggestPath(MAPS, { path, failure: walk.failure });
+}
+
+Deno.test("suggestPath() keeps keys as keys, and writes fields that are no identifiers as keys", () => {
+  const cases: [string, string][] = [
+    // [*] added to, or dropped from, a key.
+    ['.spec.byZone["eu-1"].refname', '.spec.byZone["eu-1"][*]["ref-name"]'],
+    ['.spec.byZone["eu-1"][*][*]', '.spec.byZone["eu-1"][*]["ref-name"]'],
+    // A key's list completed down to a string that is no identifier.
+    ['.spec.byZone["eu-1"]', '.spec.byZone["eu-1"][*]["ref-name"]'],
+    // A misspelt field that is no identifier.
+    [".spec.owners.backup.name", '.spec.owners["backup-1"].name'],
+    [".spec.kebablist", '.spec["kebab-list"][*]'],
+    // A misspelt key that is a field.
+    ['.spec["ownrs"]["backup-1"].name', '.spec.owners["backup-1"].name'],
+  ];
+  for (const [text, want] of cases) {
+    const suggestion = suggestIn(text);
+    assert.equal(suggestion, want, text);
+    assert.deepEqual(walkPath(MAPS, parseFieldPath(want)), { ok: true }, want);
+  }
+  // The partial suggestion writes a key too.
+  assert.equal(
+    suggestIn(".spec.owners.backup.nothing.here"),
+    '.spec.owners["backup-1"]...',
+  );
+});
+
+Deno.test("suggestPath() never suggests a key as the first segment", () => {
+  // top-level is near, but a path cannot start with ["top-level"].
+  assert.equal(suggestIn(".toplevel.name"), undefined);
+});

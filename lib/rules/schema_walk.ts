@@ -21,7 +21,7 @@
  * @module
  */
 import { isRecord } from "../runtime/mod.ts";
-import type { FieldPath } from "./field_path.ts";
+import { type FieldPath, formatFieldName } from "./field_path.ts";
 
 /**
  * The part of an OpenAPI v3 schema node the walk reads; everything else
@@ -147,7 +147,7 @@ export type Shape =
 /** The first thing wrong with a path, and where. */
 export type Failure =
   | {
-    /** Segment `segment` is not a field of `parent`. */
+    /** Segment `segment` is not a field of `parent`, nor a key of it as a map. */
     kind: "field";
     segment: number;
     parent: SchemaNode;
@@ -158,7 +158,7 @@ export type Failure =
     at: string;
   }
   | {
-    /** Segment `segment` looks up a field in `node`, which is no object. */
+    /** Segment `segment` looks up a field (or key) in `node`, which is no object. */
     kind: "notObject";
     segment: number;
     node: SchemaNode;
@@ -195,7 +195,8 @@ export function walkPath(schema: SchemaNode, path: FieldPath): Walk {
   let node = schema;
   let resource = true;
   let at = "";
-  for (const [segment, { name, lists }] of path.entries()) {
+  for (const [segment, written] of path.entries()) {
+    const { name, lists } = written;
     const shape = shapeOf(node);
     if (shape === "open") return { ok: true, open: at };
     if (shape !== "object") {
@@ -213,12 +214,12 @@ export function walkPath(schema: SchemaNode, path: FieldPath): Walk {
           parent: node,
           resource,
           prefix: at,
-          at: `${at}.${name}`,
+          at: at + formatFieldName(written),
         },
       };
     }
     node = child;
-    at += `.${name}`;
+    at += formatFieldName(written);
     for (let taken = 0; taken < lists; taken++) {
       const listShape = shapeOf(node);
       if (listShape === "open") return { ok: true, open: at };
@@ -259,7 +260,12 @@ export function shapeOf(node: SchemaNode): Shape {
   return "open";
 }
 
-/** The field `name` of an object node: its schema, `"open"`, or `undefined` if it has none. */
+/**
+ * The field `name` of an object node, or its map key `name`, which is
+ * read alike: the schema under `properties`, else that of the map's values
+ * (`additionalProperties`); `"open"` where the schema keeps any field, or
+ * `undefined` if it has none.
+ */
 export function fieldOf(
   node: SchemaNode,
   name: string,

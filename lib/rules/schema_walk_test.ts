@@ -145,3 +145,76 @@ Deno.test("shapeOf(), fieldOf(), fieldNames() and listDepth() read one schema no
     2,
   );
 });
+
+Deno.test("walkPath() walks a key like a field, into properties or a map's values, and writes it in brackets", () => {
+  const schema = pruneSchema({
+    type: "object",
+    properties: {
+      spec: {
+        type: "object",
+        properties: {
+          byZone: {
+            type: "object",
+            additionalProperties: {
+              type: "array",
+              items: {
+                type: "object",
+                properties: { name: { type: "string" } },
+              },
+            },
+          },
+          owners: {
+            type: "object",
+            properties: { primary: { type: "string" } },
+          },
+          config: {
+            type: "object",
+            additionalProperties: true,
+          },
+        },
+      },
+    },
+  });
+  const walk = (path: string) => walkPath(schema, parseFieldPath(path));
+  assert.deepEqual(walk('.spec.byZone["eu-1"][*].name'), { ok: true });
+  assert.deepEqual(walk('.spec["owners"]["primary"]'), { ok: true });
+  assert.deepEqual(walk('.metadata.labels["example.com/x"]'), { ok: true });
+  assert.deepEqual(walk('.metadata.annotations["a.b/c"]'), { ok: true });
+  assert.deepEqual(walk('.spec.config["a/b"].c'), {
+    ok: true,
+    open: ".spec.config",
+  });
+  const missing = walk('.spec.owners["x-1"].name');
+  assert.ok(!missing.ok && missing.failure.kind === "field");
+  assert.equal(missing.failure.segment, 2);
+  assert.equal(missing.failure.at, '.spec.owners["x-1"]');
+  assert.equal(missing.failure.prefix, ".spec.owners");
+  const unlisted = walk('.spec.byZone["eu-1"].name');
+  assert.ok(!unlisted.ok && unlisted.failure.kind === "notObject");
+  assert.equal(unlisted.failure.at, '.spec.byZone["eu-1"]');
+  const leaf = walk('.spec.byZone["eu-1"][*]');
+  assert.ok(!leaf.ok && leaf.failure.kind === "leaf");
+  assert.equal(leaf.failure.at, '.spec.byZone["eu-1"][*]');
+  const notObject = walk('.spec.owners["primary"]["x"]');
+  assert.ok(!notObject.ok && notObject.failure.kind === "notObject");
+  assert.equal(notObject.failure.at, '.spec.owners["primary"]');
+});
+
+Deno.test("fieldOf() reads a map's values for any key, and a property first", () => {
+  const map = {
+    type: "object",
+    properties: { fixed: { type: "integer" } },
+    additionalProperties: { type: "string" },
+  };
+  assert.deepEqual(fieldOf(map, "fixed", false), { type: "integer" });
+  assert.deepEqual(fieldOf(map, "example.com/x", false), { type: "string" });
+  assert.deepEqual(fieldOf(map, "constructor", false), { type: "string" });
+  assert.equal(
+    fieldOf({ type: "object", properties: {} }, "x/y", false),
+    undefined,
+  );
+  assert.deepEqual(
+    fieldOf(OBJECT_META_SCHEMA.properties!["labels"]!, "a.b/c", false),
+    { type: "string" },
+  );
+});

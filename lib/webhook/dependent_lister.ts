@@ -23,7 +23,7 @@ import {
   pathSegment,
   RESPONSE_TOO_LARGE,
 } from "../kcp/mod.ts";
-import type { Semaphore } from "../runtime/mod.ts";
+import { isRecord, type Semaphore } from "../runtime/mod.ts";
 import { boundResourcesOf } from "../exports/mod.ts";
 import { BindingCache } from "./binding_cache.ts";
 
@@ -233,6 +233,66 @@ export class FrontProxyDependentSource implements DependentSource {
       );
       const uid = object?.metadata?.uid;
       return typeof uid === "string" ? uid : undefined;
+    } catch (error) {
+      if (error instanceof KubeApiError && error.notFound) return undefined;
+      throw error;
+    }
+  }
+
+  /** The live object's `metadata`, or `undefined` when it does not exist. */
+  async liveMetadata(
+    query: ObjectQuery,
+    signal: AbortSignal,
+  ): Promise<Record<string, unknown> | undefined> {
+    try {
+      const object = await this.#client.get<KubeObject>(
+        objectUrl(this.#base, query),
+        {
+          signal,
+          accept: METADATA_ONLY,
+          maxBytes: this.#maxPageBytes,
+          measure: "memory",
+        },
+      );
+      return isRecord(object?.metadata) ? object.metadata : undefined;
+    } catch (error) {
+      if (error instanceof KubeApiError && error.notFound) return undefined;
+      throw error;
+    }
+  }
+
+  /**
+   * An owner, whole. With `query.namespace`, it is read there first: a 404
+   * that names it means it does not exist, one that does not (the type is
+   * cluster-scoped, or not served) reads it cluster-scoped. Any 404 there
+   * means it does not exist.
+   */
+  async ownerObject(
+    query: ObjectQuery,
+    signal: AbortSignal,
+  ): Promise<Record<string, unknown> | undefined> {
+    const read = (at: ObjectQuery) =>
+      this.#client.get<Record<string, unknown>>(objectUrl(this.#base, at), {
+        signal,
+        maxBytes: this.#maxPageBytes,
+        measure: "memory",
+      });
+    if (query.namespace !== undefined) {
+      try {
+        const found = await read(query);
+        return isRecord(found) ? found : undefined;
+      } catch (error) {
+        if (!(error instanceof KubeApiError && error.notFound)) throw error;
+        if (error.detailsName === query.name) return undefined;
+      }
+    }
+    try {
+      const found = await read({
+        cluster: query.cluster,
+        resource: query.resource,
+        name: query.name,
+      });
+      return isRecord(found) ? found : undefined;
     } catch (error) {
       if (error instanceof KubeApiError && error.notFound) return undefined;
       throw error;

@@ -616,3 +616,110 @@ Deno.test("boundIdentitiesOf() maps each bound group and resource to its export'
     new Map([["compute.example.com/virtualmachines", "real"]]),
   );
 });
+
+// ---------------------------------------------------------------------------
+// liveMetadata() and ownerObject()
+
+Deno.test("FrontProxyDependentSource.liveMetadata() answers the metadata, undefined for a 404", async () => {
+  const metadata = { name: "vpc-a", uid: "u", labels: { a: "b" } };
+  await withSource(() => json({ metadata }), async (api, source) => {
+    const read = await source.liveMetadata(VPC_A, new AbortController().signal);
+    assert.deepEqual(read, metadata);
+    assert.equal(api.requests[0]?.url.pathname, VPC_A_PATH);
+  });
+  await withSource(
+    () => json(status(404, "NotFound", "no"), 404),
+    async (_api, source) => {
+      assert.equal(
+        await source.liveMetadata(VPC_A, new AbortController().signal),
+        undefined,
+      );
+    },
+  );
+});
+
+/** The owner the lookups below ask for: networks/net-a, from team-a. */
+const NET_A = {
+  cluster: "consumer1",
+  namespace: "team-a",
+  resource: {
+    group: "network.example.com",
+    version: "v1alpha1",
+    resource: "networks",
+  },
+  name: "net-a",
+};
+const NET_A_NAMESPACED =
+  "/clusters/consumer1/apis/network.example.com/v1alpha1/namespaces/team-a/networks/net-a";
+const NET_A_CLUSTER =
+  "/clusters/consumer1/apis/network.example.com/v1alpha1/networks/net-a";
+/** kcp's 404 for an object that does not exist: it names the object. */
+const MISSING = {
+  ...status(404, "NotFound", 'networks.network.example.com "net-a" not found'),
+  details: { name: "net-a", group: "network.example.com", kind: "networks" },
+};
+
+Deno.test("FrontProxyDependentSource.ownerObject() reads in the namespace, then cluster-scoped only when the URL serves nothing", async () => {
+  const cases: {
+    name: string;
+    namespaced: () => Response;
+    cluster?: () => Response;
+    want: unknown;
+    paths: string[];
+  }[] = [
+    {
+      name: "a namespaced owner",
+      namespaced: () => json({ metadata: { name: "net-a" } }),
+      want: { metadata: { name: "net-a" } },
+      paths: [NET_A_NAMESPACED],
+    },
+    {
+      name: "a namespaced owner that does not exist",
+      namespaced: () => json(MISSING, 404),
+      want: undefined,
+      paths: [NET_A_NAMESPACED],
+    },
+    {
+      // What kcp answers for a cluster-scoped type at a namespaced URL.
+      name: "a cluster-scoped owner",
+      namespaced: () => new Response("404 page not found\n", { status: 404 }),
+      cluster: () => json({ metadata: { name: "net-a" } }),
+      want: { metadata: { name: "net-a" } },
+      paths: [NET_A_NAMESPACED, NET_A_CLUSTER],
+    },
+    {
+      name: "a type the workspace does not serve",
+      namespaced: () =>
+        json(status(404, "NotFound", "the server could not find it"), 404),
+      cluster: () =>
+        json(status(404, "NotFound", "the server could not find it"), 404),
+      want: undefined,
+      paths: [NET_A_NAMESPACED, NET_A_CLUSTER],
+    },
+  ];
+  for (const c of cases) {
+    await withSource((request) => {
+      const path = new URL(request.url).pathname;
+      if (path === NET_A_NAMESPACED) return c.namespaced();
+      if (path === NET_A_CLUSTER && c.cluster) return c.cluster();
+      return json(status(500, "InternalError", `unexpected ${path}`), 500);
+    }, async (api, source) => {
+      const found = await source.ownerObject(
+        NET_A,
+        new AbortController().signal,
+      );
+      assert.deepEqual(found, c.want, c.name);
+      assert.deepEqual(api.requests.map((r) => r.url.pathname), c.paths);
+    });
+  }
+  await withSource(
+    () => json(status(403, "Forbidden", "no"), 403),
+    async (api, source) => {
+      const error = await apiError(
+        source.ownerObject(NET_A, new AbortController().signal),
+      );
+      assert.equal(error.status, 403);
+      assert.equal(api.requests.length, 1);
+    },
+  );
+});

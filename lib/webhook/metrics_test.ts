@@ -32,6 +32,7 @@ function verdict(outcome: Outcome): Verdict {
     case "allowed_workspace_deleting":
       return { response: allow(uid), outcome };
     case "denied_referenced":
+    case "denied_owned":
     case "denied_unconfirmed":
     case "denied_locked":
       return {

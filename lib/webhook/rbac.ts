@@ -100,8 +100,11 @@ export interface WebhookReadsOptions {
 
 /**
  * The ClusterRole that lets the webhook read what `rules` name: `get` and
- * `list` on each dependent type (it lists them), `get` on each protected
- * type (it reads the object under review), and `get` on the target types of
+ * `list` on each dependent type (it lists them; `get` alone where every
+ * dependency reads the owner on the protected object), `get` on each
+ * protected type (it reads the object under review), `get` on core
+ * `namespaces` for a rule that reads the owner on the Namespace
+ * (`from: TargetNamespace`), and `get` on the target types of
  * Locks that `options.lockTypes` allows. One policy rule per group and set
  * of verbs, resources named one by one: never a wildcard, so a provider's
  * rule grants nothing beyond the types it names, and never a type of
@@ -121,8 +124,22 @@ export function webhookReadsRole(
   };
   for (const rule of rules) {
     const { dependent, dependencies } = rule.spec;
-    grant(dependent.group, dependent.resource, "get", "list");
-    for (const d of dependencies) grant(d.group, d.resource, "get");
+    // It lists dependents that name the object, and reads an owner the
+    // object (or its Namespace) names: `get` alone for owner rules.
+    const lists = dependencies.some((d) =>
+      (d.fieldRef.from ?? "Dependent") === "Dependent"
+    );
+    grant(
+      dependent.group,
+      dependent.resource,
+      "get",
+      ...(lists ? ["list"] : []),
+    );
+    for (const d of dependencies) {
+      grant(d.group, d.resource, "get");
+      // The Namespace's metadata, where it names the owner.
+      if (d.fieldRef.from === "TargetNamespace") grant("", "namespaces", "get");
+    }
   }
   // A locked object is read (metadata only) before a Lock's denial, where
   // the operator allowed its type.

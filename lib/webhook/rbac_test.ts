@@ -134,3 +134,66 @@ Deno.test("webhookReadsRole() never grants Secrets, ConfigMaps or RBAC, whatever
   );
   assert.deepEqual(role.rules, []);
 });
+
+Deno.test("webhookReadsRole() grants get alone on an owner type, and get on namespaces only for a rule that reads the Namespace", () => {
+  const owned = (target: typeof VPCS, from: "Target" | "TargetNamespace") => {
+    const path = '.metadata.labels["compute.example.com/owner"]';
+    return { ...dependency(target, path), fieldRef: { from, path } };
+  };
+  const plain = validRule("vm", VIRTUAL_MACHINES, [
+    dependency(VPCS, ".spec.vpcRef.name"),
+  ]);
+  const target = validRule("owned", VIRTUAL_MACHINES, [
+    owned(SUBNETS, "Target"),
+  ]);
+  const namespaced = validRule("by-namespace", VIRTUAL_MACHINES, [
+    owned(VPCS, "TargetNamespace"),
+  ]);
+  const VMS = (verbs: string[]) => ({
+    apiGroups: ["compute.example.com"],
+    resources: ["virtualmachines"],
+    verbs,
+  });
+  const NETWORK_GET = (resources: string[]) => ({
+    apiGroups: ["network.example.com"],
+    resources,
+    verbs: ["get"],
+  });
+  const lock = (resource: string) =>
+    validLock("home", "team-a", {
+      target: { group: "", version: "v1", resource, name: "team-a" },
+      reason: "r",
+    });
+  const cases: [string, Parameters<typeof webhookReadsRole>, unknown[]][] = [
+    ["an owner rule reads its owner by name: get, no list", [[target]], [
+      VMS(["get"]),
+      NETWORK_GET(["subnets"]),
+    ]],
+    ["with a rule that lists the same dependent: get and list", [[
+      plain,
+      target,
+    ]], [VMS(["get", "list"]), NETWORK_GET(["subnets", "vpcs"])]],
+    ["a rule reads the owner on the Namespace: get on namespaces", [[
+      namespaced,
+    ]], [
+      { apiGroups: [""], resources: ["namespaces"], verbs: ["get"] },
+      VMS(["get"]),
+      NETWORK_GET(["vpcs"]),
+    ]],
+    ["merged with the core types Locks need", [[namespaced], {
+      locks: [lock("services"), lock("namespaces")],
+      lockTypes: new Set(["services", "namespaces"]),
+    }], [
+      {
+        apiGroups: [""],
+        resources: ["namespaces", "services"],
+        verbs: ["get"],
+      },
+      VMS(["get"]),
+      NETWORK_GET(["vpcs"]),
+    ]],
+  ];
+  for (const [what, args, want] of cases) {
+    assert.deepEqual(webhookReadsRole(...args).rules, want, what);
+  }
+});

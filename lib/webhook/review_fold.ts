@@ -11,7 +11,7 @@
  * @module
  */
 import { errorText } from "../runtime/mod.ts";
-import type { ReviewPlan } from "./review_plan.ts";
+import { planReads, type ReviewPlan } from "./review_plan.ts";
 import {
   Forbidden,
   type ReviewReadings,
@@ -20,6 +20,7 @@ import {
 import { shownTarget } from "./review_target.ts";
 import {
   allowed,
+  held,
   locked,
   lockedUnreadable,
   referenced,
@@ -61,6 +62,7 @@ export function foldReview(
 /** Whether `verdict` holds the object in a way a workspace teardown releases. */
 export function asksTeardown(verdict: Verdict): boolean {
   return verdict.outcome === "denied_referenced" ||
+    verdict.outcome === "denied_owned" ||
     verdict.outcome === "denied_locked";
 }
 
@@ -93,7 +95,10 @@ export function foldTeardown(
   if (context.now - deletedAt.getTime() >= context.teardownOrderMs) {
     return released;
   }
-  if (verdict.outcome === "denied_referenced") return verdict;
+  if (
+    verdict.outcome === "denied_referenced" ||
+    verdict.outcome === "denied_owned"
+  ) return verdict;
   // Locked: decided again as if no Lock held it, from the same readings.
   const again = foldUnlocked(plan, readings, { confirmFirst: false });
   return again.response.allowed ? released : again;
@@ -154,29 +159,55 @@ function foldUnlocked(
     case "references": {
       const refused = refusal(plan, confirmed);
       if (refused !== undefined) return refused;
-      const listed = readings.blockers;
-      if (listed === undefined || listed.status === "rejected") {
-        const reason = listed?.status === "rejected"
-          ? listed.reason
-          : new Error("nothing was listed");
+      const reads = planReads(plan);
+      const listed = reads.lists.length === 0
+        ? settled({ named: [], total: 0 })
+        : readings.blockers ?? missing("nothing was listed");
+      const owned = reads.owners.length + reads.namespaceOwners.length === 0
+        ? settled({ holding: [], unchecked: 0 })
+        : readings.owners ?? missing("no owner was read");
+      const failed = listed.status === "rejected"
+        ? listed.reason
+        : owned.status === "rejected"
+        ? owned.reason
+        : undefined;
+      if (listed.status === "rejected" || owned.status === "rejected") {
         return unavailable(uid, {
           shown,
-          what: reason instanceof Forbidden
-            ? reason.message
-            : `cannot check whether other objects still refer to it (${
-              errorText(reason)
+          what: failed instanceof Forbidden
+            ? failed.message
+            : listed.status === "rejected"
+            ? `cannot check whether other objects still refer to it (${
+              errorText(failed)
+            })`
+            : `cannot check whether the owners it names still hold it (${
+              errorText(failed)
             })`,
-          until: reason instanceof Forbidden ? "it may" : "they can be checked",
-          forbidden: reason instanceof Forbidden
-            ? reason.permission
+          until: failed instanceof Forbidden ? "it may" : "they can be checked",
+          forbidden: failed instanceof Forbidden
+            ? failed.permission
             : undefined,
         });
       }
       const { named, total } = listed.value;
-      if (total === 0) return allowed(uid);
-      return referenced(uid, { target, named, total });
+      const { holding, unchecked } = owned.value;
+      if (total === 0 && holding.length === 0 && unchecked === 0) {
+        return allowed(uid);
+      }
+      if (holding.length === 0 && unchecked === 0) {
+        return referenced(uid, { target, named, total });
+      }
+      return held(uid, { target, owners: holding, unchecked, named, total });
     }
   }
+}
+
+function settled<T>(value: T): PromiseSettledResult<T> {
+  return { status: "fulfilled", value };
+}
+
+function missing(what: string): PromiseRejectedResult {
+  return { status: "rejected", reason: new Error(what) };
 }
 
 /**

@@ -11,6 +11,7 @@ import { compareStrings } from "../runtime/mod.ts";
 import type { Protection } from "./rule_registry.ts";
 import type { ReviewTarget } from "./review_target.ts";
 import type { Blocker } from "./verdicts.ts";
+import { type Protects, protectsNow } from "./review_owners.ts";
 
 /**
  * The protections whose rule's dependent export is the one the workspace
@@ -33,9 +34,18 @@ export function ownDependents(
 /** Most fields named per dependent in a denial; the rest are counted. */
 const MAX_FIELDS_NAMED = 3;
 
+/** The fields of a dependent that refer to the object, and what to say about them. */
+export interface Referring {
+  /** The fields (concrete, `.spec.nics[1].subnetRef.name`), at most {@linkcode MAX_FIELDS_NAMED} and a count. */
+  paths: string[];
+  /** Why it protects though its rule's condition could not say, if so. */
+  note?: string;
+}
+
 /**
  * The fields of `item` (concrete, `.spec.nics[1].subnetRef.name`) that refer
- * to `target`: same name, and same namespace unless the object is
+ * to `target` under a rule for which the dependent protects now (see
+ * `protectsNow`): same name, and same namespace unless the object is
  * cluster-scoped. Past {@linkcode MAX_FIELDS_NAMED}, a last entry counts the
  * rest, so one dependent with a huge list cannot make a huge message.
  */
@@ -43,23 +53,28 @@ export function referringFields(
   item: unknown,
   group: readonly Protection[],
   target: ReviewTarget,
-): string[] {
-  const fields: string[] = [];
+): Referring {
+  const paths: string[] = [];
+  let note: string | undefined;
   let more = 0;
   for (const p of group) {
+    let protects: Protects | undefined;
     for (const reference of referencesOf(item, p)) {
       if (reference.name !== target.name) continue;
       if (
         target.namespace !== undefined &&
         reference.namespace !== target.namespace
       ) continue;
-      if (fields.length < MAX_FIELDS_NAMED) {
-        fields.push(formatFieldPath(p.fieldPath, reference.indexes));
+      protects ??= protectsNow(item, p);
+      if (!protects.protects) break;
+      note ??= protects.note;
+      if (paths.length < MAX_FIELDS_NAMED) {
+        paths.push(formatFieldPath(p.fieldPath, reference.indexes));
       } else more++;
     }
   }
-  if (more > 0) fields.push(`and ${more} more`);
-  return fields;
+  if (more > 0) paths.push(`and ${more} more`);
+  return note === undefined ? { paths } : { paths, note };
 }
 
 /** Keeps `named` the `max` smallest blockers in (kind, namespace, name) order, whatever order they come in. */

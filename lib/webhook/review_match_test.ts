@@ -54,16 +54,59 @@ Deno.test("referringFields() names the concrete fields that refer, in the object
       nics: [1, 2, 3, 4].map(() => ({ vpcRef: { name: "vpc-a" } })),
     },
   };
-  assert.deepEqual(referringFields(vm, p, TARGET), [
-    ".spec.vpcRef.name",
-    ".spec.nics[0].vpcRef.name",
-    ".spec.nics[1].vpcRef.name",
-    "and 2 more",
-  ]);
+  assert.deepEqual(referringFields(vm, p, TARGET), {
+    paths: [
+      ".spec.vpcRef.name",
+      ".spec.nics[0].vpcRef.name",
+      ".spec.nics[1].vpcRef.name",
+      "and 2 more",
+    ],
+  });
   assert.deepEqual(
     referringFields({ spec: { vpcRef: { name: "vpc-b" } } }, p, TARGET),
-    [],
+    { paths: [] },
   );
+});
+
+/** The protections of a rule VM -> VPC with `spec` (when, protectWhile) added. */
+function switched(spec: Record<string, unknown>) {
+  const rule = validRule("vm-vpc", VIRTUAL_MACHINES, [
+    dependency(VPCS, ".spec.vpcRef.name"),
+  ]);
+  const registry = new RuleRegistry();
+  registry.replace([{
+    cluster: "p1",
+    rule: { ...rule, spec: { ...rule.spec, ...spec } },
+  }]);
+  return registry.find(VPCS);
+}
+
+Deno.test("referringFields() counts a dependent only while its rule's when and protectWhile let it protect", () => {
+  const vm = (spec: Record<string, unknown>, deleting = false) => ({
+    metadata: {
+      name: "vm-1",
+      namespace: "default",
+      ...(deleting ? { deletionTimestamp: "2026-11-26T07:00:00Z" } : {}),
+    },
+    spec: { vpcRef: { name: "vpc-a" }, ...spec },
+  });
+  const when = switched({ when: "object.spec.keep == true" });
+  assert.deepEqual(referringFields(vm({ keep: true }), when, TARGET), {
+    paths: [".spec.vpcRef.name"],
+  });
+  assert.deepEqual(referringFields(vm({ keep: false }), when, TARGET), {
+    paths: [],
+  });
+  const failed = referringFields(vm({}), when, TARGET);
+  assert.deepEqual(failed.paths, [".spec.vpcRef.name"]);
+  assert.match(failed.note ?? "", /could not be evaluated .*so it protects/);
+  const active = switched({ protectWhile: "Active" });
+  assert.deepEqual(referringFields(vm({}, true), active, TARGET), {
+    paths: [],
+  });
+  assert.deepEqual(referringFields(vm({}, true), protections(), TARGET), {
+    paths: [".spec.vpcRef.name"],
+  });
 });
 
 Deno.test("keepFirst() keeps the smallest blockers by kind, namespace and name, whatever the order", () => {

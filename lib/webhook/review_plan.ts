@@ -17,7 +17,12 @@ import type { ReviewUser } from "./access_review.ts";
 import { type AdmissionRequest, objectOf } from "./admission_review.ts";
 import type { LockHold, LockIndex } from "../locks/mod.ts";
 import type { Protection } from "./rule_registry.ts";
-import { asRecord, type ReviewTarget, reviewTarget } from "./review_target.ts";
+import {
+  asRecord,
+  isNamespaceType,
+  type ReviewTarget,
+  reviewTarget,
+} from "./review_target.ts";
 import { allowed, invalid, notReady, type Verdict } from "./verdicts.ts";
 
 /** How a review ends when no Lock holds the object. */
@@ -158,6 +163,17 @@ export interface PlannedReads {
   confirm: true;
   /** List the dependents of these protections (grouped by dependent type). */
   lists: readonly Protection[];
+  /**
+   * Look up the owners the live object names for these protections
+   * (`from: Target`; for a Namespace, `TargetNamespace` too): its metadata
+   * is read whole, not only its uid.
+   */
+  owners: readonly Protection[];
+  /**
+   * Read the object's Namespace (metadata only) and look up the owners it
+   * names for these protections (`from: TargetNamespace`).
+   */
+  namespaceOwners: readonly Protection[];
   /** Ask kcp whether this user may bypass protections. */
   bypass?: ReviewUser;
   /** Read which export each type of the workspace is bound from. */
@@ -166,9 +182,20 @@ export interface PlannedReads {
 
 /** What `plan` needs read, each at most once. */
 export function planReads(plan: ReviewPlan): PlannedReads {
+  const { protections, target } = plan;
+  // A Namespace's own labels are those TargetNamespace reads; another
+  // cluster-scoped object has no Namespace to read.
+  const own = isNamespaceType(target.resource);
+  const namespaced = target.namespace !== undefined;
   return {
     confirm: true,
-    lists: plan.protections,
+    lists: protections.filter((p) => p.from === "Dependent"),
+    owners: protections.filter((p) =>
+      p.from === "Target" || (p.from === "TargetNamespace" && own)
+    ),
+    namespaceOwners: protections.filter((p) =>
+      p.from === "TargetNamespace" && namespaced
+    ),
     ...(plan.unlocked.kind === "bypass" ? { bypass: plan.unlocked.user } : {}),
     boundIdentities: plan.protections.some((p) =>
       p.dependentIdentity !== undefined

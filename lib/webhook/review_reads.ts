@@ -15,7 +15,22 @@ import { Deadline, DeadlineExceeded, errorText } from "../runtime/mod.ts";
 import type { BypassAuthorizer } from "./access_review.ts";
 import type { Protection } from "./rule_registry.ts";
 import { planReads, type ReviewPlan } from "./review_plan.ts";
-import { asRecord, quote, type ReviewTarget } from "./review_target.ts";
+import {
+  asRecord,
+  isNamespaceType,
+  quote,
+  type ReviewTarget,
+} from "./review_target.ts";
+import {
+  MAX_OWNERS_LOOKED_UP,
+  type NamedOwner,
+  type OwnerFindings,
+  ownerHold,
+  ownersNamed,
+} from "./review_owners.ts";
+
+/** The core Namespace type, read for `from: TargetNamespace`. */
+const NAMESPACES = { group: "", version: "v1", resource: "namespaces" };
 import type { Blocker, Permission } from "./verdicts.ts";
 import { keepFirst, ownDependents, referringFields } from "./review_match.ts";
 
@@ -59,6 +74,27 @@ export interface DependentSource {
    */
   liveUid(query: ObjectQuery, signal: AbortSignal): Promise<string | undefined>;
   /**
+   * The `metadata` of the live object (its labels, annotations and
+   * ownerReferences included), or `undefined` when it does not exist.
+   *
+   * @throws {KubeApiError} On any other failure.
+   */
+  liveMetadata(
+    query: ObjectQuery,
+    signal: AbortSignal,
+  ): Promise<Record<string, unknown> | undefined>;
+  /**
+   * An owner, whole: looked up in `query.namespace` when given and the type
+   * is namespaced there, else cluster-scoped; `undefined` when it does not
+   * exist (or the workspace does not serve its type).
+   *
+   * @throws {KubeApiError} On any other failure.
+   */
+  ownerObject(
+    query: ObjectQuery,
+    signal: AbortSignal,
+  ): Promise<Record<string, unknown> | undefined>;
+  /**
    * When kcp marked the logical cluster for deletion (the `deletionTimestamp`
    * of its `LogicalCluster` named `cluster`), or `undefined` while it is not
    * being deleted.
@@ -100,6 +136,8 @@ export interface ReviewReadings {
   blockers?: PromiseSettledResult<Blockers>;
   /** Whether kcp allows the user `bypass`; absent when not asked. */
   bypass?: PromiseSettledResult<boolean>;
+  /** The owners the object (or its Namespace) names that hold it; absent when no rule reads them. */
+  owners?: PromiseSettledResult<OwnerFindings>;
 }
 
 /** Our identity may not read what a review needs: a setup problem to name. */
@@ -108,7 +146,10 @@ export class Forbidden extends Error {
   readonly permission: Permission;
 
   /** Builds the error for `verb` refused on `type`. */
-  constructor(verb: "get" | "list", type: GroupVersionResource) {
+  constructor(
+    verb: "get" | "list",
+    type: { group: string; resource: string },
+  ) {
     const shown = type.group === ""
       ? type.resource
       : `${type.resource}.${type.group}`;
@@ -158,6 +199,8 @@ export class ReviewReader {
   readonly #bypass: BypassAuthorizer | undefined;
   readonly #maxNamed: number;
   #deletedAt: Promise<Date | undefined> | undefined;
+  #cachedBound: Promise<ReadonlyMap<string, string> | undefined> | undefined;
+  #freshBound: Promise<ReadonlyMap<string, string> | undefined> | undefined;
 
   /** A reader for one review. */
   constructor(source: DependentSource, options: ReviewReaderOptions) {
@@ -178,7 +221,11 @@ export class ReviewReader {
     const stopLists = (reason: unknown) => {
       if (!lists.signal.aborted) lists.abort(reason);
     };
-    const confirmation = this.#confirm(plan.target).then((confirmed) => {
+    const whole = reads.owners.length > 0 || reads.namespaceOwners.length > 0;
+    const live = this.#live(plan.target, whole);
+    live.catch(() => {});
+    const confirmation = live.then((metadata) => {
+      const confirmed = metadata?.uid === plan.target.uid;
       if (!confirmed) stopLists(new Error("review not confirmed"));
       return confirmed;
     }, (error) => {
@@ -191,13 +238,21 @@ export class ReviewReader {
         cancel: lists.signal,
         boundIdentities: reads.boundIdentities,
       });
+    const owners = whole
+      ? this.#findOwners(plan.target, {
+        owners: reads.owners,
+        namespaceOwners: reads.namespaceOwners,
+        live,
+      })
+      : undefined;
     const bypass = reads.bypass === undefined
       ? undefined
       : this.#askBypass(plan.target, reads.bypass);
-    const [confirmed, blockers, allowed] = await Promise.allSettled([
+    const [confirmed, blockers, allowed, held] = await Promise.allSettled([
       confirmation,
       listing,
       bypass,
+      owners,
     ]);
     return {
       confirmed,
@@ -207,6 +262,9 @@ export class ReviewReader {
       ...(bypass === undefined
         ? {}
         : { bypass: allowed as PromiseSettledResult<boolean> }),
+      ...(owners === undefined
+        ? {}
+        : { owners: held as PromiseSettledResult<OwnerFindings> }),
     };
   }
 
@@ -239,19 +297,33 @@ export class ReviewReader {
     return this.#deletedAt;
   }
 
-  /** Whether the live object exists with the uid the review carries. */
-  async #confirm(target: ReviewTarget): Promise<boolean> {
+  /**
+   * The live object's metadata (`whole`), or only its uid; `undefined`
+   * when it does not exist.
+   */
+  async #live(
+    target: ReviewTarget,
+    whole: boolean,
+  ): Promise<Record<string, unknown> | undefined> {
     const deadline = this.#deadline;
+    const query = {
+      cluster: target.cluster,
+      ...(target.namespace === undefined
+        ? {}
+        : { namespace: target.namespace }),
+      resource: target.resource,
+      name: target.name,
+    };
     try {
-      const live = await deadline.race(this.#source.liveUid({
-        cluster: target.cluster,
-        ...(target.namespace === undefined
-          ? {}
-          : { namespace: target.namespace }),
-        resource: target.resource,
-        name: target.name,
-      }, deadline.signal));
-      return live === target.uid;
+      if (whole) {
+        return await deadline.race(
+          this.#source.liveMetadata(query, deadline.signal),
+        );
+      }
+      const uid = await deadline.race(
+        this.#source.liveUid(query, deadline.signal),
+      );
+      return uid === undefined ? undefined : { uid };
     } catch (error) {
       if (error instanceof DeadlineExceeded) {
         throw new Error(`no answer within ${error.timeoutMs} ms`);
@@ -269,6 +341,136 @@ export class ReviewReader {
       }
       throw error;
     }
+  }
+
+  /**
+   * Which export each type of the workspace is bound from, read once per
+   * review (`fresh`: once more, bypassing the cache); `undefined` when it
+   * cannot be read (then every rule counts: fail closed).
+   */
+  #bound(
+    cluster: string,
+    fresh: boolean,
+  ): Promise<ReadonlyMap<string, string> | undefined> {
+    const kept = fresh ? this.#freshBound : this.#cachedBound;
+    if (kept !== undefined) return kept;
+    const read = this.#deadline.race(
+      this.#source.boundIdentities(cluster, this.#deadline.signal, { fresh }),
+    ).catch(() => undefined);
+    if (fresh) this.#freshBound = read;
+    else this.#cachedBound = read;
+    return read;
+  }
+
+  /**
+   * The owner rules that speak of this workspace's objects of their
+   * dependent type (bound from the rule's dependent export): like
+   * {@linkcode ownDependents}, an answer that would drop one is read again,
+   * fresh.
+   */
+  async #ownOwners(
+    cluster: string,
+    protections: readonly Protection[],
+  ): Promise<readonly Protection[]> {
+    if (protections.every((p) => p.dependentIdentity === undefined)) {
+      return protections;
+    }
+    const keep = (bound: ReadonlyMap<string, string> | undefined) =>
+      protections.filter((p) => ownDependents([p], bound).length === 1);
+    const kept = keep(await this.#bound(cluster, false));
+    return kept.length < protections.length
+      ? keep(await this.#bound(cluster, true))
+      : kept;
+  }
+
+  /**
+   * The owners the live object (and its Namespace) name that hold it: at
+   * most {@linkcode MAX_OWNERS_LOOKED_UP}, read at once; the first failure
+   * ends the review's owner reads.
+   */
+  async #findOwners(
+    target: ReviewTarget,
+    context: {
+      owners: readonly Protection[];
+      namespaceOwners: readonly Protection[];
+      live: Promise<Record<string, unknown> | undefined>;
+    },
+  ): Promise<OwnerFindings> {
+    const metadata = await context.live;
+    // Not confirmed: the fold refuses, and nothing is read for a forged review.
+    if (metadata?.uid !== target.uid) return { holding: [], unchecked: 0 };
+    const { cluster } = target;
+    const deadline = this.#deadline;
+    const [owners, namespaceOwners] = await Promise.all([
+      this.#ownOwners(cluster, context.owners),
+      this.#ownOwners(cluster, context.namespaceOwners),
+    ]);
+    const home = target.namespace ??
+      (isNamespaceType(target.resource) ? target.name : undefined);
+    const named = ownersNamed(metadata, { protections: owners, home });
+    const lookups: { owner: NamedOwner; via: string | undefined }[] = named
+      .owners.map((owner) => ({ owner, via: undefined }));
+    let unchecked = named.more;
+    if (namespaceOwners.length > 0 && target.namespace !== undefined) {
+      const namespace = target.namespace;
+      const found = await deadline.race(
+        this.#source.liveMetadata({
+          cluster,
+          resource: NAMESPACES,
+          name: namespace,
+        }, deadline.signal),
+      ).catch((error) => {
+        throw this.#readFailure(
+          error,
+          NAMESPACES,
+          `the namespace ${namespace}`,
+        );
+      });
+      const more = ownersNamed(found, {
+        protections: namespaceOwners,
+        home: namespace,
+      });
+      for (const owner of more.owners) {
+        lookups.push({ owner, via: namespace });
+      }
+      unchecked += more.more;
+    }
+    const looked = lookups.slice(0, MAX_OWNERS_LOOKED_UP);
+    unchecked += lookups.length - looked.length;
+    const read = await Promise.all(looked.map(async ({ owner, via }) => {
+      const live = await deadline.race(this.#source.ownerObject({
+        cluster,
+        ...(owner.home === undefined ? {} : { namespace: owner.home }),
+        resource: owner.type,
+        name: owner.name,
+      }, deadline.signal)).catch((error) => {
+        throw this.#readFailure(
+          error,
+          owner.type,
+          `${owner.type.kind}/${owner.name}`,
+        );
+      });
+      return ownerHold(owner, live, { viaNamespace: via });
+    }));
+    return {
+      holding: read.filter((hold) => hold !== undefined),
+      unchecked,
+    };
+  }
+
+  /** A failed read of `what`, worded for the denial. */
+  #readFailure(
+    error: unknown,
+    type: { group: string; resource: string },
+    what: string,
+  ): Error {
+    if (error instanceof DeadlineExceeded) {
+      return new DeadlineExceeded(`reading ${what}`, error.timeoutMs);
+    }
+    if (error instanceof KubeApiError && error.status === 403) {
+      return new Forbidden("get", type);
+    }
+    return new Error(`reading ${what} failed: ${errorText(error)}`);
   }
 
   /** Whether kcp allows the user `bypass` on protections in the workspace. */
@@ -310,17 +512,12 @@ export class ReviewReader {
     // Which export each dependent type comes from in this workspace, read
     // beside the lists: a rule counts only dependents bound from its own
     // dependent export. Unreadable, every rule counts (fail closed).
-    const readBound = (fresh: boolean) =>
-      this.#deadline.race(
-        this.#source.boundIdentities(target.cluster, signal, { fresh }),
-      ).catch(() => undefined);
     const bound = options.boundIdentities
-      ? readBound(false)
+      ? this.#bound(target.cluster, false)
       : Promise.resolve(undefined);
     // An answer that would drop a rule is read again, fresh, once per
     // review: a kept answer may only ever make a rule count (fail closed).
-    let fresh: Promise<ReadonlyMap<string, string> | undefined> | undefined;
-    const freshBound = () => fresh ??= readBound(true);
+    const freshBound = () => this.#bound(target.cluster, true);
     const lists = [...byDependent].map(([key, group]) =>
       this.#scan(group, target, { signal, bound, freshBound }, found).then(
         () => pending.delete(key),
@@ -398,7 +595,7 @@ export class ReviewReader {
           if (group.length === 0) return;
         }
         for (const item of items) {
-          const paths = referringFields(item, group, target);
+          const { paths, note } = referringFields(item, group, target);
           if (paths.length === 0) continue;
           const metadata = asRecord(asRecord(item)?.metadata);
           found.total++;
@@ -409,6 +606,7 @@ export class ReviewReader {
               : "",
             name: typeof metadata?.name === "string" ? metadata.name : "",
             paths,
+            ...(note === undefined ? {} : { note }),
           }, this.#maxNamed);
         }
       }

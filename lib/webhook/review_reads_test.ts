@@ -872,6 +872,8 @@ const READ_CASES: ReadCase[] = [
         throw new TypeError("bad URL");
       },
       liveUid: (query) => Promise.resolve(`uid-${query.name}`),
+      liveMetadata: (query) => Promise.resolve({ uid: `uid-${query.name}` }),
+      ownerObject: () => Promise.resolve(undefined),
       workspaceDeletedAt: () => Promise.resolve(undefined),
       boundIdentities: () => Promise.resolve(new Map()),
     }),

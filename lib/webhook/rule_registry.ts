@@ -12,8 +12,25 @@ import {
   type GroupVersionResource,
   gvrKey,
   parseFieldPath,
+  type ProtectWhile,
+  type ReferenceSource,
   ruleKey,
 } from "../rules/mod.ts";
+import {
+  compileCondition,
+  type CompiledCondition,
+} from "../rules/condition.ts";
+
+/**
+ * A rule's `when`, compiled once per rule object: the condition, or why it
+ * does not compile (then it protects: fail closed).
+ */
+export type RuleCondition =
+  | { source: string; condition: CompiledCondition }
+  | { source: string; error: string };
+
+/** The path that reads an owner from `metadata.ownerReferences`. */
+export const OWNER_REFERENCES_PATH = ".metadata.ownerReferences[*].name";
 
 /** One way a protected type is referred to: a dependent type and the field that holds the name. */
 export interface Protection {
@@ -43,6 +60,22 @@ export interface Protection {
    * dependent of the group and resource counts: fail closed).
    */
   dependentIdentity?: string;
+  /**
+   * Which object holds the reference (`fieldRef.from`): the dependent
+   * (listed), the target (which names its owner of the dependent type), or
+   * the target's Namespace (which names that owner).
+   */
+  from: ReferenceSource;
+  /** How long a dependent (or owner) protects (`spec.protectWhile`). */
+  protectWhile: ProtectWhile;
+  /** The rule's `when`: only a dependent (or owner) it is true for protects. */
+  when?: RuleCondition;
+  /**
+   * Whether the path reads `metadata.ownerReferences` of the target (or its
+   * Namespace): then only entries of the dependent's kind and group count,
+   * and an owner counts only with the uid the entry names.
+   */
+  ownerReferences: boolean;
 }
 
 /** A protection with what deduplication compares precomputed. */
@@ -160,10 +193,20 @@ export class RuleRegistry {
       kind: dependent.kind,
     };
     const dependentKey = gvrKey(dependentGvr);
+    const { when: source } = entry.rule.spec;
+    const protectWhile = entry.rule.spec.protectWhile ?? "Exists";
+    let when: RuleCondition | undefined;
+    if (source !== undefined) {
+      const compiled = compileCondition(source);
+      when = compiled.ok
+        ? { source, condition: compiled.condition }
+        : { source, error: compiled.error };
+    }
     const protections = entry.rule.spec.dependencies.map((dependency) => {
       const fieldPath = parseFieldPath(dependency.fieldRef.path);
       const fieldPathText = formatFieldPath(fieldPath);
       const { namespacePath } = dependency.fieldRef;
+      const from = dependency.fieldRef.from ?? "Dependent";
       const namespaced = namespacePath === undefined
         ? undefined
         : parseFieldPath(namespacePath);
@@ -177,7 +220,15 @@ export class RuleRegistry {
           fieldPathText,
           ...(namespaced === undefined ? {} : { namespacePath: namespaced }),
           ...(dependentIdentity === undefined ? {} : { dependentIdentity }),
+          from,
+          protectWhile,
+          ...(when === undefined ? {} : { when }),
+          ownerReferences: from !== "Dependent" &&
+            fieldPathText === OWNER_REFERENCES_PATH,
           identity: JSON.stringify([
+            from,
+            protectWhile,
+            source ?? "",
             dependency.apiExportRef.path,
             dependentKey,
             fieldPathText,

@@ -59,6 +59,9 @@ function protection(
     dependent: { ...dependent },
     fieldPath: parseFieldPath(fieldPathText),
     fieldPathText,
+    from: "Dependent",
+    protectWhile: "Exists",
+    ownerReferences: false,
   };
 }
 
@@ -73,6 +76,9 @@ function found(
     dependent: { ...p.dependent },
     fieldPath: [...p.fieldPath],
     fieldPathText: p.fieldPathText,
+    from: p.from,
+    protectWhile: p.protectWhile,
+    ownerReferences: p.ownerReferences,
   }));
 }
 
@@ -538,6 +544,9 @@ function modelFind(
         dependent: { group, version, resource, kind },
         fieldPath: parseFieldPath(text),
         fieldPathText: text,
+        from: "Dependent",
+        protectWhile: "Exists",
+        ownerReferences: false,
       });
     }
   }

@@ -10,6 +10,11 @@ import { BYPASS_RESOURCE, BYPASS_VERB } from "./access_review.ts";
 import { type AdmissionResponse, allow, deny } from "./admission_review.ts";
 import { lockedMessage, type LockHold } from "../locks/mod.ts";
 import {
+  MAX_OWNERS_LOOKED_UP,
+  type OwnerHold,
+  printable,
+} from "./review_owners.ts";
+import {
   isNamespaceType,
   type ReviewTarget,
   shownTarget,
@@ -34,6 +39,7 @@ export type Outcome =
   | "allowed_skip"
   | "allowed_workspace_deleting"
   | "denied_referenced"
+  | "denied_owned"
   | "denied_not_ready"
   | "denied_error"
   | "denied_invalid"
@@ -74,6 +80,8 @@ export interface Blocker {
   name: string;
   /** The fields that refer, concrete (`.spec.nics[1].subnetRef.name`). */
   paths: string[];
+  /** Why it protects though its rule's condition could not say, if so. */
+  note?: string;
 }
 
 /** Allowed, for `outcome`. */
@@ -184,6 +192,75 @@ export function referenced(
 }
 
 /**
+ * Denied while owners the object (or its Namespace) names hold it, and
+ * perhaps dependents refer to it too (409), naming them: `denied_owned`
+ * when only owners hold it, `denied_referenced` when dependents refer too.
+ */
+export function held(
+  uid: string,
+  found: {
+    target: ReviewTarget;
+    owners: readonly OwnerHold[];
+    unchecked: number;
+    named: readonly Blocker[];
+    total: number;
+  },
+): Verdict {
+  const { target, owners, unchecked, total } = found;
+  const parts: string[] = [];
+  if (owners.length > 0) parts.push(ownedBy(owners, target, unchecked));
+  else if (unchecked > 0) {
+    parts.push(
+      `it names ${unchecked} owners, more than the ${MAX_OWNERS_LOOKED_UP} the dependency webhook looks up per delete; ` +
+        "remove the surplus owner references and retry",
+    );
+  }
+  if (total > 0) {
+    parts.push(referencedBy(found.named, total, target.namespace));
+  }
+  return {
+    response: deny(uid, {
+      code: 409,
+      reason: "Conflict",
+      message: `cannot delete ${shownTarget(target)}: ${parts.join("; ")}`,
+    }),
+    outcome: total > 0 ? "denied_referenced" : "denied_owned",
+    ...(total > 0 ? { blockers: total } : {}),
+  };
+}
+
+/**
+ * `it belongs to Network/net-a (.metadata.labels["x/owner"]), which still
+ * exists`, for every owner that holds the object.
+ */
+export function ownedBy(
+  owners: readonly OwnerHold[],
+  target: ReviewTarget,
+  unchecked: number,
+): string {
+  const names = owners.map((o) => {
+    const id = o.namespace !== "" && o.namespace !== target.namespace
+      ? `${o.kind}/${o.namespace}/${o.name}`
+      : `${o.kind}/${o.name}`;
+    const field = o.viaNamespace === undefined
+      ? o.field
+      : `${o.field} of namespace ${o.viaNamespace}`;
+    const condition = o.condition === undefined
+      ? ""
+      : `, with ${printable(o.condition, 200)}`;
+    const note = o.note === undefined ? "" : `; ${o.note}`;
+    return `${id} (${field}${condition}${note})`;
+  });
+  const more = unchecked > 0
+    ? ` and ${unchecked} more not looked up (at most ${MAX_OWNERS_LOOKED_UP} per delete)`
+    : "";
+  const exist = owners.length === 1 && unchecked === 0
+    ? "which still exists"
+    : "which still exist";
+  return `it belongs to ${names.join(", ")}${more}, ${exist}`;
+}
+
+/**
  * Denied by Locks (409), naming them and their reasons and, when known,
  * what else still refers to the object.
  */
@@ -274,7 +351,8 @@ export function referencedBy(
     const id = b.namespace !== "" && b.namespace !== namespace
       ? `${b.kind}/${b.namespace}/${b.name}`
       : `${b.kind}/${b.name}`;
-    return `${id} (${b.paths.join(", ")})`;
+    const note = b.note === undefined ? "" : `; ${b.note}`;
+    return `${id} (${b.paths.join(", ")}${note})`;
   });
   const more = total > named.length ? ` and ${total - named.length} more` : "";
   return `still referenced by ${names.join(", ")}${more}`;

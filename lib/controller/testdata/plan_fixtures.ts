@@ -142,6 +142,21 @@ export function vmRule(status?: unknown): EndpointObject {
   );
 }
 
+/** `source` (a rule) with `fields` set in its spec, such as `when` or `protectWhile`. */
+export function withSpec(
+  source: EndpointObject,
+  fields: Record<string, unknown>,
+): EndpointObject {
+  const object = structuredClone(source.object);
+  object.spec = { ...(object.spec as Record<string, unknown>), ...fields };
+  return { endpoint: source.endpoint, object };
+}
+
+/** A `spec.when` that compiles. */
+export const GOOD_WHEN = "object.spec.deletionProtection == true";
+/** A `spec.when` that does not compile (it ends in an operator). */
+export const BAD_WHEN = "object.spec.deletionProtection ==";
+
 /** A permission claim on ValidatingWebhookConfigurations in `state`. */
 export function vwcClaim(
   state: string,

@@ -1,0 +1,255 @@
+/**
+ * Protection that follows what an object belongs to, pure: the owners a
+ * protected object (or its Namespace) names for the rules that read the
+ * reference there (`fieldRef.from: Target` or `TargetNamespace`), and
+ * whether an owner (or a dependent) that was read protects now, by the
+ * rule's `protectWhile` and `when`.
+ *
+ * Every name read from a tenant's object is checked as a DNS-1123
+ * subdomain (what a custom resource's name must be) before it is looked
+ * up, so it goes into a URL only through the URL helpers and only as what
+ * it claims to be; at most {@linkcode MAX_OWNERS_LOOKED_UP} owners are
+ * looked up per review, the rest are counted.
+ *
+ * @module
+ */
+import {
+  formatFieldPath,
+  type GroupVersionResource,
+  gvrKey,
+  referencesOf,
+} from "../rules/mod.ts";
+import { isDnsSubdomain } from "../kcp/mod.ts";
+import { errorText } from "../runtime/mod.ts";
+import type { Protection } from "./rule_registry.ts";
+import { asRecord } from "./review_target.ts";
+
+/** Most owners one review looks up; more are reported, not read. */
+export const MAX_OWNERS_LOOKED_UP = 16;
+
+/** One owner a protected object names, to look up. */
+export interface NamedOwner {
+  /** The first rule's protection that names it. */
+  protection: Protection;
+  /** The owner's type (the rule's dependent). */
+  type: GroupVersionResource & { kind: string };
+  /** Its name, a DNS-1123 subdomain. */
+  name: string;
+  /**
+   * The namespace it is looked up in first (the protected object's, or the
+   * Namespace's own); absent: cluster-scoped only.
+   */
+  home?: string;
+  /** The uid the ownerReference names; absent for a label or annotation. */
+  uid?: string;
+  /** The field that names it, concrete (`.metadata.ownerReferences[0].name`). */
+  field: string;
+}
+
+/** The owners `metadata` names for `protections`, the first {@linkcode MAX_OWNERS_LOOKED_UP}. */
+export interface OwnersNamed {
+  /** The owners to look up, distinct, in the order named. */
+  owners: NamedOwner[];
+  /** How many more were named and are not looked up. */
+  more: number;
+}
+
+/**
+ * The owners the `metadata` of a protected object (or of its Namespace)
+ * names for each protection. A name that cannot be a custom resource's name
+ * is skipped: no such owner can exist. For a path over
+ * `metadata.ownerReferences`, only entries of the rule's dependent kind and
+ * API group count, each with its uid.
+ *
+ * @param metadata The live object's (or Namespace's) `metadata`.
+ * @param context `protections`: the rules that read it there; `home`: the
+ * namespace an owner is looked up in first.
+ */
+export function ownersNamed(
+  metadata: unknown,
+  context: { protections: readonly Protection[]; home: string | undefined },
+): OwnersNamed {
+  const object = { metadata };
+  const seen = new Set<string>();
+  const owners: NamedOwner[] = [];
+  let more = 0;
+  for (const p of context.protections) {
+    for (const reference of referencesOf(object, { fieldPath: p.fieldPath })) {
+      const { name } = reference;
+      if (name.length > 253 || !isDnsSubdomain(name)) continue;
+      let uid: string | undefined;
+      if (p.ownerReferences) {
+        uid = ownerReferenceUid(metadata, reference.indexes[0], p.dependent);
+        if (uid === undefined) continue;
+      }
+      const key = JSON.stringify([gvrKey(p.dependent), name, uid ?? ""]);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      if (owners.length >= MAX_OWNERS_LOOKED_UP) {
+        more++;
+        continue;
+      }
+      owners.push({
+        protection: p,
+        type: p.dependent,
+        name,
+        ...(context.home === undefined ? {} : { home: context.home }),
+        ...(uid === undefined ? {} : { uid }),
+        field: formatFieldPath(p.fieldPath, reference.indexes),
+      });
+    }
+  }
+  return { owners, more };
+}
+
+/**
+ * The uid of `metadata.ownerReferences[index]` when that entry is of
+ * `type`'s kind and API group; `undefined` otherwise.
+ */
+function ownerReferenceUid(
+  metadata: unknown,
+  index: number | undefined,
+  type: { group: string; kind: string },
+): string | undefined {
+  const list = asRecord(metadata)?.ownerReferences;
+  if (!Array.isArray(list) || index === undefined) return undefined;
+  const entry = asRecord(list[index]);
+  if (entry === undefined || entry.kind !== type.kind) return undefined;
+  const apiVersion = entry.apiVersion;
+  if (typeof apiVersion !== "string") return undefined;
+  const slash = apiVersion.indexOf("/");
+  const group = slash < 0 ? "" : apiVersion.slice(0, slash);
+  if (group !== type.group) return undefined;
+  return typeof entry.uid === "string" && entry.uid !== ""
+    ? entry.uid
+    : undefined;
+}
+
+/** Whether an object protects now: not, or yes with what to say about it. */
+export type Protects =
+  | { protects: false }
+  | {
+    protects: true;
+    /** The rule's `when`, when it was evaluated true. */
+    condition?: string;
+    /** Why it protects though its condition could not say (fail closed). */
+    note?: string;
+  };
+
+/**
+ * Whether `object` (a dependent that refers to the target, or an owner it
+ * names) protects now under `p`: with `protectWhile: Active`, not while it
+ * is being deleted; with a `when`, only where it is true, and where it
+ * cannot be evaluated (or does not compile), it protects.
+ */
+export function protectsNow(object: unknown, p: Protection): Protects {
+  if (p.protectWhile === "Active") {
+    const stamp = asRecord(asRecord(object)?.metadata)?.deletionTimestamp;
+    if (typeof stamp === "string" && stamp !== "") return { protects: false };
+  }
+  const { when } = p;
+  if (when === undefined) return { protects: true };
+  if ("error" in when) {
+    return {
+      protects: true,
+      note:
+        `the rule's condition does not compile (${when.error}), so it protects`,
+    };
+  }
+  let result;
+  try {
+    result = when.condition.evaluate(object);
+  } catch (error) {
+    // evaluate() never throws; if it did, the object still protects.
+    result = { ok: false as const, error: errorText(error) };
+  }
+  if (!result.ok) {
+    return {
+      protects: true,
+      note: `the rule's condition ${
+        printable(when.source, 200)
+      } could not be evaluated (${printable(result.error)}), so it protects`,
+    };
+  }
+  return result.value
+    ? { protects: true, condition: when.source }
+    : { protects: false };
+}
+
+/** An owner that still holds the object under review. */
+export interface OwnerHold {
+  /** Its kind. */
+  kind: string;
+  /** Its namespace, `""` when cluster-scoped. */
+  namespace: string;
+  /** Its name. */
+  name: string;
+  /** The field of the object (or its Namespace) that names it. */
+  field: string;
+  /** Set when the reference is on the object's Namespace: its name. */
+  viaNamespace?: string;
+  /** The rule's `when`, true for it. */
+  condition?: string;
+  /** Why it protects though its condition could not say. */
+  note?: string;
+}
+
+/** What the owners named by a review's object say. */
+export interface OwnerFindings {
+  /** The owners that hold it, in the order named. */
+  holding: OwnerHold[];
+  /** Owners named and not looked up (over {@linkcode MAX_OWNERS_LOOKED_UP}). */
+  unchecked: number;
+}
+
+/**
+ * Whether the owner read as `live` (`undefined`: it does not exist) holds
+ * the object that names it as `named`: it exists (with the uid an
+ * ownerReference names) and protects now.
+ */
+export function ownerHold(
+  named: NamedOwner,
+  live: Record<string, unknown> | undefined,
+  options: { viaNamespace?: string | undefined } = {},
+): OwnerHold | undefined {
+  if (live === undefined) return undefined;
+  const metadata = asRecord(live.metadata);
+  if (named.uid !== undefined && metadata?.uid !== named.uid) return undefined;
+  const protects = protectsNow(live, named.protection);
+  if (!protects.protects) return undefined;
+  const namespace = typeof metadata?.namespace === "string"
+    ? metadata.namespace
+    : "";
+  return {
+    kind: named.type.kind,
+    namespace,
+    name: named.name,
+    field: named.field,
+    ...(options.viaNamespace === undefined
+      ? {}
+      : { viaNamespace: options.viaNamespace }),
+    ...(protects.condition === undefined
+      ? {}
+      : { condition: protects.condition }),
+    ...(protects.note === undefined ? {} : { note: protects.note }),
+  };
+}
+
+/** Characters that must not reach a terminal as they are: controls and bidi overrides. */
+// deno-lint-ignore no-control-regex
+const UNPRINTABLE = new RegExp(
+  "[\\u0000-\\u001f\\u007f-\\u009f\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069]",
+  "g",
+);
+
+/**
+ * `text` made safe for a message a terminal shows: every control or
+ * direction-changing character written as `\u{...}`, cut at `max` characters.
+ */
+export function printable(text: string, max = 300): string {
+  const shown = text.replace(
+    UNPRINTABLE,
+    (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`,
+  );
+  return shown.length > max ? `${shown.slice(0, max)}...` : shown;
+}

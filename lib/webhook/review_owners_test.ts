@@ -1,0 +1,478 @@
+import assert from "node:assert/strict";
+import { parseDependencyRule } from "../rules/mod.ts";
+import type { AdmissionRequest } from "./admission_review.ts";
+import { DeletionValidator } from "./deletion_validator.ts";
+import { RuleRegistry } from "./rule_registry.ts";
+import {
+  MAX_OWNERS_LOOKED_UP,
+  ownersNamed,
+  printable,
+} from "./review_owners.ts";
+import type { Outcome } from "./verdicts.ts";
+import { KubeApiError } from "../kcp/mod.ts";
+import {
+  FakeDependentSource,
+  type Live,
+  type OwnerAnswer,
+  SUBNETS,
+  VIRTUAL_MACHINES,
+} from "../../testing/mod.ts";
+
+/** The owner type of these rules: a network that owns subnets. */
+const NETWORKS = {
+  group: "network.example.com",
+  version: "v1alpha1",
+  resource: "networks",
+  kind: "Network",
+};
+const LABEL = "network.example.com/owner";
+const LABEL_PATH = `.metadata.labels["${LABEL}"]`;
+const OWNER_REFS = ".metadata.ownerReferences[*].name";
+
+/** A DependencyRule `name`: Networks (the dependent) own Subnets. */
+function ownerRule(
+  name: string,
+  fieldRef: Record<string, unknown>,
+  spec: Record<string, unknown> = {},
+) {
+  const parsed = parseDependencyRule({
+    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
+    kind: "DependencyRule",
+    metadata: { name },
+    spec: {
+      dependent: { apiExportName: NETWORKS.group, ...NETWORKS },
+      ...spec,
+      dependencies: [{
+        apiExportRef: { path: "root:providers:network", name: SUBNETS.group },
+        group: SUBNETS.group,
+        version: SUBNETS.version,
+        resource: SUBNETS.resource,
+        fieldRef,
+      }],
+    },
+  });
+  assert.ok(parsed.ok, parsed.ok ? "" : parsed.error);
+  return parsed.rule;
+}
+
+/** A Network as kcp answers it. */
+function network(
+  name: string,
+  options: {
+    uid?: string;
+    deleting?: boolean;
+    protection?: unknown;
+    namespace?: string;
+  } = {},
+): Record<string, unknown> {
+  return {
+    apiVersion: "network.example.com/v1alpha1",
+    kind: "Network",
+    metadata: {
+      name,
+      uid: options.uid ?? `uid-${name}`,
+      ...(options.namespace === undefined
+        ? {}
+        : { namespace: options.namespace }),
+      ...(options.deleting
+        ? { deletionTimestamp: "2026-11-26T07:00:00Z" }
+        : {}),
+    },
+    spec: options.protection === undefined
+      ? {}
+      : { deletionProtection: options.protection },
+  };
+}
+
+/** An ownerReference to a Network. */
+function ownerRef(name: string, options: { kind?: string; uid?: string } = {}) {
+  return {
+    apiVersion: "network.example.com/v1alpha1",
+    kind: options.kind ?? "Network",
+    name,
+    uid: options.uid ?? `uid-${name}`,
+  };
+}
+
+/** The DELETE review of subnets/s-1 in team-a of consumer1. */
+function deleteSubnet(): AdmissionRequest {
+  return {
+    uid: "review-1",
+    kind: { group: SUBNETS.group, version: SUBNETS.version, kind: "Subnet" },
+    resource: { ...SUBNETS },
+    name: "s-1",
+    namespace: "team-a",
+    operation: "DELETE",
+    userInfo: { username: "alice" },
+    oldObject: {
+      metadata: {
+        name: "s-1",
+        namespace: "team-a",
+        uid: "uid-s-1",
+        annotations: { "kcp.io/cluster": "consumer1" },
+      },
+    },
+  };
+}
+
+interface Row {
+  name: string;
+  rules: ReturnType<typeof ownerRule>[];
+  /** The live subnet's metadata beyond name and uid. */
+  metadata?: Record<string, unknown>;
+  /** Owners and Namespaces by `<resource>/<name>`. */
+  owners?: Record<string, OwnerAnswer>;
+  /** Dependents listed, by resource. */
+  lists?: Record<string, unknown[]>;
+  live?: Live;
+  want: { outcome: Outcome; message?: string; messageIncludes?: string[] };
+  /** The owners looked up, as `<resource>/<namespace or ->/<name>`. */
+  lookups?: string[];
+  /** Whether anything was listed. @default {false} */
+  listed?: boolean;
+}
+
+const OWNED = "cannot delete subnets/s-1: it belongs to";
+
+const ROWS: Row[] = [
+  {
+    name:
+      "a label names a live owner: denied, naming it and the field, with no list",
+    rules: [ownerRule("owned", { from: "Target", path: LABEL_PATH })],
+    metadata: { labels: { [LABEL]: "net-a" } },
+    owners: { "networks/net-a": network("net-a", { namespace: "team-a" }) },
+    want: {
+      outcome: "denied_owned",
+      message:
+        `${OWNED} Network/net-a (.metadata.labels["${LABEL}"]), which still exists`,
+    },
+    lookups: ["networks/team-a/net-a"],
+  },
+  {
+    name: "the owner is gone: allowed",
+    rules: [ownerRule("owned", { from: "Target", path: LABEL_PATH })],
+    metadata: { labels: { [LABEL]: "net-a" } },
+    want: { outcome: "allowed" },
+    lookups: ["networks/team-a/net-a"],
+  },
+  {
+    name: "no label: nothing is looked up, allowed",
+    rules: [ownerRule("owned", { from: "Target", path: LABEL_PATH })],
+    want: { outcome: "allowed" },
+    lookups: [],
+  },
+  {
+    name: "a label that cannot be a name is not looked up",
+    rules: [ownerRule("owned", { from: "Target", path: LABEL_PATH })],
+    metadata: { labels: { [LABEL]: "Net_A" } },
+    want: { outcome: "allowed" },
+    lookups: [],
+  },
+  {
+    name: "an ownerReference of the dependent's kind and group protects",
+    rules: [ownerRule("owned", { from: "Target", path: OWNER_REFS })],
+    metadata: {
+      ownerReferences: [
+        { ...ownerRef("x"), apiVersion: "other.example.com/v1" },
+        ownerRef("y", { kind: "Project" }),
+        ownerRef("net-a"),
+      ],
+    },
+    owners: {
+      "networks/net-a": network("net-a"),
+      "networks/x": network("x"),
+      "networks/y": network("y"),
+    },
+    want: {
+      outcome: "denied_owned",
+      message:
+        `${OWNED} Network/net-a (.metadata.ownerReferences[2].name), which still exists`,
+    },
+    lookups: ["networks/team-a/net-a"],
+  },
+  {
+    name:
+      "an ownerReference whose uid is not the live owner's does not protect",
+    rules: [ownerRule("owned", { from: "Target", path: OWNER_REFS })],
+    metadata: { ownerReferences: [ownerRef("net-a", { uid: "old" })] },
+    owners: { "networks/net-a": network("net-a") },
+    want: { outcome: "allowed" },
+    lookups: ["networks/team-a/net-a"],
+  },
+  {
+    name: "when true: denied, naming the condition",
+    rules: [
+      ownerRule("owned", { from: "Target", path: LABEL_PATH }, {
+        when: "object.spec.deletionProtection == true",
+      }),
+    ],
+    metadata: { labels: { [LABEL]: "net-a" } },
+    owners: { "networks/net-a": network("net-a", { protection: true }) },
+    want: {
+      outcome: "denied_owned",
+      message: `${OWNED} Network/net-a (.metadata.labels["${LABEL}"], ` +
+        "with object.spec.deletionProtection == true), which still exists",
+    },
+  },
+  {
+    name: "when false: the switch is off, allowed",
+    rules: [
+      ownerRule("owned", { from: "Target", path: LABEL_PATH }, {
+        when: "object.spec.deletionProtection == true",
+      }),
+    ],
+    metadata: { labels: { [LABEL]: "net-a" } },
+    owners: { "networks/net-a": network("net-a", { protection: false }) },
+    want: { outcome: "allowed" },
+  },
+  {
+    name: "when cannot be evaluated: it protects, and says so",
+    rules: [
+      ownerRule("owned", { from: "Target", path: LABEL_PATH }, {
+        when: "object.spec.deletionProtection == true",
+      }),
+    ],
+    metadata: { labels: { [LABEL]: "net-a" } },
+    owners: { "networks/net-a": network("net-a") },
+    want: {
+      outcome: "denied_owned",
+      messageIncludes: [
+        "the rule's condition object.spec.deletionProtection == true could not be evaluated",
+        "so it protects",
+      ],
+    },
+  },
+  {
+    name: "when does not compile: it protects, and says so",
+    rules: [
+      ownerRule("owned", { from: "Target", path: LABEL_PATH }, {
+        when: "object.spec.(",
+      }),
+    ],
+    metadata: { labels: { [LABEL]: "net-a" } },
+    owners: { "networks/net-a": network("net-a") },
+    want: {
+      outcome: "denied_owned",
+      messageIncludes: ["the rule's condition does not compile"],
+    },
+  },
+  {
+    name: "protectWhile Active: an owner being deleted releases",
+    rules: [
+      ownerRule("owned", { from: "Target", path: LABEL_PATH }, {
+        protectWhile: "Active",
+      }),
+    ],
+    metadata: { labels: { [LABEL]: "net-a" } },
+    owners: { "networks/net-a": network("net-a", { deleting: true }) },
+    want: { outcome: "allowed" },
+  },
+  {
+    name: "protectWhile Exists: an owner being deleted still protects",
+    rules: [ownerRule("owned", { from: "Target", path: LABEL_PATH })],
+    metadata: { labels: { [LABEL]: "net-a" } },
+    owners: { "networks/net-a": network("net-a", { deleting: true }) },
+    want: { outcome: "denied_owned" },
+  },
+  {
+    name: "TargetNamespace: the Namespace's label names the owner",
+    rules: [ownerRule("owned", { from: "TargetNamespace", path: LABEL_PATH })],
+    owners: {
+      "namespaces/team-a": {
+        metadata: { name: "team-a", labels: { [LABEL]: "net-a" } },
+      },
+      "networks/net-a": network("net-a"),
+    },
+    want: {
+      outcome: "denied_owned",
+      message: `${OWNED} Network/net-a (.metadata.labels["${LABEL}"] ` +
+        "of namespace team-a), which still exists",
+    },
+    lookups: ["networks/team-a/net-a"],
+  },
+  {
+    name: "TargetNamespace: the Namespace names no owner, allowed",
+    rules: [ownerRule("owned", { from: "TargetNamespace", path: LABEL_PATH })],
+    owners: { "namespaces/team-a": { metadata: { name: "team-a" } } },
+    want: { outcome: "allowed" },
+    lookups: [],
+  },
+  {
+    name:
+      "reading the owner is forbidden: denied until it may, naming the grant",
+    rules: [ownerRule("owned", { from: "Target", path: LABEL_PATH })],
+    metadata: { labels: { [LABEL]: "net-a" } },
+    owners: {
+      "networks/net-a": {
+        error: new KubeApiError("forbidden", { status: 403 }),
+      },
+    },
+    want: {
+      outcome: "denied_error",
+      messageIncludes: [
+        `the webhook's identity may not get networks.network.example.com`,
+      ],
+    },
+  },
+  {
+    name:
+      "more owners than are looked up: the first are read, the rest counted",
+    rules: [ownerRule("owned", { from: "Target", path: OWNER_REFS })],
+    metadata: {
+      ownerReferences: Array.from(
+        { length: MAX_OWNERS_LOOKED_UP + 4 },
+        (_, i) => ownerRef(`net-${i}`),
+      ),
+    },
+    owners: { "networks/net-0": network("net-0") },
+    want: {
+      outcome: "denied_owned",
+      message:
+        `${OWNED} Network/net-0 (.metadata.ownerReferences[0].name) and 4 more ` +
+        `not looked up (at most ${MAX_OWNERS_LOOKED_UP} per delete), which still exist`,
+    },
+  },
+  {
+    name: "more owners than are looked up and none holds: denied, fail closed",
+    rules: [ownerRule("owned", { from: "Target", path: OWNER_REFS })],
+    metadata: {
+      ownerReferences: Array.from(
+        { length: MAX_OWNERS_LOOKED_UP + 1 },
+        (_, i) => ownerRef(`net-${i}`),
+      ),
+    },
+    want: {
+      outcome: "denied_owned",
+      messageIncludes: [
+        `it names 1 owners, more than the ${MAX_OWNERS_LOOKED_UP}`,
+      ],
+    },
+  },
+  {
+    name: "the live object does not confirm the review: nothing is looked up",
+    rules: [ownerRule("owned", { from: "Target", path: LABEL_PATH })],
+    live: { uid: "another" },
+    metadata: { labels: { [LABEL]: "net-a" } },
+    owners: { "networks/net-a": network("net-a") },
+    want: { outcome: "denied_unconfirmed" },
+    lookups: [],
+  },
+];
+
+for (const row of ROWS) {
+  Deno.test(`owner rules: ${row.name}`, async () => {
+    const registry = new RuleRegistry();
+    registry.replace(
+      row.rules.map((rule) => ({ cluster: "provider1", rule })),
+    );
+    const source = new FakeDependentSource(
+      Object.fromEntries(
+        Object.entries(row.lists ?? {}).map(([k, v]) => [k, { pages: [v] }]),
+      ),
+      row.live ?? { uid: "uid-s-1", metadata: row.metadata ?? {} },
+    );
+    for (const [key, answer] of Object.entries(row.owners ?? {})) {
+      source.owners.set(key, answer);
+    }
+    const verdict = await new DeletionValidator(registry, source).validate(
+      deleteSubnet(),
+    );
+    const message = verdict.response.status?.message ?? "";
+    assert.equal(verdict.outcome, row.want.outcome, message);
+    if (row.want.message !== undefined) {
+      assert.equal(message, row.want.message);
+    }
+    for (const part of row.want.messageIncludes ?? []) {
+      assert.ok(message.includes(part), `${message} lacks ${part}`);
+    }
+    if (row.lookups !== undefined) {
+      assert.deepEqual(
+        source.ownerQueries.map((q) =>
+          `${q.resource.resource}/${q.namespace ?? "-"}/${q.name}`
+        ),
+        row.lookups,
+      );
+    }
+    assert.equal(source.queries.length > 0, row.listed ?? false);
+  });
+}
+
+Deno.test("owner rules and dependent rules together: one denial names both", async () => {
+  const registry = new RuleRegistry();
+  const vmRule = parseDependencyRule({
+    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
+    kind: "DependencyRule",
+    metadata: { name: "vm-needs-subnet" },
+    spec: {
+      dependent: { apiExportName: "compute.example.com", ...VIRTUAL_MACHINES },
+      dependencies: [{
+        apiExportRef: { path: "root:providers:network", name: SUBNETS.group },
+        ...SUBNETS,
+        fieldRef: { path: ".spec.subnetRef.name" },
+      }],
+    },
+  });
+  assert.ok(vmRule.ok);
+  registry.replace([
+    {
+      cluster: "provider1",
+      rule: ownerRule("owned", { from: "Target", path: OWNER_REFS }),
+    },
+    { cluster: "provider1", rule: vmRule.rule },
+  ]);
+  const source = new FakeDependentSource({
+    virtualmachines: {
+      pages: [[{
+        metadata: { name: "vm-1", namespace: "team-a" },
+        spec: { subnetRef: { name: "s-1" } },
+      }]],
+    },
+  }, { uid: "uid-s-1", metadata: { ownerReferences: [ownerRef("net-a")] } });
+  source.owners.set("networks/net-a", network("net-a"));
+  const verdict = await new DeletionValidator(registry, source).validate(
+    deleteSubnet(),
+  );
+  assert.equal(verdict.outcome, "denied_referenced");
+  assert.equal(
+    verdict.response.status?.message,
+    `${OWNED} Network/net-a (.metadata.ownerReferences[0].name), which still exists; ` +
+      "still referenced by VirtualMachine/vm-1 (.spec.subnetRef.name)",
+  );
+});
+
+Deno.test("ownersNamed() skips names that cannot be objects and counts past the bound", () => {
+  const registry = new RuleRegistry();
+  registry.replace([{
+    cluster: "p",
+    rule: ownerRule("owned", { from: "Target", path: OWNER_REFS }),
+  }]);
+  const protections = registry.find(SUBNETS);
+  const named = ownersNamed({
+    ownerReferences: [
+      ownerRef("../../etc"),
+      ownerRef("a/b"),
+      ownerRef("net-a"),
+      ownerRef("net-a"),
+      { ...ownerRef("net-b"), uid: "" },
+      ...Array.from({ length: 20 }, (_, i) => ownerRef(`n-${i}`)),
+    ],
+  }, { protections, home: "team-a" });
+  assert.deepEqual(named.owners[0], {
+    protection: protections[0],
+    type: NETWORKS,
+    name: "net-a",
+    home: "team-a",
+    uid: "uid-net-a",
+    field: ".metadata.ownerReferences[2].name",
+  });
+  assert.equal(named.owners.length, MAX_OWNERS_LOOKED_UP);
+  assert.equal(named.more, 21 - MAX_OWNERS_LOOKED_UP);
+});
+
+Deno.test("printable() writes control and direction characters as escapes", () => {
+  assert.equal(
+    printable("a\u001b[31mb\u202ec\nd"),
+    "a\\u{1b}[31mb\\u{202e}c\\u{a}d",
+  );
+  assert.equal(printable("x".repeat(10), 4), "xxxx...");
+});

@@ -9,8 +9,11 @@ import { type Condition, READY_CONDITION } from "../rules/mod.ts";
 import type { LockConditionReason } from "../locks/mod.ts";
 import { clusterOf, type EndpointObject } from "../kcp/mod.ts";
 import { lockKey, type LockPlacement } from "./lock_plan.ts";
-import type { StatusContext } from "./status_plan.ts";
-import { type PlannedStatuses, StatusTally } from "./status_write.ts";
+import {
+  type PlannedStatuses,
+  type StatusContext,
+  StatusTally,
+} from "./status_write.ts";
 
 /**
  * Each Lock's Ready condition, once settled: `Enforced` when the

@@ -12,6 +12,7 @@
  * @module
  */
 import {
+  type ConditionReason,
   type Dependency,
   type DependencyRule,
   type GroupVersionResource,
@@ -31,11 +32,61 @@ import {
 } from "../exports/mod.ts";
 import { bindingProblem, type BoundCluster } from "./binding_check.ts";
 import type { Resolution } from "./path_cache.ts";
-import type {
-  DependencyState,
-  RuleCoverage,
-  RuleCoverageContext,
-} from "./rule_plan.ts";
+import type { ProtectedType } from "./webhook_config.ts";
+
+/** One dependency's state, for status. */
+export type DependencyState =
+  | {
+    state: "ok";
+    /** The provider's workspace path. */
+    path: string;
+    /** The logical cluster it resolved to, whose configuration protects `gvr`. */
+    cluster: string;
+    gvr: GroupVersionResource;
+  }
+  | { state: "pending" }
+  | { state: "failed"; reason: ConditionReason; message: string };
+
+/** What the rules ask to protect where, and each dependency's state. */
+export interface RuleCoverage {
+  /** Desired protected types per provider cluster, by `gvrKey`. */
+  desired: Map<string, Map<string, ProtectedType>>;
+  /** The workspace path each provider cluster of `desired` was named by. */
+  providerPaths: Map<string, string>;
+  /** Every path a valid rule names. */
+  paths: Set<string>;
+  /** Paths whose cluster has no dep-ctrl binding. */
+  stalePaths: Set<string>;
+  /** Whether any path or export is not known for certain (then nothing is dropped). */
+  unsure: boolean;
+  /** Each rule's dependencies' states, by rule key. */
+  states: Map<string, DependencyState[]>;
+  /** Every APIExport a valid rule names, by `exportKey`. */
+  exports: Map<string, ExportRef>;
+  /** Per rule key: why some of its types could not be checked. */
+  unverified: Map<string, string[]>;
+  /**
+   * Per rule key: the field paths the object they are read on does not have
+   * (`FieldNotInSchema`).
+   */
+  fieldProblems: Map<string, string[]>;
+  /** Per rule key: the field paths checked only down to where the schema is open. */
+  uncheckedPaths: Map<string, string[]>;
+}
+
+/** What {@linkcode planRuleCoverage} is computed from. */
+export interface RuleCoverageContext {
+  /** Resolved paths; a path without an entry is still being resolved. */
+  resolutions: ReadonlyMap<string, Resolution>;
+  /** The dep-ctrl bindings by logical cluster. */
+  bindings: ReadonlyMap<string, BoundCluster>;
+  /** What the APIExports serve, by `exportKey`; absent: nothing checked. */
+  exports?: ReadonlyMap<string, ExportReading> | undefined;
+  /** `<path>:<name>` of the dep-ctrl export, for messages. */
+  exportRef: string;
+  /** The rules' problems (`analyzeRules`), by rule key. */
+  problems: ReadonlyMap<string, readonly RuleProblem[]>;
+}
 
 /** What one rule adds to the coverage. */
 export interface RuleCover {

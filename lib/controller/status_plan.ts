@@ -62,27 +62,19 @@ import {
   type AccessProblems,
   accessProblems,
 } from "./webhook_access.ts";
-import type { WebhookClientSettings } from "./webhook_config.ts";
-import { type PlannedStatuses, StatusTally } from "./status_write.ts";
+import {
+  type PlannedStatuses,
+  type StatusContext,
+  StatusTally,
+} from "./status_write.ts";
 
 export { planLockStatuses } from "./lock_status_plan.ts";
 export {
   type PlannedStatuses,
   type StatusAction,
+  type StatusContext,
   statusUpToDate,
 } from "./status_write.ts";
-
-/** What every status is computed from. */
-export interface StatusContext {
-  /** Webhook client settings, or why they cannot be read. */
-  settings: WebhookClientSettings | { error: string };
-  /** The last failed write per provider cluster, if it failed. */
-  installErrors: ReadonlyMap<string, string>;
-  /** Provider clusters with a configuration write still to make. */
-  pendingClusters: ReadonlySet<string>;
-  /** The current time, RFC 3339, for new condition transitions. */
-  now: string;
-}
 
 /** What the rules' statuses are computed from, besides {@linkcode StatusContext}. */
 export interface RuleStatusContext extends StatusContext {

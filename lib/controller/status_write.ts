@@ -15,6 +15,19 @@ import {
 } from "../rules/mod.ts";
 import { clusterOf, type EndpointObject, type KubeObject } from "../kcp/mod.ts";
 import { isRecord } from "../runtime/mod.ts";
+import type { WebhookClientSettings } from "./webhook_config.ts";
+
+/** What every status is computed from. */
+export interface StatusContext {
+  /** Webhook client settings, or why they cannot be read. */
+  settings: WebhookClientSettings | { error: string };
+  /** The last failed write per provider cluster, if it failed. */
+  installErrors: ReadonlyMap<string, string>;
+  /** Provider clusters with a configuration write still to make. */
+  pendingClusters: ReadonlySet<string>;
+  /** The current time, RFC 3339, for new condition transitions. */
+  now: string;
+}
 
 /** The desired status of one rule or Lock. */
 export interface StatusAction {

@@ -10,115 +10,29 @@
  * @module
  */
 import { KubeApiError } from "../kcp/mod.ts";
-import { type GroupVersionResource, gvrKey } from "../rules/mod.ts";
+import { gvrKey } from "../rules/mod.ts";
 import { Deadline, DeadlineExceeded, errorText } from "../runtime/mod.ts";
 import type { BypassAuthorizer } from "./access_review.ts";
 import type { Protection } from "./rule_registry.ts";
 import { planReads, type ReviewPlan } from "./review_plan.ts";
+import { asRecord, type ReviewTarget } from "./review_target.ts";
+import type { OwnerFindings } from "./review_owners.ts";
+import { readOwners } from "./review_owner_reads.ts";
 import {
-  asRecord,
-  isNamespaceType,
-  quote,
-  type ReviewTarget,
-} from "./review_target.ts";
-import {
-  MAX_OWNERS_LOOKED_UP,
-  type NamedOwner,
-  type OwnerFindings,
-  ownerHold,
-  ownersNamed,
-} from "./review_owners.ts";
+  type DependentSource,
+  Forbidden,
+  UnknownWorkspace,
+} from "./review_source.ts";
 
-/** The core Namespace type, read for `from: TargetNamespace`. */
-const NAMESPACES = { group: "", version: "v1", resource: "namespaces" };
-import type { Blocker, Permission } from "./verdicts.ts";
+export {
+  type DependentQuery,
+  type DependentSource,
+  Forbidden,
+  type ObjectQuery,
+  UnknownWorkspace,
+} from "./review_source.ts";
+import type { Blocker } from "./verdicts.ts";
 import { keepFirst, ownDependents, referringFields } from "./review_match.ts";
-
-/** What to list: one dependent type in one logical cluster, one namespace or all. */
-export interface DependentQuery {
-  /** Logical cluster name of the consumer workspace. */
-  cluster: string;
-  /** Namespace to list in; absent means all namespaces. */
-  namespace?: string;
-  /** The dependent type. */
-  dependent: GroupVersionResource;
-}
-
-/** One object: the one a review is about. */
-export interface ObjectQuery {
-  /** Logical cluster name of the consumer workspace. */
-  cluster: string;
-  /** Its namespace; absent for a cluster-scoped object. */
-  namespace?: string;
-  /** Its type. */
-  resource: GroupVersionResource;
-  /** Its name. */
-  name: string;
-}
-
-/** Reads a consumer workspace: dependents page by page, and the live object under review. */
-export interface DependentSource {
-  /**
-   * Pages of the dependents a query selects (so memory stays bounded).
-   *
-   * @throws {KubeApiError} On failure; `notFound` means the workspace does not serve the type.
-   */
-  pages(
-    query: DependentQuery,
-    signal: AbortSignal,
-  ): AsyncIterable<readonly unknown[]>;
-  /**
-   * The `metadata.uid` of the live object, or `undefined` when it does not exist.
-   *
-   * @throws {KubeApiError} On any other failure.
-   */
-  liveUid(query: ObjectQuery, signal: AbortSignal): Promise<string | undefined>;
-  /**
-   * The `metadata` of the live object (its labels, annotations and
-   * ownerReferences included), or `undefined` when it does not exist.
-   *
-   * @throws {KubeApiError} On any other failure.
-   */
-  liveMetadata(
-    query: ObjectQuery,
-    signal: AbortSignal,
-  ): Promise<Record<string, unknown> | undefined>;
-  /**
-   * An owner, whole: looked up in `query.namespace` when given and the type
-   * is namespaced there, else cluster-scoped; `undefined` when it does not
-   * exist (or the workspace does not serve its type).
-   *
-   * @throws {KubeApiError} On any other failure.
-   */
-  ownerObject(
-    query: ObjectQuery,
-    signal: AbortSignal,
-  ): Promise<Record<string, unknown> | undefined>;
-  /**
-   * When kcp marked the logical cluster for deletion (the `deletionTimestamp`
-   * of its `LogicalCluster` named `cluster`), or `undefined` while it is not
-   * being deleted.
-   *
-   * @throws {KubeApiError} On failure, including a missing LogicalCluster.
-   */
-  workspaceDeletedAt(
-    cluster: string,
-    signal: AbortSignal,
-  ): Promise<Date | undefined>;
-  /**
-   * The identity of the APIExport each type the workspace binds comes from,
-   * by `<group>/<resource>`; a type of the workspace's own has none. The
-   * answer may be a few seconds old unless `options.fresh` asks for a new
-   * read.
-   *
-   * @throws {KubeApiError} On failure.
-   */
-  boundIdentities(
-    cluster: string,
-    signal: AbortSignal,
-    options?: { fresh?: boolean },
-  ): Promise<ReadonlyMap<string, string>>;
-}
 
 /** The dependents that still refer to the object: the first few, and how many. */
 export interface Blockers {
@@ -138,44 +52,6 @@ export interface ReviewReadings {
   bypass?: PromiseSettledResult<boolean>;
   /** The owners the object (or its Namespace) names that hold it; absent when no rule reads them. */
   owners?: PromiseSettledResult<OwnerFindings>;
-}
-
-/** Our identity may not read what a review needs: a setup problem to name. */
-export class Forbidden extends Error {
-  /** What kcp refused. */
-  readonly permission: Permission;
-
-  /** Builds the error for `verb` refused on `type`. */
-  constructor(
-    verb: "get" | "list",
-    type: { group: string; resource: string },
-  ) {
-    const shown = type.group === ""
-      ? type.resource
-      : `${type.resource}.${type.group}`;
-    super(
-      `the webhook's identity may not ${verb} ${shown} in this workspace (403 Forbidden): ` +
-        `grant "${verb}" on ${shown} to it in system:admin of every shard (controller grants --kubeconfig=<webhook kubeconfig> | kubectl apply -f -)`,
-    );
-    this.name = "Forbidden";
-    this.permission = { verb, group: type.group, resource: type.resource };
-  }
-}
-
-/**
- * The workspace of a review could not be read at all: it does not exist (a
- * forged review), or the webhook has no access on its shard.
- */
-export class UnknownWorkspace extends Error {
-  /** Builds the error for the logical cluster `cluster`. */
-  constructor(cluster: string) {
-    super(
-      `the dependency webhook cannot read the workspace ${quote(cluster)}: ` +
-        "it does not exist, or the webhook's access is not granted on its shard " +
-        "(manifests/kcp/system-admin in that shard's system:admin)",
-    );
-    this.name = "UnknownWorkspace";
-  }
 }
 
 /** Options of {@linkcode ReviewReader}. */
@@ -239,10 +115,13 @@ export class ReviewReader {
         boundIdentities: reads.boundIdentities,
       });
     const owners = whole
-      ? this.#findOwners(plan.target, {
+      ? readOwners(this.#source, {
+        target: plan.target,
         owners: reads.owners,
         namespaceOwners: reads.namespaceOwners,
         live,
+        deadline: this.#deadline,
+        bound: (fresh) => this.#bound(plan.target.cluster, fresh),
       })
       : undefined;
     const bypass = reads.bypass === undefined
@@ -360,117 +239,6 @@ export class ReviewReader {
     if (fresh) this.#freshBound = read;
     else this.#cachedBound = read;
     return read;
-  }
-
-  /**
-   * The owner rules that speak of this workspace's objects of their
-   * dependent type (bound from the rule's dependent export): like
-   * {@linkcode ownDependents}, an answer that would drop one is read again,
-   * fresh.
-   */
-  async #ownOwners(
-    cluster: string,
-    protections: readonly Protection[],
-  ): Promise<readonly Protection[]> {
-    if (protections.every((p) => p.dependentIdentity === undefined)) {
-      return protections;
-    }
-    const keep = (bound: ReadonlyMap<string, string> | undefined) =>
-      protections.filter((p) => ownDependents([p], bound).length === 1);
-    const kept = keep(await this.#bound(cluster, false));
-    return kept.length < protections.length
-      ? keep(await this.#bound(cluster, true))
-      : kept;
-  }
-
-  /**
-   * The owners the live object (and its Namespace) name that hold it: at
-   * most {@linkcode MAX_OWNERS_LOOKED_UP}, read at once; the first failure
-   * ends the review's owner reads.
-   */
-  async #findOwners(
-    target: ReviewTarget,
-    context: {
-      owners: readonly Protection[];
-      namespaceOwners: readonly Protection[];
-      live: Promise<Record<string, unknown> | undefined>;
-    },
-  ): Promise<OwnerFindings> {
-    const metadata = await context.live;
-    // Not confirmed: the fold refuses, and nothing is read for a forged review.
-    if (metadata?.uid !== target.uid) return { holding: [], unchecked: 0 };
-    const { cluster } = target;
-    const deadline = this.#deadline;
-    const [owners, namespaceOwners] = await Promise.all([
-      this.#ownOwners(cluster, context.owners),
-      this.#ownOwners(cluster, context.namespaceOwners),
-    ]);
-    const home = target.namespace ??
-      (isNamespaceType(target.resource) ? target.name : undefined);
-    const named = ownersNamed(metadata, { protections: owners, home });
-    const lookups: { owner: NamedOwner; via: string | undefined }[] = named
-      .owners.map((owner) => ({ owner, via: undefined }));
-    let unchecked = named.more;
-    if (namespaceOwners.length > 0 && target.namespace !== undefined) {
-      const namespace = target.namespace;
-      const found = await deadline.race(
-        this.#source.liveMetadata({
-          cluster,
-          resource: NAMESPACES,
-          name: namespace,
-        }, deadline.signal),
-      ).catch((error) => {
-        throw this.#readFailure(
-          error,
-          NAMESPACES,
-          `the namespace ${namespace}`,
-        );
-      });
-      const more = ownersNamed(found, {
-        protections: namespaceOwners,
-        home: namespace,
-      });
-      for (const owner of more.owners) {
-        lookups.push({ owner, via: namespace });
-      }
-      unchecked += more.more;
-    }
-    const looked = lookups.slice(0, MAX_OWNERS_LOOKED_UP);
-    unchecked += lookups.length - looked.length;
-    const read = await Promise.all(looked.map(async ({ owner, via }) => {
-      const live = await deadline.race(this.#source.ownerObject({
-        cluster,
-        ...(owner.home === undefined ? {} : { namespace: owner.home }),
-        resource: owner.type,
-        name: owner.name,
-      }, deadline.signal)).catch((error) => {
-        throw this.#readFailure(
-          error,
-          owner.type,
-          `${owner.type.kind}/${owner.name}`,
-        );
-      });
-      return ownerHold(owner, live, { viaNamespace: via });
-    }));
-    return {
-      holding: read.filter((hold) => hold !== undefined),
-      unchecked,
-    };
-  }
-
-  /** A failed read of `what`, worded for the denial. */
-  #readFailure(
-    error: unknown,
-    type: { group: string; resource: string },
-    what: string,
-  ): Error {
-    if (error instanceof DeadlineExceeded) {
-      return new DeadlineExceeded(`reading ${what}`, error.timeoutMs);
-    }
-    if (error instanceof KubeApiError && error.status === 403) {
-      return new Forbidden("get", type);
-    }
-    return new Error(`reading ${what} failed: ${errorText(error)}`);
   }
 
   /** Whether kcp allows the user `bypass` on protections in the workspace. */

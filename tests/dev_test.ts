@@ -22,7 +22,7 @@ function run(
 }
 
 /** The number of steps the walk-through numbers (`[n/STEPS]`). */
-const STEPS = 11;
+const STEPS = 12;
 
 /** Where `text` first matches `pattern` after `from`, or -1. */
 function indexAfter(text: string, pattern: RegExp, from: number): number {
@@ -124,6 +124,26 @@ Deno.test("deno task dev --once walks through a denied and an allowed delete on 
     assert.ok(lockYaml > gone, "the Lock's YAML is shown");
     assert.ok(locked > lockYaml, "the locked VPC's delete is denied");
     assert.ok(unlocked > locked, "once unlocked, the VPC is deleted");
+    // The owner rule: the Subnet's delete denied naming its VPC and label,
+    // the switch turned off, the delete let through.
+    const ownerRule = indexAfter(
+      stdout,
+      /\$ cat \S*rule-subnet-belongs-to-vpc\.yaml\n(?: {8}.*\n)* {8}  when: object\.spec\.deletionProtection == true\n/,
+      unlocked + 1,
+    );
+    const owned = indexAfter(
+      stdout,
+      /cannot delete subnets\/subnet-1: it belongs to VPC\/vpc-net \(\.metadata\.labels\["network\.example\.com\/vpc"\], with object\.spec\.deletionProtection == true\), which still exists/,
+      ownerRule + 1,
+    );
+    const released = indexAfter(
+      stdout,
+      /\$ kubectl --kubeconfig=\S+ delete subnet subnet-1\n +subnet\.network\.example\.com "subnet-1" deleted/,
+      owned + 1,
+    );
+    assert.ok(ownerRule > unlocked, "the owner rule's YAML is shown");
+    assert.ok(owned > ownerRule, "the owned Subnet's delete is denied");
+    assert.ok(released > owned, "with the switch off, the Subnet is deleted");
     await assert.rejects(
       Deno.stat(dir),
       Deno.errors.NotFound,
@@ -220,6 +240,22 @@ Deno.test("deno task dev --once --shards 2 walks through the same on two shards,
       assert.ok(denied > dryRun, `then the denied delete in ${consumer}`);
       assert.ok(allowed > denied, `then the allowed delete in ${consumer}`);
       assert.ok(locked > allowed, `then the locked VPC in ${consumer}`);
+      const owned = stdout.search(
+        new RegExp(
+          `${
+            command("delete subnet subnet-1")
+          } +.*cannot delete subnets/subnet-1: it belongs to VPC/vpc-net`,
+        ),
+      );
+      const released = stdout.search(
+        new RegExp(
+          `${
+            command("delete subnet subnet-1")
+          } +subnet\\.network\\.example\\.com "subnet-1" deleted`,
+        ),
+      );
+      assert.ok(owned > locked, `then the owned Subnet in ${consumer}`);
+      assert.ok(released > owned, `then the released Subnet in ${consumer}`);
     }
     await assert.rejects(
       Deno.stat(dir),

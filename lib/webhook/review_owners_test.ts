@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import fc from "fast-check";
 import { parseDependencyRule } from "../rules/mod.ts";
 import type { AdmissionRequest } from "./admission_review.ts";
 import { DeletionValidator } from "./deletion_validator.ts";
@@ -475,4 +476,65 @@ Deno.test("printable() writes control and direction characters as escapes", () =
     "a\\u{1b}[31mb\\u{202e}c\\u{a}d",
   );
   assert.equal(printable("x".repeat(10), 4), "xxxx...");
+});
+
+Deno.test("ownersNamed() takes only valid names from any metadata, at most the bound, and never throws", () => {
+  const registry = new RuleRegistry();
+  registry.replace([
+    {
+      cluster: "p",
+      rule: ownerRule("refs", { from: "Target", path: OWNER_REFS }),
+    },
+    {
+      cluster: "p",
+      rule: ownerRule("label", { from: "Target", path: LABEL_PATH }),
+    },
+  ]);
+  const protections = registry.find(SUBNETS);
+  assert.equal(protections.length, 2);
+  const name = fc.oneof(
+    fc.constantFrom("net-a", "constructor", "__proto__", "../x", "A", ""),
+    fc.string(),
+  );
+  const reference = fc.record({
+    apiVersion: fc.constantFrom(
+      "network.example.com/v1alpha1",
+      "v1",
+      "other.io/v1",
+    ),
+    kind: fc.constantFrom("Network", "Project"),
+    name,
+    uid: fc.oneof(fc.constant("u"), fc.string(), fc.integer()),
+  }, { requiredKeys: [] });
+  const metadata = fc.oneof(
+    fc.anything(),
+    fc.record({
+      labels: fc.oneof(
+        fc.dictionary(fc.constantFrom(LABEL, "x"), name),
+        fc.anything(),
+      ),
+      ownerReferences: fc.oneof(
+        fc.array(fc.oneof(reference, fc.anything()), { maxLength: 40 }),
+        fc.anything(),
+      ),
+    }, { requiredKeys: [] }),
+  );
+  fc.assert(
+    fc.property(metadata, (value) => {
+      const named = ownersNamed(value, { protections, home: "team-a" });
+      assert.ok(named.owners.length <= MAX_OWNERS_LOOKED_UP);
+      assert.ok(named.more >= 0);
+      for (const owner of named.owners) {
+        assert.match(
+          owner.name,
+          /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/,
+        );
+        assert.ok(owner.name.length <= 253);
+        if (owner.protection.ownerReferences) {
+          assert.equal(typeof owner.uid, "string");
+        }
+      }
+    }),
+    { numRuns: 2_000 },
+  );
 });

@@ -3,7 +3,8 @@
  * components, a DependencyRule (its YAML shown, the webhook's reads granted
  * with the command an operator runs), a server-side dry run asking what
  * would block a delete, the denied delete, the allowed one (and the VPC
- * gone), and a Lock (its YAML shown) that keeps a VPC until it is deleted.
+ * gone), a Lock (its YAML shown) that keeps a VPC until it is deleted,
+ * and an owner rule whose switch on the VPC protects the Subnets it owns.
  *
  * @module
  */
@@ -44,10 +45,15 @@ import {
   lockWalkThrough,
   writeLockFiles,
 } from "./protection.ts";
+import {
+  declareOwnerRule,
+  ownerWalkThrough,
+  writeOwnerFiles,
+} from "./owners.ts";
 import { QUIET_MS, waitingFor } from "./waiting.ts";
 
 /** How many steps `deno task dev` numbers: the walk-through's and the last. */
-export const STEPS = 11;
+export const STEPS = 12;
 
 /** What the walk-through built, for the "how to use it" output. */
 export interface Walked {
@@ -71,7 +77,7 @@ export interface WalkThroughOptions {
   onRestart: (component: string, path: string) => void;
 }
 
-/** Runs steps 1 to 10, adding what it starts to `running`. */
+/** Runs steps 1 to 11, adding what it starts to `running`. */
 export async function walkThrough(
   running: Running,
   options: WalkThroughOptions,
@@ -201,6 +207,21 @@ export async function walkThrough(
     `${
       bold("Look:")
     } the Lock's reason is in the denial; deleting the Lock unlocked the VPC.`,
+  );
+
+  step(
+    "An owner rule: a Subnet belongs to its VPC while the VPC's protection is on",
+  );
+  const owned = await writeOwnerFiles(options.dir, topology);
+  await declareOwnerRule(kcp, { topology, grants, files: owned });
+  for (const consumer of consumers) {
+    about(consumer);
+    await ownerWalkThrough(kcp, { consumer, files: owned });
+  }
+  note(
+    `${
+      bold("Look:")
+    } the reference is on the Subnet (its label), not on the VPC: no list, one read of the VPC; its switch decides.`,
   );
   return { topology, shardOf, grants, dir: options.dir };
 }

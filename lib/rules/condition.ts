@@ -151,7 +151,26 @@ export interface CompiledCondition {
    * @returns Its value, or why there is none: a field that is not there, a
    * type error, a result that is not a bool, the budget exceeded.
    */
-  evaluate(object: unknown): ConditionResult;
+  evaluate(
+    object: unknown,
+    options?: { budget?: ConditionBudget },
+  ): ConditionResult;
+}
+
+/**
+ * A budget shared by several evaluations (those of one admission review),
+ * in the units of {@linkcode CONDITION_COST_LIMIT}: each evaluation may
+ * spend at most what is left of it (and at most its own limit), and what it
+ * spends is taken from it. Spent, an evaluation fails at once.
+ */
+export class ConditionBudget {
+  /** The units left. */
+  remaining: number;
+
+  /** A budget of `units`. */
+  constructor(units: number) {
+    this.remaining = units;
+  }
 }
 
 /** The outcome of one evaluation: a bool, or a one-line error. */
@@ -355,7 +374,7 @@ function compile(source: string): ConditionCompile {
   const program = plan(ENV, parsed);
   const condition: CompiledCondition = {
     source,
-    evaluate: (object) => run(program, object),
+    evaluate: (object, options) => run(program, object, options?.budget),
   };
   return { ok: true, condition: Object.freeze(condition) };
 }
@@ -694,20 +713,45 @@ type MapKey = bigint | string | boolean | CelUint;
 
 /** Thrown when an evaluation's budget is spent; the result says so. */
 class BudgetExceeded extends Error {
-  constructor() {
-    super(`the condition exceeded its budget of ${CONDITION_COST_LIMIT} units`);
+  constructor(shared: boolean) {
+    super(
+      shared
+        ? "the review's budget for conditions is spent"
+        : `the condition exceeded its budget of ${CONDITION_COST_LIMIT} units`,
+    );
   }
 }
 
-function run(program: Program, object: unknown): ConditionResult {
-  const evaluation = new Evaluation();
+function run(
+  program: Program,
+  object: unknown,
+  budget: ConditionBudget | undefined,
+): ConditionResult {
+  const limit = Math.min(CONDITION_COST_LIMIT, budget?.remaining ?? Infinity);
+  const shared = limit < CONDITION_COST_LIMIT;
+  if (limit <= 0) return failure(new BudgetExceeded(true).message);
+  const evaluation = new Evaluation(limit);
   const previous = active;
   active = evaluation;
+  try {
+    return evaluate(program, object, evaluation, shared);
+  } finally {
+    active = previous;
+    if (budget !== undefined) budget.remaining -= evaluation.spent;
+  }
+}
+
+function evaluate(
+  program: Program,
+  object: unknown,
+  evaluation: Evaluation,
+  shared: boolean,
+): ConditionResult {
   try {
     const bindings: Record<string, CelInput> = Object.create(null);
     bindings.object = evaluation.toCel(object);
     const result = program(bindings);
-    if (evaluation.exceeded) return failure(new BudgetExceeded().message);
+    if (evaluation.exceeded) return failure(new BudgetExceeded(shared).message);
     if (isCelError(result)) return failure(result.message);
     if (typeof result !== "boolean") {
       return failure(
@@ -716,10 +760,8 @@ function run(program: Program, object: unknown): ConditionResult {
     }
     return { ok: true, value: result };
   } catch (error) {
-    if (evaluation.exceeded) return failure(new BudgetExceeded().message);
+    if (evaluation.exceeded) return failure(new BudgetExceeded(shared).message);
     return failure(describe(error));
-  } finally {
-    active = previous;
   }
 }
 
@@ -727,18 +769,30 @@ function run(program: Program, object: unknown): ConditionResult {
 class Evaluation {
   /** Set once the budget is spent: the result is then an error. */
   exceeded = false;
-  #remaining = CONDITION_COST_LIMIT;
+  readonly #limit: number;
+  #remaining: number;
   /** One view per JSON object or array, so that keys are listed once. */
   #views: Map<object, CelMap | CelList> | undefined;
   /** Patterns compiled in this evaluation (never shared across them). */
   #regexes: Map<string, RE2JS> | undefined;
+
+  /** An evaluation that may spend `limit` units. */
+  constructor(limit: number) {
+    this.#limit = limit;
+    this.#remaining = limit;
+  }
+
+  /** The units spent so far (at most the limit). */
+  get spent(): number {
+    return Math.min(this.#limit, this.#limit - this.#remaining);
+  }
 
   /** Spends `units` of the budget, throwing once it is exceeded. */
   charge(units: number): void {
     this.#remaining -= units;
     if (this.#remaining < 0) {
       this.exceeded = true;
-      throw new BudgetExceeded();
+      throw new BudgetExceeded(false);
     }
   }
 

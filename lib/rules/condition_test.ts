@@ -4,6 +4,7 @@ import {
   compileCondition,
   type CompiledCondition,
   CONDITION_COST_LIMIT,
+  ConditionBudget,
   type ConditionResult,
   MAX_CONDITION_ERROR_LENGTH,
   MAX_CONDITION_LENGTH,
@@ -399,13 +400,12 @@ Deno.test("matches() takes a literal pattern of a bounded program", () => {
   compileError("object.metadata.name.matches('(a)\\\\1')");
   compileError("object.metadata.name.matches('(?=a)')");
   // A classic ReDoS pattern is linear under RE2.
+  // (Under a backtracking engine this evaluation would not end.)
   const condition = compiled("object.s.matches('^(a+)+$')");
-  const started = performance.now();
   assert.deepEqual(
     condition.evaluate({ s: "a".repeat(5000) + "!" }),
     { ok: true, value: false },
   );
-  assert.ok(performance.now() - started < 1000);
 });
 
 Deno.test("compileCondition never throws, and its errors are one bounded line", () => {
@@ -529,21 +529,11 @@ Deno.test("an object that is not JSON is an evaluation error", () => {
 // ---------------------------------------------------------------------------
 // The budget
 
-/** Evaluates and returns the result and the time taken, in ms. */
-function timed(
-  condition: CompiledCondition,
-  object: unknown,
-): [ConditionResult, number] {
-  const started = performance.now();
-  const result = condition.evaluate(object);
-  return [result, performance.now() - started];
-}
-
 const EXCEEDED = new RegExp(
   `exceeded its budget of ${CONDITION_COST_LIMIT} units`,
 );
 
-Deno.test("a quadratic condition is cut off by the budget, fast", () => {
+Deno.test("a quadratic condition is cut off by the budget", () => {
   const labels = Object.fromEntries(
     Array.from({ length: 20_000 }, (_, i) => [`k${i}`, `v${i}`]),
   );
@@ -561,10 +551,9 @@ Deno.test("a quadratic condition is cut off by the budget, fast", () => {
       "object.numbers.exists(x, object.labels == object.others)",
     ]
   ) {
-    const [result, ms] = timed(compiled(source), object);
+    const result = compiled(source).evaluate(object);
     assert.ok(!result.ok, source);
     assert.match(result.error, EXCEEDED, source);
-    assert.ok(ms < 2000, `${source}: ${ms} ms`);
   }
 });
 
@@ -577,10 +566,9 @@ Deno.test("a heavy predicate is charged per iteration", () => {
       `object.numbers.all(x, ${"x == 1 || ".repeat(80)}true)`,
     ]
   ) {
-    const [result, ms] = timed(compiled(source), object);
+    const result = compiled(source).evaluate(object);
     assert.ok(!result.ok, source);
     assert.match(result.error, EXCEEDED);
-    assert.ok(ms < 2000, `${source}: ${ms} ms`);
   }
 });
 
@@ -597,10 +585,9 @@ Deno.test("large strings are charged by their length", () => {
       "object.text.matches('(a|b)*a(a|b)(a|b)(a|b)(a|b)(a|b)(a|b)(a|b)(a|b)(a|b)(a|b)(a|b)(a|b)(a|b)(a|b)(a|b)(a|b)(a|b)(a|b)(a|b)(a|b)(a|b)$')",
     ]
   ) {
-    const [result, ms] = timed(compiled(source), object);
+    const result = compiled(source).evaluate(object);
     assert.ok(!result.ok, source);
     assert.match(result.error, EXCEEDED);
-    assert.ok(ms < 2000, `${source}: ${ms} ms`);
   }
   // Reading each once is within the budget.
   assert.equal(value("object.text.contains('zz')", object), false);
@@ -723,4 +710,40 @@ Deno.test("evaluate never throws, for any value at all", () => {
     }),
     { seed: SEED, numRuns: 200 },
   );
+});
+
+Deno.test("a shared budget bounds several evaluations together", () => {
+  const condition = compiled("object.items.all(x, x.id >= 0)");
+  const object = {
+    items: Array.from({ length: 1_000 }, (_, id) => ({ id })),
+  };
+  const budget = new ConditionBudget(CONDITION_COST_LIMIT / 10);
+  let evaluated = 0;
+  let result: ConditionResult = { ok: true, value: true };
+  while (result.ok && evaluated < 1_000) {
+    result = condition.evaluate(object, { budget });
+    evaluated++;
+  }
+  assert.ok(!result.ok);
+  assert.equal(result.error, "the review's budget for conditions is spent");
+  assert.ok(evaluated > 1, `${evaluated} evaluations fit`);
+  assert.ok(budget.remaining <= 0 || budget.remaining < CONDITION_COST_LIMIT);
+  // Spent, the next evaluation fails at once and spends nothing.
+  const left = budget.remaining;
+  assert.deepEqual(condition.evaluate(object, { budget }), {
+    ok: false,
+    error: "the review's budget for conditions is spent",
+  });
+  assert.ok(budget.remaining <= left);
+  // A cheap evaluation takes only what it spends.
+  const roomy = new ConditionBudget(CONDITION_COST_LIMIT * 2);
+  assert.deepEqual(
+    compiled("object.a == 1").evaluate({ a: 1 }, { budget: roomy }),
+    {
+      ok: true,
+      value: true,
+    },
+  );
+  assert.ok(roomy.remaining > CONDITION_COST_LIMIT * 2 - 10);
+  assert.ok(roomy.remaining < CONDITION_COST_LIMIT * 2);
 });

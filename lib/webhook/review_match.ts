@@ -12,6 +12,7 @@ import type { Protection } from "./rule_registry.ts";
 import type { ReviewTarget } from "./review_target.ts";
 import type { Blocker } from "./verdicts.ts";
 import { type Protects, protectsNow } from "./review_owners.ts";
+import type { ConditionBudget } from "../rules/condition.ts";
 
 /**
  * The protections whose rule's dependent export is the one the workspace
@@ -53,6 +54,7 @@ export function referringFields(
   item: unknown,
   group: readonly Protection[],
   target: ReviewTarget,
+  budget?: ConditionBudget,
 ): Referring {
   const paths: string[] = [];
   let note: string | undefined;
@@ -65,7 +67,7 @@ export function referringFields(
         target.namespace !== undefined &&
         reference.namespace !== target.namespace
       ) continue;
-      protects ??= protectsNow(item, p);
+      protects ??= protectsNow(item, p, budget);
       if (!protects.protects) break;
       note ??= protects.note;
       if (paths.length < MAX_FIELDS_NAMED) {

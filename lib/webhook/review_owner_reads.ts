@@ -10,6 +10,7 @@
  */
 import { KubeApiError } from "../kcp/mod.ts";
 import { Deadline, DeadlineExceeded, errorText } from "../runtime/mod.ts";
+import type { ConditionBudget } from "../rules/condition.ts";
 import type { Protection } from "./rule_registry.ts";
 import { ownDependents } from "./review_match.ts";
 import {
@@ -37,6 +38,8 @@ export interface OwnerReadContext {
   live: Promise<Record<string, unknown> | undefined>;
   /** The review's one deadline. */
   deadline: Deadline;
+  /** What the review's `when` evaluations may spend together. */
+  budget: ConditionBudget;
   /**
    * Which export each type of the workspace is bound from (`fresh`: read
    * again), `undefined` when unreadable; read at most once each per review.
@@ -100,7 +103,10 @@ export async function readOwners(
     }, deadline.signal)).catch((error) => {
       throw readFailure(error, owner.type, `${owner.type.kind}/${owner.name}`);
     });
-    return ownerHold(owner, live, { viaNamespace: via });
+    return ownerHold(owner, live, {
+      viaNamespace: via,
+      budget: context.budget,
+    });
   }));
   return {
     holding: read.filter((hold) => hold !== undefined),

@@ -20,9 +20,21 @@ import {
   referencesOf,
 } from "../rules/mod.ts";
 import { isDnsSubdomain } from "../kcp/mod.ts";
+import {
+  CONDITION_COST_LIMIT,
+  type ConditionBudget,
+} from "../rules/condition.ts";
 import { errorText } from "../runtime/mod.ts";
 import type { Protection } from "./rule_registry.ts";
 import { asRecord } from "./review_target.ts";
+
+/**
+ * What all `when` evaluations of one review may spend together: twice what
+ * one may ({@linkcode CONDITION_COST_LIMIT}), some 0.1 to 0.4 s of CPU at
+ * worst, so many dependents with a costly condition cannot hold the event
+ * loop; past it, a dependent or owner protects without being evaluated.
+ */
+export const REVIEW_CONDITION_BUDGET = 2 * CONDITION_COST_LIMIT;
 
 /** Most owners one review looks up; more are reported, not read. */
 export const MAX_OWNERS_LOOKED_UP = 16;
@@ -140,9 +152,14 @@ export type Protects =
  * Whether `object` (a dependent that refers to the target, or an owner it
  * names) protects now under `p`: with `protectWhile: Active`, not while it
  * is being deleted; with a `when`, only where it is true, and where it
- * cannot be evaluated (or does not compile), it protects.
+ * cannot be evaluated (or does not compile), it protects. `budget`, the
+ * review's, bounds all its evaluations together: spent, the rest protect.
  */
-export function protectsNow(object: unknown, p: Protection): Protects {
+export function protectsNow(
+  object: unknown,
+  p: Protection,
+  budget?: ConditionBudget,
+): Protects {
   if (p.protectWhile === "Active") {
     const stamp = asRecord(asRecord(object)?.metadata)?.deletionTimestamp;
     if (typeof stamp === "string" && stamp !== "") return { protects: false };
@@ -158,7 +175,10 @@ export function protectsNow(object: unknown, p: Protection): Protects {
   }
   let result;
   try {
-    result = when.condition.evaluate(object);
+    result = when.condition.evaluate(
+      object,
+      budget === undefined ? {} : { budget },
+    );
   } catch (error) {
     // evaluate() never throws; if it did, the object still protects.
     result = { ok: false as const, error: errorText(error) };
@@ -210,12 +230,15 @@ export interface OwnerFindings {
 export function ownerHold(
   named: NamedOwner,
   live: Record<string, unknown> | undefined,
-  options: { viaNamespace?: string | undefined } = {},
+  options: {
+    viaNamespace?: string | undefined;
+    budget?: ConditionBudget | undefined;
+  } = {},
 ): OwnerHold | undefined {
   if (live === undefined) return undefined;
   const metadata = asRecord(live.metadata);
   if (named.uid !== undefined && metadata?.uid !== named.uid) return undefined;
-  const protects = protectsNow(live, named.protection);
+  const protects = protectsNow(live, named.protection, options.budget);
   if (!protects.protects) return undefined;
   const namespace = typeof metadata?.namespace === "string"
     ? metadata.namespace

@@ -538,3 +538,44 @@ Deno.test("ownersNamed() takes only valid names from any metadata, at most the b
     { numRuns: 2_000 },
   );
 });
+
+Deno.test("the conditions of one review share a budget: past it, dependents protect unevaluated", async () => {
+  const vmRule = parseDependencyRule({
+    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
+    kind: "DependencyRule",
+    metadata: { name: "vm-needs-subnet" },
+    spec: {
+      dependent: { apiExportName: "compute.example.com", ...VIRTUAL_MACHINES },
+      // Costly, and false for every VM: only the budget makes one protect.
+      when: "object.spec.disks.exists(d, d.size < 0)",
+      dependencies: [{
+        apiExportRef: { path: "root:providers:network", name: SUBNETS.group },
+        ...SUBNETS,
+        fieldRef: { path: ".spec.subnetRef.name" },
+      }],
+    },
+  });
+  assert.ok(vmRule.ok);
+  const registry = new RuleRegistry();
+  registry.replace([{ cluster: "provider1", rule: vmRule.rule }]);
+  const disks = Array.from({ length: 20_000 }, (_, size) => ({ size }));
+  const vms = Array.from({ length: 200 }, (_, i) => ({
+    metadata: { name: `vm-${String(i).padStart(3, "0")}`, namespace: "team-a" },
+    spec: { subnetRef: { name: "s-1" }, disks },
+  }));
+  const source = new FakeDependentSource({ virtualmachines: { pages: [vms] } });
+  const verdict = await new DeletionValidator(registry, source).validate(
+    deleteSubnet(),
+  );
+  assert.equal(verdict.outcome, "denied_referenced");
+  const message = verdict.response.status?.message ?? "";
+  assert.match(
+    message,
+    /the rule's condition .* could not be evaluated \(the review's budget for conditions is spent\), so it protects/,
+  );
+  // The first VMs were evaluated (false, so not named); the rest protect.
+  assert.ok(
+    verdict.blockers! > 0 && verdict.blockers! < 200,
+    `${verdict.blockers}`,
+  );
+});

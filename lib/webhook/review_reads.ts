@@ -16,7 +16,11 @@ import type { BypassAuthorizer } from "./access_review.ts";
 import type { Protection } from "./rule_registry.ts";
 import { planReads, type ReviewPlan } from "./review_plan.ts";
 import { asRecord, type ReviewTarget } from "./review_target.ts";
-import type { OwnerFindings } from "./review_owners.ts";
+import {
+  type OwnerFindings,
+  REVIEW_CONDITION_BUDGET,
+} from "./review_owners.ts";
+import { ConditionBudget } from "../rules/condition.ts";
 import { readOwners } from "./review_owner_reads.ts";
 import {
   type DependentSource,
@@ -76,6 +80,8 @@ export class ReviewReader {
   readonly #maxNamed: number;
   #deletedAt: Promise<Date | undefined> | undefined;
   #cachedBound: Promise<ReadonlyMap<string, string> | undefined> | undefined;
+  /** What this review's `when` evaluations may spend together. */
+  readonly #conditions = new ConditionBudget(REVIEW_CONDITION_BUDGET);
   #freshBound: Promise<ReadonlyMap<string, string> | undefined> | undefined;
 
   /** A reader for one review. */
@@ -121,6 +127,7 @@ export class ReviewReader {
         namespaceOwners: reads.namespaceOwners,
         live,
         deadline: this.#deadline,
+        budget: this.#conditions,
         bound: (fresh) => this.#bound(plan.target.cluster, fresh),
       })
       : undefined;
@@ -363,7 +370,12 @@ export class ReviewReader {
           if (group.length === 0) return;
         }
         for (const item of items) {
-          const { paths, note } = referringFields(item, group, target);
+          const { paths, note } = referringFields(
+            item,
+            group,
+            target,
+            this.#conditions,
+          );
           if (paths.length === 0) continue;
           const metadata = asRecord(asRecord(item)?.metadata);
           found.total++;

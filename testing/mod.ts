@@ -26,6 +26,7 @@ export * from "./kcp_server.ts";
 export * from "./kcp_suite.ts";
 export * from "./metrics_text.ts";
 export * from "./node_handler.ts";
+export * from "./owners.ts";
 export * from "./process.ts";
 export * from "./rule_fixtures.ts";
 export * from "./rules.ts";

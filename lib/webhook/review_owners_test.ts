@@ -579,3 +579,64 @@ Deno.test("the conditions of one review share a budget: past it, dependents prot
     `${verdict.blockers}`,
   );
 });
+
+Deno.test("an owner rule counts only owners the workspace binds from the rule's export, read again fresh before dropping one", async () => {
+  const cases: {
+    name: string;
+    bound: ReadonlyMap<string, string> | { error: unknown };
+    kept?: ReadonlyMap<string, string>;
+    want: Outcome;
+    lookups: number;
+  }[] = [
+    {
+      name: "bound from the rule's export",
+      bound: new Map([["network.example.com/networks", "real"]]),
+      want: "denied_owned",
+      lookups: 1,
+    },
+    {
+      name: "a look-alike type of the workspace's own",
+      bound: new Map(),
+      want: "allowed",
+      lookups: 0,
+    },
+    {
+      name: "another export's type of the same group and resource",
+      bound: new Map([["network.example.com/networks", "other"]]),
+      want: "allowed",
+      lookups: 0,
+    },
+    {
+      name: "a kept answer that would drop it is read again, fresh",
+      bound: new Map([["network.example.com/networks", "real"]]),
+      kept: new Map(),
+      want: "denied_owned",
+      lookups: 1,
+    },
+    {
+      name: "bindings that cannot be read: it counts (fail closed)",
+      bound: { error: new Error("boom") },
+      want: "denied_owned",
+      lookups: 1,
+    },
+  ];
+  for (const c of cases) {
+    const registry = new RuleRegistry();
+    registry.replace([{
+      cluster: "provider1",
+      rule: ownerRule("owned", { from: "Target", path: LABEL_PATH }),
+    }], { identities: new Map([["provider1/owned", "real"]]) });
+    const source = new FakeDependentSource({}, {
+      uid: "uid-s-1",
+      metadata: { labels: { [LABEL]: "net-a" } },
+    });
+    source.bound = c.bound;
+    if (c.kept !== undefined) source.keptBound = c.kept;
+    source.owners.set("networks/net-a", network("net-a"));
+    const verdict = await new DeletionValidator(registry, source).validate(
+      deleteSubnet(),
+    );
+    assert.equal(verdict.outcome, c.want, c.name);
+    assert.equal(source.ownerQueries.length, c.lookups, c.name);
+  }
+});

@@ -413,7 +413,8 @@ function _printerColumns(): PrinterColumn[] {
       name: "Dependent",
       type: "string",
       jsonPath: ".spec.dependent.resource",
-      description: "The resource that refers (the dependent type).",
+      description:
+        "The dependent type: the resource that refers, or the owner type of an owner rule.",
     },
     {
       name: "Target",
@@ -427,7 +428,7 @@ function _printerColumns(): PrinterColumn[] {
       type: "string",
       jsonPath: ".spec.dependencies[0].fieldRef.path",
       description:
-        "The field of the dependent that names the first dependency's target.",
+        "Where the first dependency's reference is: the field of the dependent that names its target, or (from Target or TargetNamespace) the field of the target or its Namespace that names its owner.",
     },
     {
       name: "Ready",

@@ -28,6 +28,7 @@ export * from "./metrics_text.ts";
 export * from "./node_handler.ts";
 export * from "./owners.ts";
 export * from "./process.ts";
+export * from "./review_fixtures.ts";
 export * from "./rule_fixtures.ts";
 export * from "./rules.ts";
 export * from "./self_signed.ts";

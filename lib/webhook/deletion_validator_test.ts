@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import type { BypassAuthorizer, BypassQuery } from "./access_review.ts";
 import type { AdmissionRequest } from "./admission_review.ts";
 import {
   DeletionValidator,
@@ -11,119 +10,34 @@ import {
 } from "./deletion_validator.ts";
 import { KubeApiError } from "../kcp/mod.ts";
 import { FairQueue } from "../runtime/mod.ts";
-import { type ClusterRule, type GroupVersionResource } from "../rules/mod.ts";
 import { RuleRegistry } from "./rule_registry.ts";
 import { LockIndex } from "../locks/mod.ts";
 import {
-  dependency,
-  type DependentType,
+  allowedVerdict,
+  deleteRequest,
+  deniedVerdict,
+  dependentRule,
+  FakeBypass,
   FakeDependentSource,
+  LOCKED_MESSAGE as LOCKED,
+  NOT_READY_VERDICT,
+  OTHER_PROVIDER_RULE,
+  referencedVerdict as referenced,
+  registryOf,
   SUBNETS,
-  validLock,
-  validRule,
+  TWELVE_VMS as TWELVE,
   VIRTUAL_MACHINES,
-  VPCS,
+  vm,
+  VM_1_BLOCKS,
+  VM_RULE,
+  vpc,
+  vpcLock,
 } from "../../testing/mod.ts";
 
 // The decisions themselves are table tests of their steps: the plan
 // (review_plan_test.ts), the reads (review_reads_test.ts) and the fold
 // (review_fold_test.ts). What is left here is the validator's own part: the
 // readiness it derives, the options it hands each step, and the permits.
-
-const UID = "705ab4f5-6393-11e8-b7cc-42010a800002";
-const SKIP = "dependencies.opendefense.cloud/skip-protection";
-
-// ---------------------------------------------------------------------------
-// Rules, Locks and objects
-
-/** A validated rule in cluster `provider1`: `dependent` refers to `target` at `paths`. */
-function rule(
-  name: string,
-  dependent: DependentType,
-  paths: readonly string[] = [".spec.vpcRef.name"],
-  target: GroupVersionResource = VPCS,
-): ClusterRule {
-  return {
-    cluster: "provider1",
-    rule: validRule(
-      name,
-      dependent,
-      paths.map((path) => dependency(target, path)),
-    ),
-  };
-}
-
-/** VirtualMachines depend on VPCs via `.spec.vpcRef.name`. */
-const VM_RULE = rule("vm-needs-vpc", VIRTUAL_MACHINES);
-
-/** A loaded registry holding `rules`. */
-function registryOf(...rules: ClusterRule[]): RuleRegistry {
-  const registry = new RuleRegistry();
-  registry.replace(rules);
-  return registry;
-}
-
-/** An index holding one Lock `prod` in `default` on vpcs/vpc-a of `consumer1`. */
-function lockIndex(): LockIndex {
-  const index = new LockIndex();
-  index.replace([{
-    cluster: "consumer1",
-    lock: validLock("prod", "default", {
-      target: { ...VPCS, name: "vpc-a" },
-      reason: "production VPC",
-    }),
-  }]);
-  return index;
-}
-
-/** A VPC as the API server stores it, in logical cluster `consumer1`. */
-function vpc(
-  name: string,
-  options: { namespace?: string; annotations?: Record<string, unknown> } = {},
-): Record<string, unknown> {
-  const { namespace, annotations = { "kcp.io/cluster": "consumer1" } } =
-    options;
-  return {
-    apiVersion: "network.example.com/v1alpha1",
-    kind: "VPC",
-    metadata: {
-      name,
-      ...(namespace === undefined ? {} : { namespace }),
-      uid: `uid-${name}`,
-      annotations,
-    },
-    spec: { cidr: "10.0.0.0/16" },
-  };
-}
-
-/** A VirtualMachine in `default` whose `.spec.vpcRef.name` is `vpcName`. */
-function vm(name: string, vpcName: string): Record<string, unknown> {
-  return {
-    apiVersion: "compute.example.com/v1alpha1",
-    kind: "VirtualMachine",
-    metadata: { name, namespace: "default" },
-    spec: { vpcRef: { name: vpcName } },
-  };
-}
-
-/** The admission request of a DELETE of `vpcs/vpc-a` in namespace `default`. */
-function deleteRequest(
-  overrides: Partial<AdmissionRequest> = {},
-): AdmissionRequest {
-  return {
-    uid: UID,
-    kind: { group: VPCS.group, version: VPCS.version, kind: "VPC" },
-    resource: { ...VPCS },
-    name: "vpc-a",
-    namespace: "default",
-    operation: "DELETE",
-    userInfo: { username: "alice", groups: ["system:authenticated"] },
-    oldObject: vpc("vpc-a", { namespace: "default" }),
-    dryRun: false,
-    options: { kind: "DeleteOptions", apiVersion: "meta.k8s.io/v1" },
-    ...overrides,
-  };
-}
 
 /** Validates `request` with a fresh validator. */
 function validate(
@@ -135,25 +49,7 @@ function validate(
   return new DeletionValidator(registry, source, options).validate(request);
 }
 
-/** The verdict of a 409 denial naming blockers. */
-function referenced(message: string, blockers: number): Verdict {
-  return {
-    response: {
-      uid: UID,
-      allowed: false,
-      status: { code: 409, reason: "Conflict", message },
-    },
-    outcome: "denied_referenced",
-    blockers,
-  };
-}
-
-const ALLOWED: Verdict = {
-  response: { uid: UID, allowed: true },
-  outcome: "allowed",
-};
-const LOCKED =
-  'cannot delete vpcs/vpc-a: locked by Lock default/prod ("production VPC"): deleting the Lock unlocks it; the skip-protection annotation does not';
+const ALLOWED = allowedVerdict();
 
 // ---------------------------------------------------------------------------
 // Readiness: the rules and the Locks
@@ -163,18 +59,7 @@ Deno.test("DeletionValidator.validate() is not ready, with the exact message, un
     NOT_INITIALIZED_MESSAGE,
     "dependency webhook not yet initialized, retry later",
   );
-  const want: Verdict = {
-    response: {
-      uid: UID,
-      allowed: false,
-      status: {
-        code: 503,
-        reason: "ServiceUnavailable",
-        message: "dependency webhook not yet initialized, retry later",
-      },
-    },
-    outcome: "denied_not_ready",
-  };
+  const want = NOT_READY_VERDICT;
   const source = new FakeDependentSource({ virtualmachines: { pages: [] } });
   // Loaded only by replace(), which the webhook calls once the rules are complete.
   const cases: [string, RuleRegistry, DeletionValidatorOptions][] = [
@@ -214,7 +99,7 @@ Deno.test("DeletionValidator.validate() follows rule edits made in the registry 
     "denied_referenced",
   );
   registry.replace([
-    rule("vm-needs-vpc", VIRTUAL_MACHINES, [".spec.network.vpc"]),
+    dependentRule("vm-needs-vpc", VIRTUAL_MACHINES, [".spec.network.vpc"]),
   ]);
   assert.deepEqual(await validator.validate(deleteRequest()), ALLOWED);
   registry.replace([]);
@@ -225,28 +110,11 @@ Deno.test("DeletionValidator.validate() follows rule edits made in the registry 
 // ---------------------------------------------------------------------------
 // The options each step is handed
 
-/** Answers SubjectAccessReviews with `answer`, recording each query. */
-class FakeBypass implements BypassAuthorizer {
-  readonly queries: BypassQuery[] = [];
-  constructor(readonly answer: boolean) {}
-  mayBypass(query: BypassQuery): Promise<boolean> {
-    this.queries.push(query);
-    return Promise.resolve(this.answer);
-  }
-}
-
-/** `vm-01` ... `vm-12`. */
-const TWELVE = Array.from(
-  { length: 12 },
-  (_, i) => `vm-${String(i + 1).padStart(2, "0")}`,
-);
 const MARKED = new Date("2026-11-24T22:00:00Z");
 /** A clock `ms` after the workspace was marked for deletion. */
 function after(ms: number): () => number {
   return () => MARKED.getTime() + ms;
 }
-const VM_1_BLOCKS =
-  "cannot delete vpcs/vpc-a: still referenced by VirtualMachine/vm-1 (.spec.vpcRef.name)";
 
 interface OptionCase {
   name: string;
@@ -307,13 +175,7 @@ const OPTION_CASES: OptionCase[] = [
   },
   {
     name: "provider: only its rules apply",
-    registry: registryOf(VM_RULE, {
-      cluster: "provider1",
-      rule: validRule("other-provider", VIRTUAL_MACHINES, [{
-        ...dependency(VPCS, ".spec.altVpcRef.name"),
-        apiExportRef: { path: "root:providers:network2", name: VPCS.group },
-      }]),
-    }),
+    registry: registryOf(VM_RULE, OTHER_PROVIDER_RULE),
     source: vms([{
       ...vm("vm-1", "x"),
       spec: { vpcRef: { name: "x" }, altVpcRef: { name: "vpc-a" } },
@@ -334,14 +196,11 @@ const OPTION_CASES: OptionCase[] = [
   {
     name: "bypass: the annotation counts for a user kcp allows, nothing listed",
     request: deleteRequest({
-      oldObject: vpc("vpc-a", {
-        namespace: "default",
-        annotations: { "kcp.io/cluster": "consumer1", [SKIP]: "true" },
-      }),
+      oldObject: vpc("vpc-a", { namespace: "default", skip: "true" }),
     }),
     source: vms([vm("vm-1", "vpc-a")]),
     options: { bypass },
-    want: { response: { uid: UID, allowed: true }, outcome: "allowed_skip" },
+    want: allowedVerdict("allowed_skip"),
     reads: { lists: [], objects: 1, workspaces: [] },
   },
   {
@@ -360,20 +219,14 @@ const OPTION_CASES: OptionCase[] = [
     name: "teardownOrderMs and now: past the window nothing holds",
     source: vms([vm("vm-1", "vpc-a")], true),
     options: { teardownOrderMs: 60_000, now: after(60_000) },
-    want: {
-      response: { uid: UID, allowed: true },
-      outcome: "allowed_workspace_deleting",
-    },
+    want: allowedVerdict("allowed_workspace_deleting"),
   },
   {
     name: "teardownOrderMs unset: no Lock holds in a workspace being deleted",
     registry: registryOf(),
     source: vms([], true),
-    options: { locks: lockIndex(), now: after(0) },
-    want: {
-      response: { uid: UID, allowed: true },
-      outcome: "allowed_workspace_deleting",
-    },
+    options: { locks: vpcLock(), now: after(0) },
+    want: allowedVerdict("allowed_workspace_deleting"),
   },
 ];
 
@@ -417,22 +270,15 @@ Deno.test("DeletionValidator.validate() keeps the denial while the workspace is 
     assert.deepEqual(
       await validate(registryOf(VM_RULE), source, deleteRequest(), {
         timeoutMs: 50,
-        locks: lockIndex(),
+        locks: vpcLock(),
         teardownOrderMs: 0,
       }),
-      {
-        response: {
-          uid: UID,
-          allowed: false,
-          status: {
-            code: 409,
-            reason: "Conflict",
-            message:
-              `${LOCKED}; also still referenced by VirtualMachine/vm-1 (.spec.vpcRef.name)`,
-          },
-        },
-        outcome: "denied_locked",
-      },
+      deniedVerdict(
+        409,
+        "Conflict",
+        `${LOCKED}; also still referenced by VirtualMachine/vm-1 (.spec.vpcRef.name)`,
+        "denied_locked",
+      ),
     );
     assert.deepEqual(source.workspaceQueries, ["consumer1"]);
   }
@@ -441,7 +287,7 @@ Deno.test("DeletionValidator.validate() keeps the denial while the workspace is 
   forged.deletedAt = MARKED;
   assert.equal(
     (await validate(registryOf(), forged, deleteRequest(), {
-      locks: lockIndex(),
+      locks: vpcLock(),
       teardownOrderMs: 0,
     })).outcome,
     "denied_unconfirmed",
@@ -482,20 +328,16 @@ Deno.test("DeletionValidator.validate() denies 503 busy without reading kcp when
     { reviews, queueTimeoutMs: 10 },
   );
   for (const release of held) release();
-  assert.deepEqual(verdict, {
-    response: {
-      uid: UID,
-      allowed: false,
-      status: {
-        code: 503,
-        reason: "ServiceUnavailable",
-        message:
-          "cannot delete vpcs/vpc-a: the dependency webhook is busy with this workspace's deletes " +
-          "(at most 2 of a workspace's 4 reviews read kcp at once, and more wait); retry the delete",
-      },
-    },
-    outcome: "denied_busy",
-  });
+  assert.deepEqual(
+    verdict,
+    deniedVerdict(
+      503,
+      "ServiceUnavailable",
+      "cannot delete vpcs/vpc-a: the dependency webhook is busy with this workspace's deletes " +
+        "(at most 2 of a workspace's 4 reviews read kcp at once, and more wait); retry the delete",
+      "denied_busy",
+    ),
+  );
   assert.deepEqual(source.queries, []);
   assert.deepEqual(source.objectQueries, []);
 });

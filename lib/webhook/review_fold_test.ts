@@ -1,18 +1,13 @@
 import assert from "node:assert/strict";
-import type { AdmissionRequest } from "./admission_review.ts";
-import {
-  type PlanContext,
-  planReview,
-  type ReviewPlan,
-} from "./review_plan.ts";
+import type { ReviewPlan } from "./review_plan.ts";
 import { asksTeardown, foldReview, foldTeardown } from "./review_fold.ts";
+import type { OwnerFindings, OwnerHold } from "./review_owners.ts";
 import {
   type Blockers,
   Forbidden,
   type ReviewReadings,
   UnknownWorkspace,
 } from "./review_reads.ts";
-import { RuleRegistry } from "./rule_registry.ts";
 import {
   type Blocker,
   type Outcome,
@@ -20,21 +15,45 @@ import {
   type Verdict,
 } from "./verdicts.ts";
 import { KubeApiError } from "../kcp/mod.ts";
-import { LockIndex } from "../locks/mod.ts";
 import { DeadlineExceeded } from "../runtime/mod.ts";
+import type { ClusterRule } from "../rules/mod.ts";
 import {
-  dependency,
-  validLock,
-  validRule,
+  allowedVerdict,
+  clusterScopedDeleteRequest,
+  deleteRequest,
+  deniedVerdict,
+  LABEL_OWNER_RULE,
+  lbBlocker,
+  LOCKED_MESSAGE as LOCKED,
+  NAMESPACE_OWNER_RULE,
+  namespaceDeleteRequest,
+  namespaceLock,
+  networkOwnerRule,
+  NETWORKS,
+  noLocks,
+  OWNER_LABEL_PATH,
+  OWNER_REFS_PATH,
+  planOf,
+  referencedVerdict as referenced,
+  REVIEW_UID,
+  TWELVE_VMS as TWELVE,
   VIRTUAL_MACHINES,
+  VM_1_BLOCKS,
+  VM_RULE,
+  vmBlocker,
+  vpc,
+  vpcLock,
   VPCS,
 } from "../../testing/mod.ts";
 
-const UID = "705ab4f5-6393-11e8-b7cc-42010a800002";
-const SKIP = "dependencies.opendefense.cloud/skip-protection";
-
 // ---------------------------------------------------------------------------
 // Plans, built by planReview from a request as a validator does
+
+/** Networks own VPCs, which name theirs in their ownerReferences. */
+const OWNED_BY_REFERENCE = networkOwnerRule("owned-by-reference", {
+  from: "Target",
+  path: OWNER_REFS_PATH,
+});
 
 /** How the DELETE (or UPDATE) of vpcs/vpc-a is planned. */
 interface PlanOptions {
@@ -46,6 +65,8 @@ interface PlanOptions {
   update?: boolean;
   /** No rule protects VPCs (VirtualMachines refer to them otherwise). */
   noRules?: boolean;
+  /** The rules that protect VPCs. @default {[VM_RULE]} */
+  rules?: readonly ClusterRule[];
   /** The object carries the skip-protection annotation. */
   skip?: boolean;
   /** The annotation counts only for users kcp allows `bypass`. */
@@ -55,92 +76,42 @@ interface PlanOptions {
 }
 
 function plan(options: PlanOptions = {}): ReviewPlan {
-  const rules = new RuleRegistry();
-  rules.replace(
-    options.noRules ? [] : [{
-      cluster: "provider1",
-      rule: validRule("vm-needs-vpc", VIRTUAL_MACHINES, [
-        dependency(VPCS, ".spec.vpcRef.name"),
-      ]),
-    }],
-  );
-  const locks = new LockIndex();
-  locks.replace(
-    options.lock === undefined ? [] : [{
-      cluster: "consumer1",
-      lock: validLock("prod", "default", {
-        target: { ...VPCS, name: options.lock },
-        reason: "production VPC",
-        operations: options.operations ?? ["Delete"],
-      }),
-    }],
-  );
   const namespace = options.clusterScoped ? {} : { namespace: "default" };
-  return planOf({
-    uid: UID,
-    kind: { group: VPCS.group, version: VPCS.version, kind: "VPC" },
-    resource: { ...VPCS },
-    name: "vpc-a",
-    namespace: options.clusterScoped ? "" : "default",
-    operation: options.update ? "UPDATE" : "DELETE",
-    userInfo: { username: "alice", groups: ["system:authenticated"] },
-    oldObject: {
-      metadata: {
-        name: "vpc-a",
+  const request = options.clusterScoped
+    ? clusterScopedDeleteRequest
+    : deleteRequest;
+  return planOf(
+    request({
+      operation: options.update ? "UPDATE" : "DELETE",
+      oldObject: vpc("vpc-a", {
         ...namespace,
-        uid: "uid-vpc-a",
-        annotations: {
-          "kcp.io/cluster": "consumer1",
-          ...(options.skip ? { [SKIP]: "true" } : {}),
-        },
-      },
+        ...(options.skip ? { skip: "true" } : {}),
+      }),
+    }),
+    {
+      rules: options.noRules ? [] : options.rules ?? [VM_RULE],
+      locks: options.lock === undefined
+        ? noLocks()
+        : vpcLock(options.lock, options.operations),
+      authorized: options.authorized ?? false,
     },
-  }, {
-    loaded: true,
-    protectionsOf: (resource) => rules.find(resource),
-    locks,
-    authorizedBypass: options.authorized ?? false,
-  });
+  );
 }
 
 /** The DELETE of the Namespace team-a, held by the Lock team-a/home. */
 function namespacePlan(): ReviewPlan {
-  const locks = new LockIndex();
-  locks.replace([{
-    cluster: "consumer1",
-    lock: validLock("home", "team-a", {
-      target: {
-        group: "",
-        version: "v1",
-        resource: "namespaces",
-        name: "team-a",
-      },
-      reason: "tenant home",
-    }),
-  }]);
-  return planOf({
-    uid: UID,
-    kind: { group: "", version: "v1", kind: "Namespace" },
-    resource: { group: "", version: "v1", resource: "namespaces" },
-    name: "team-a",
-    namespace: "team-a",
-    operation: "DELETE",
-    userInfo: { username: "alice" },
-    oldObject: {
-      metadata: {
-        name: "team-a",
-        uid: "uid-team-a",
-        annotations: { "kcp.io/cluster": "consumer1" },
-      },
-    },
-  }, { loaded: true, protectionsOf: () => [], locks, authorizedBypass: false });
+  return planOf(namespaceDeleteRequest(), {
+    rules: [],
+    locks: namespaceLock(),
+  });
 }
 
-function planOf(request: AdmissionRequest, context: PlanContext): ReviewPlan {
-  const step = planReview(request, context);
-  assert.ok("plan" in step, "a plan");
-  return step.plan;
-}
+/** vpc-a with an owner rule that reads it on the object. */
+const OWNED = plan({ rules: [LABEL_OWNER_RULE] });
+/** vpc-a with an owner rule that reads it on its Namespace. */
+const OWNED_VIA_NS = plan({ rules: [NAMESPACE_OWNER_RULE] });
+/** vpc-a with a dependent rule and an owner rule. */
+const OWNED_AND_REFERRED = plan({ rules: [VM_RULE, LABEL_OWNER_RULE] });
 
 // ---------------------------------------------------------------------------
 // Readings, by hand
@@ -157,26 +128,22 @@ function found(
   return { status: "fulfilled", value: { named, total } };
 }
 
-/** A VirtualMachine referring through `paths` (`.spec.vpcRef.name` by default). */
-function vm(
-  name: string,
-  namespace = "default",
-  ...paths: string[]
-): Blocker {
-  return {
-    kind: "VirtualMachine",
-    namespace,
-    name,
-    paths: paths.length === 0 ? [".spec.vpcRef.name"] : paths,
-  };
+/** The owners `holding` the object, and `unchecked` more named and not looked up. */
+function owned(
+  unchecked: number,
+  ...holding: OwnerHold[]
+): PromiseSettledResult<OwnerFindings> {
+  return { status: "fulfilled", value: { holding, unchecked } };
 }
 
-function lb(name: string, namespace = "default"): Blocker {
+/** The Network `name` in `default` holds the object through its label. */
+function net(name: string, more: Partial<OwnerHold> = {}): OwnerHold {
   return {
-    kind: "LoadBalancer",
-    namespace,
+    kind: "Network",
+    namespace: "default",
     name,
-    paths: [".spec.vpcRef.name"],
+    field: OWNER_LABEL_PATH,
+    ...more,
   };
 }
 
@@ -186,49 +153,27 @@ const FORBIDDEN_LIST = new Forbidden("list", VIRTUAL_MACHINES);
 // ---------------------------------------------------------------------------
 // Verdicts
 
-const ALLOWED: Verdict = {
-  response: { uid: UID, allowed: true },
-  outcome: "allowed",
-};
-const ALLOWED_SKIP: Verdict = {
-  response: { uid: UID, allowed: true },
-  outcome: "allowed_skip",
-};
-const WORKSPACE_DELETING: Verdict = {
-  response: { uid: UID, allowed: true },
-  outcome: "allowed_workspace_deleting",
-};
+const ALLOWED = allowedVerdict();
+const ALLOWED_SKIP = allowedVerdict("allowed_skip");
+const WORKSPACE_DELETING = allowedVerdict("allowed_workspace_deleting");
 const UNCONFIRMED: Verdict = {
   response: {
-    uid: UID,
+    uid: REVIEW_UID,
     allowed: false,
     status: { code: 409, reason: "Conflict", message: UNCONFIRMED_MESSAGE },
   },
   outcome: "denied_unconfirmed",
 };
 
-function denied(
-  code: number,
-  reason: string,
-  message: string,
-  outcome: Outcome,
-): Verdict {
-  return {
-    response: { uid: UID, allowed: false, status: { code, reason, message } },
-    outcome,
-  };
-}
-
-/** The 409 denial naming blockers. */
-function referenced(message: string, blockers: number): Verdict {
-  return {
-    ...denied(409, "Conflict", message, "denied_referenced"),
-    blockers,
-  };
-}
+const denied = deniedVerdict;
 
 function locked(message: string): Verdict {
   return denied(409, "Conflict", message, "denied_locked");
+}
+
+/** The 409 denial naming owners (and no dependent). */
+function ownedBy(message: string): Verdict {
+  return denied(409, "Conflict", message, "denied_owned");
 }
 
 const FAIL_CLOSED =
@@ -252,6 +197,14 @@ function failedCheck(detail: string): Verdict {
   );
 }
 
+/** The 503 for owners that could not be checked, with `detail`. */
+function failedOwners(detail: string): Verdict {
+  return unavailable(
+    `cannot check whether the owners it names still hold it (${detail})`,
+    "they can be checked",
+  );
+}
+
 /** The 503 when kcp refuses our identity `verb` on `type`. */
 function forbidden(
   verb: "get" | "list",
@@ -268,16 +221,9 @@ function forbidden(
   };
 }
 
-const VM_1_BLOCKS =
-  "cannot delete vpcs/vpc-a: still referenced by VirtualMachine/vm-1 (.spec.vpcRef.name)";
-const LOCKED =
-  'cannot delete vpcs/vpc-a: locked by Lock default/prod ("production VPC"): deleting the Lock unlocks it; the skip-protection annotation does not';
-
-/** `vm-01` ... `vm-12`. */
-const TWELVE = Array.from(
-  { length: 12 },
-  (_, i) => `vm-${String(i + 1).padStart(2, "0")}`,
-);
+/** How the denial of vpc-a reads while net-a holds it through its label. */
+const NET_A_OWNS =
+  'cannot delete vpcs/vpc-a: it belongs to Network/net-a (.metadata.labels["network.example.com/owner"]), which still exists';
 
 // ---------------------------------------------------------------------------
 // foldReview
@@ -304,14 +250,17 @@ const FOLD_CASES: FoldCase[] = [
     name:
       "references: one refers, named without its namespace (the object's own)",
     plan: plan(),
-    readings: { confirmed: OK, blockers: found(1, vm("vm-1")) },
+    readings: { confirmed: OK, blockers: found(1, vmBlocker("vm-1")) },
     want: referenced(VM_1_BLOCKS, 1),
     unsaid: /default/,
   },
   {
     name: "references: two refer, named in the order kept",
     plan: plan(),
-    readings: { confirmed: OK, blockers: found(2, vm("vm-1"), vm("vm-2")) },
+    readings: {
+      confirmed: OK,
+      blockers: found(2, vmBlocker("vm-1"), vmBlocker("vm-2")),
+    },
     want: referenced(
       "cannot delete vpcs/vpc-a: still referenced by " +
         "VirtualMachine/vm-1 (.spec.vpcRef.name), " +
@@ -324,7 +273,7 @@ const FOLD_CASES: FoldCase[] = [
     plan: plan(),
     readings: {
       confirmed: OK,
-      blockers: found(12, ...TWELVE.slice(0, 10).map((n) => vm(n))),
+      blockers: found(12, ...TWELVE.slice(0, 10).map((n) => vmBlocker(n))),
     },
     want: referenced(
       `cannot delete vpcs/vpc-a: still referenced by ${
@@ -339,7 +288,10 @@ const FOLD_CASES: FoldCase[] = [
   {
     name: "references: two of three named",
     plan: plan(),
-    readings: { confirmed: OK, blockers: found(3, vm("vm-1"), vm("vm-2")) },
+    readings: {
+      confirmed: OK,
+      blockers: found(3, vmBlocker("vm-1"), vmBlocker("vm-2")),
+    },
     want: referenced(
       "cannot delete vpcs/vpc-a: still referenced by " +
         "VirtualMachine/vm-1 (.spec.vpcRef.name), " +
@@ -354,8 +306,13 @@ const FOLD_CASES: FoldCase[] = [
       confirmed: OK,
       blockers: found(
         2,
-        vm("vm-1", "default", ".spec.vpcRef.name", ".spec.backupVpcRef.name"),
-        vm("vm-2", "default", ".spec.backupVpcRef.name"),
+        vmBlocker(
+          "vm-1",
+          "default",
+          ".spec.vpcRef.name",
+          ".spec.backupVpcRef.name",
+        ),
+        vmBlocker("vm-2", "default", ".spec.backupVpcRef.name"),
       ),
     },
     want: referenced(
@@ -368,7 +325,10 @@ const FOLD_CASES: FoldCase[] = [
   {
     name: "references: two dependent types",
     plan: plan(),
-    readings: { confirmed: OK, blockers: found(2, lb("lb-1"), vm("vm-1")) },
+    readings: {
+      confirmed: OK,
+      blockers: found(2, lbBlocker("lb-1"), vmBlocker("vm-1")),
+    },
     want: referenced(
       "cannot delete vpcs/vpc-a: still referenced by " +
         "LoadBalancer/lb-1 (.spec.vpcRef.name), " +
@@ -379,7 +339,7 @@ const FOLD_CASES: FoldCase[] = [
   {
     name: "references: a LoadBalancer",
     plan: plan(),
-    readings: { confirmed: OK, blockers: found(1, lb("lb-1")) },
+    readings: { confirmed: OK, blockers: found(1, lbBlocker("lb-1")) },
     want: referenced(
       "cannot delete vpcs/vpc-a: still referenced by LoadBalancer/lb-1 (.spec.vpcRef.name)",
       1,
@@ -392,8 +352,8 @@ const FOLD_CASES: FoldCase[] = [
       confirmed: OK,
       blockers: found(
         2,
-        vm("vm-1", "default", ".spec.nics[1].subnetRef.name"),
-        vm(
+        vmBlocker("vm-1", "default", ".spec.nics[1].subnetRef.name"),
+        vmBlocker(
           "vm-3",
           "default",
           ".spec.nics[0].subnetRef.name",
@@ -413,7 +373,7 @@ const FOLD_CASES: FoldCase[] = [
       confirmed: OK,
       blockers: found(
         1,
-        vm(
+        vmBlocker(
           "vm-1",
           "default",
           ".spec.nics[0].subnetRef.name",
@@ -435,8 +395,8 @@ const FOLD_CASES: FoldCase[] = [
       confirmed: OK,
       blockers: found(
         2,
-        vm("own-default", "default", ".spec.nics[1].subnetRef.name"),
-        vm("from-a", "team-a", ".spec.nics[1].subnetRef.name"),
+        vmBlocker("own-default", "default", ".spec.nics[1].subnetRef.name"),
+        vmBlocker("from-a", "team-a", ".spec.nics[1].subnetRef.name"),
       ),
     },
     want: referenced(
@@ -449,7 +409,7 @@ const FOLD_CASES: FoldCase[] = [
     plan: plan(),
     readings: {
       confirmed: OK,
-      blockers: found(1, vm("named-in-default", "")),
+      blockers: found(1, vmBlocker("named-in-default", "")),
     },
     want: referenced(
       "cannot delete vpcs/vpc-a: still referenced by VirtualMachine/named-in-default (.spec.vpcRef.name)",
@@ -462,7 +422,10 @@ const FOLD_CASES: FoldCase[] = [
     plan: plan(),
     readings: {
       confirmed: OK,
-      blockers: found(1, vm("alt-path", "team-a", ".spec.altVpcRef.name")),
+      blockers: found(
+        1,
+        vmBlocker("alt-path", "team-a", ".spec.altVpcRef.name"),
+      ),
     },
     want: referenced(
       "cannot delete vpcs/vpc-a: still referenced by VirtualMachine/team-a/alt-path (.spec.altVpcRef.name)",
@@ -474,7 +437,7 @@ const FOLD_CASES: FoldCase[] = [
     plan: plan(),
     readings: {
       confirmed: OK,
-      blockers: found(1, vm("vm-1", "default", ".spec.altVpcRef.name")),
+      blockers: found(1, vmBlocker("vm-1", "default", ".spec.altVpcRef.name")),
     },
     want: referenced(
       "cannot delete vpcs/vpc-a: still referenced by VirtualMachine/vm-1 (.spec.altVpcRef.name)",
@@ -486,7 +449,7 @@ const FOLD_CASES: FoldCase[] = [
     plan: plan(),
     readings: {
       confirmed: OK,
-      blockers: found(1, vm("vpc-a", "default", ".metadata.name")),
+      blockers: found(1, vmBlocker("vpc-a", "default", ".metadata.name")),
     },
     want: referenced(
       "cannot delete vpcs/vpc-a: still referenced by VirtualMachine/vpc-a (.metadata.name)",
@@ -498,7 +461,11 @@ const FOLD_CASES: FoldCase[] = [
     plan: plan({ clusterScoped: true }),
     readings: {
       confirmed: OK,
-      blockers: found(2, vm("vm-1", "team-a"), vm("vm-1", "team-b")),
+      blockers: found(
+        2,
+        vmBlocker("vm-1", "team-a"),
+        vmBlocker("vm-1", "team-b"),
+      ),
     },
     want: referenced(
       "cannot delete vpcs/vpc-a: still referenced by " +
@@ -510,13 +477,16 @@ const FOLD_CASES: FoldCase[] = [
   {
     name: "cluster-scoped: a cluster-scoped blocker without a namespace",
     plan: plan({ clusterScoped: true }),
-    readings: { confirmed: OK, blockers: found(1, vm("vm-1", "")) },
+    readings: { confirmed: OK, blockers: found(1, vmBlocker("vm-1", "")) },
     want: referenced(VM_1_BLOCKS, 1),
   },
   {
     name: "cluster-scoped: one blocker in a namespace",
     plan: plan({ clusterScoped: true }),
-    readings: { confirmed: OK, blockers: found(1, vm("vm-1", "team-a")) },
+    readings: {
+      confirmed: OK,
+      blockers: found(1, vmBlocker("vm-1", "team-a")),
+    },
     want: referenced(
       "cannot delete vpcs/vpc-a: still referenced by VirtualMachine/team-a/vm-1 (.spec.vpcRef.name)",
       1,
@@ -529,9 +499,9 @@ const FOLD_CASES: FoldCase[] = [
       confirmed: OK,
       blockers: found(
         7,
-        lb("lb-2", "team-z"),
-        ...["vm-01", "vm-05", "vm-09"].map((n) => vm(n, "team-a")),
-        ...["vm-03", "vm-07", "vm-12"].map((n) => vm(n, "team-b")),
+        lbBlocker("lb-2", "team-z"),
+        ...["vm-01", "vm-05", "vm-09"].map((n) => vmBlocker(n, "team-a")),
+        ...["vm-03", "vm-07", "vm-12"].map((n) => vmBlocker(n, "team-b")),
       ),
     },
     want: referenced(
@@ -551,7 +521,7 @@ const FOLD_CASES: FoldCase[] = [
   {
     name: "references: the object is another (or gone): the one generic denial",
     plan: plan(),
-    readings: { confirmed: GONE, blockers: found(1, vm("vm-1")) },
+    readings: { confirmed: GONE, blockers: found(1, vmBlocker("vm-1")) },
     want: UNCONFIRMED,
     unsaid: /vm-1|vpc-a|consumer1/,
   },
@@ -562,7 +532,7 @@ const FOLD_CASES: FoldCase[] = [
       confirmed: fail(
         new KubeApiError("GET vpcs/vpc-a: 500: etcd down", { status: 500 }),
       ),
-      blockers: found(1, vm("vm-1")),
+      blockers: found(1, vmBlocker("vm-1")),
     },
     want: unavailable(
       "cannot read the object itself (GET vpcs/vpc-a: 500: etcd down)",
@@ -703,7 +673,7 @@ const FOLD_CASES: FoldCase[] = [
   {
     name: "locked: and referenced",
     plan: plan({ lock: "vpc-a" }),
-    readings: { confirmed: OK, blockers: found(1, vm("vm-1")) },
+    readings: { confirmed: OK, blockers: found(1, vmBlocker("vm-1")) },
     want: locked(
       `${LOCKED}; also still referenced by VirtualMachine/vm-1 (.spec.vpcRef.name)`,
     ),
@@ -723,7 +693,7 @@ const FOLD_CASES: FoldCase[] = [
   {
     name: "locked: forged, nothing learnt of the Lock",
     plan: plan({ lock: "vpc-a" }),
-    readings: { confirmed: GONE, blockers: found(1, vm("vm-1")) },
+    readings: { confirmed: GONE, blockers: found(1, vmBlocker("vm-1")) },
     want: UNCONFIRMED,
     unsaid: /production/,
   },
@@ -790,6 +760,214 @@ const FOLD_CASES: FoldCase[] = [
       'cannot delete namespaces/team-a: locked by Lock team-a/home ("tenant home"): deleting the Lock unlocks it; the skip-protection annotation does not',
     ),
   },
+  // Owner rules: the owners the object (or its Namespace) names.
+  {
+    name: "owners: one holds: denied, naming it and the field",
+    plan: OWNED,
+    readings: { confirmed: OK, owners: owned(0, net("net-a")) },
+    want: ownedBy(NET_A_OWNS),
+  },
+  {
+    name: "owners: none holds: allowed",
+    plan: OWNED,
+    readings: { confirmed: OK, owners: owned(0) },
+    want: ALLOWED,
+  },
+  {
+    name: "owners: two hold, one in another namespace, with a condition",
+    plan: OWNED,
+    readings: {
+      confirmed: OK,
+      owners: owned(
+        0,
+        net("net-a"),
+        net("net-b", {
+          namespace: "team-a",
+          condition: "object.spec.deletionProtection == true",
+        }),
+      ),
+    },
+    want: ownedBy(
+      'cannot delete vpcs/vpc-a: it belongs to Network/net-a (.metadata.labels["network.example.com/owner"]), ' +
+        'Network/team-a/net-b (.metadata.labels["network.example.com/owner"], with object.spec.deletionProtection == true), ' +
+        "which still exist",
+    ),
+  },
+  {
+    name: "owners: named on the Namespace",
+    plan: OWNED_VIA_NS,
+    readings: {
+      confirmed: OK,
+      owners: owned(0, net("net-a", { viaNamespace: "default" })),
+    },
+    want: ownedBy(
+      'cannot delete vpcs/vpc-a: it belongs to Network/net-a (.metadata.labels["network.example.com/owner"] of namespace default), which still exists',
+    ),
+  },
+  {
+    name: "owners and references: denied as referenced, naming both",
+    plan: OWNED_AND_REFERRED,
+    readings: {
+      confirmed: OK,
+      blockers: found(1, vmBlocker("vm-1")),
+      owners: owned(0, net("net-a")),
+    },
+    want: referenced(
+      `${NET_A_OWNS}; still referenced by VirtualMachine/vm-1 (.spec.vpcRef.name)`,
+      1,
+    ),
+  },
+  {
+    name: "owners and references: none holds, only the references named",
+    plan: OWNED_AND_REFERRED,
+    readings: {
+      confirmed: OK,
+      blockers: found(1, vmBlocker("vm-1")),
+      owners: owned(0),
+    },
+    want: referenced(VM_1_BLOCKS, 1),
+  },
+  {
+    name: "owners and references: neither holds: allowed",
+    plan: OWNED_AND_REFERRED,
+    readings: { confirmed: OK, blockers: found(0), owners: owned(0) },
+    want: ALLOWED,
+  },
+  {
+    name: "owners: more named than looked up, one holding",
+    plan: plan({ rules: [OWNED_BY_REFERENCE] }),
+    readings: {
+      confirmed: OK,
+      owners: owned(
+        2,
+        net("net-0", { field: ".metadata.ownerReferences[0].name" }),
+      ),
+    },
+    want: ownedBy(
+      "cannot delete vpcs/vpc-a: it belongs to Network/net-0 (.metadata.ownerReferences[0].name), " +
+        "which still exists, and it names 2 more owners not looked up (at most 16 per delete)",
+    ),
+  },
+  {
+    name:
+      "owners: more named than looked up, none holding: denied (fail closed)",
+    plan: plan({ rules: [OWNED_BY_REFERENCE] }),
+    readings: { confirmed: OK, owners: owned(3) },
+    want: ownedBy(
+      "cannot delete vpcs/vpc-a: it names 19 owners, more than the 16 the dependency webhook looks up per delete: " +
+        "none of those it looked up holds it, and the other 3 were not looked up; " +
+        "remove the surplus owner references and retry",
+    ),
+  },
+  {
+    name: "owners: the object is another (or gone): the one generic denial",
+    plan: OWNED,
+    readings: { confirmed: GONE, owners: owned(0, net("net-a")) },
+    want: UNCONFIRMED,
+    unsaid: /net-a|vpc-a/,
+  },
+  {
+    name: "owners: the object unreadable, no owner named",
+    plan: OWNED,
+    readings: {
+      confirmed: fail(new Error("no answer within 50 ms")),
+      owners: fail(new Error("no answer within 50 ms")),
+    },
+    want: unavailable(
+      "cannot read the object itself (no answer within 50 ms)",
+      "it can be read",
+    ),
+  },
+  {
+    name: "owners: a read failed",
+    plan: OWNED,
+    readings: {
+      confirmed: OK,
+      owners: fail(new Error("reading Network/net-a failed: unavailable")),
+    },
+    want: failedOwners("reading Network/net-a failed: unavailable"),
+  },
+  {
+    name: "owners: a read out of time",
+    plan: OWNED,
+    readings: {
+      confirmed: OK,
+      owners: fail(new DeadlineExceeded("reading Network/net-a", 50)),
+    },
+    want: failedOwners("reading Network/net-a did not finish within 50 ms"),
+  },
+  {
+    name: "owners: the Namespace read out of time",
+    plan: OWNED_VIA_NS,
+    readings: {
+      confirmed: OK,
+      owners: fail(new DeadlineExceeded("reading the namespace default", 50)),
+    },
+    want: failedOwners(
+      "reading the namespace default did not finish within 50 ms",
+    ),
+  },
+  {
+    name: "owners: planned but not read: denied (fail closed)",
+    plan: OWNED,
+    readings: { confirmed: OK },
+    want: failedOwners("no owner was read"),
+  },
+  {
+    name: "owners: an owner not granted, the permission carried",
+    plan: OWNED,
+    readings: { confirmed: OK, owners: fail(new Forbidden("get", NETWORKS)) },
+    want: forbidden("get", NETWORKS),
+  },
+  {
+    name: "owners: the Namespace not granted, the permission carried",
+    plan: OWNED_VIA_NS,
+    readings: {
+      confirmed: OK,
+      owners: fail(new Forbidden("get", { group: "", resource: "namespaces" })),
+    },
+    want: {
+      ...unavailable(
+        "the webhook's identity may not get namespaces in this workspace (403 Forbidden): " +
+          'grant "get" on namespaces to it in system:admin of every shard (controller grants --kubeconfig=<webhook kubeconfig> | kubectl apply -f -)',
+        "it may",
+      ),
+      forbidden: { verb: "get", group: "", resource: "namespaces" },
+    },
+  },
+  {
+    name: "owners and references: a failed list named before the owners",
+    plan: OWNED_AND_REFERRED,
+    readings: {
+      confirmed: OK,
+      blockers: fail(new Error("boom")),
+      owners: fail(new Error("reading Network/net-a failed: unavailable")),
+    },
+    want: failedCheck("boom"),
+  },
+  {
+    name: "owners and references: owners unreadable though the list is fine",
+    plan: OWNED_AND_REFERRED,
+    readings: {
+      confirmed: OK,
+      blockers: found(1, vmBlocker("vm-1")),
+      owners: fail(new Error("reading Network/net-a failed: unavailable")),
+    },
+    want: failedOwners("reading Network/net-a failed: unavailable"),
+    unsaid: /vm-1/,
+  },
+  {
+    name: "owners, locked: the Lock named, not the owners",
+    plan: plan({ lock: "vpc-a", rules: [LABEL_OWNER_RULE] }),
+    readings: { confirmed: OK, owners: owned(0, net("net-a")) },
+    want: locked(LOCKED),
+  },
+  {
+    name: "owners, annotation in authorized mode, allowed: no owner matters",
+    plan: plan({ rules: [LABEL_OWNER_RULE], skip: true, authorized: true }),
+    readings: { confirmed: OK, bypass: OK },
+    want: ALLOWED_SKIP,
+  },
 ];
 
 Deno.test("foldReview() folds the readings into the verdict, case by case", async (t) => {
@@ -837,7 +1015,7 @@ const TEARDOWN_CASES: TeardownCase[] = [
   {
     name: "locked and referenced, not being deleted: the denial stands",
     plan: plan({ lock: "vpc-a" }),
-    readings: { confirmed: OK, blockers: found(1, vm("vm-1")) },
+    readings: { confirmed: OK, blockers: found(1, vmBlocker("vm-1")) },
     teardownOrderMs: 0,
     want: locked(
       `${LOCKED}; also still referenced by VirtualMachine/vm-1 (.spec.vpcRef.name)`,
@@ -863,7 +1041,7 @@ const TEARDOWN_CASES: TeardownCase[] = [
     name:
       "locked and referenced, marked now: references still order the teardown",
     plan: plan({ lock: "vpc-a" }),
-    readings: { confirmed: OK, blockers: found(1, vm("vm-1")) },
+    readings: { confirmed: OK, blockers: found(1, vmBlocker("vm-1")) },
     markedAgo: 0,
     teardownOrderMs: 120_000,
     want: referenced(VM_1_BLOCKS, 1),
@@ -872,7 +1050,7 @@ const TEARDOWN_CASES: TeardownCase[] = [
     name:
       "locked and referenced, marked 1 s ago: references still order the teardown",
     plan: plan({ lock: "vpc-a" }),
-    readings: { confirmed: OK, blockers: found(1, vm("vm-1")) },
+    readings: { confirmed: OK, blockers: found(1, vmBlocker("vm-1")) },
     markedAgo: 1_000,
     teardownOrderMs: 120_000,
     want: "denied_referenced",
@@ -880,7 +1058,7 @@ const TEARDOWN_CASES: TeardownCase[] = [
   {
     name: "locked and referenced, at the end of the order window: let go",
     plan: plan({ lock: "vpc-a" }),
-    readings: { confirmed: OK, blockers: found(1, vm("vm-1")) },
+    readings: { confirmed: OK, blockers: found(1, vmBlocker("vm-1")) },
     markedAgo: 120_000,
     teardownOrderMs: 120_000,
     want: WORKSPACE_DELETING,
@@ -888,7 +1066,7 @@ const TEARDOWN_CASES: TeardownCase[] = [
   {
     name: "locked and referenced, at the end of a short order window: let go",
     plan: plan({ lock: "vpc-a" }),
-    readings: { confirmed: OK, blockers: found(1, vm("vm-1")) },
+    readings: { confirmed: OK, blockers: found(1, vmBlocker("vm-1")) },
     markedAgo: 1_000,
     teardownOrderMs: 1_000,
     want: WORKSPACE_DELETING,
@@ -896,7 +1074,7 @@ const TEARDOWN_CASES: TeardownCase[] = [
   {
     name: "referenced, within the order window: the denial stands",
     plan: plan(),
-    readings: { confirmed: OK, blockers: found(1, vm("vm-1")) },
+    readings: { confirmed: OK, blockers: found(1, vmBlocker("vm-1")) },
     markedAgo: 59_999,
     teardownOrderMs: 60_000,
     want: referenced(VM_1_BLOCKS, 1),
@@ -904,7 +1082,7 @@ const TEARDOWN_CASES: TeardownCase[] = [
   {
     name: "referenced, marked 1 s ago: the denial stands",
     plan: plan(),
-    readings: { confirmed: OK, blockers: found(1, vm("vm-1")) },
+    readings: { confirmed: OK, blockers: found(1, vmBlocker("vm-1")) },
     markedAgo: 1_000,
     teardownOrderMs: 120_000,
     want: "denied_referenced",
@@ -912,7 +1090,7 @@ const TEARDOWN_CASES: TeardownCase[] = [
   {
     name: "referenced, at the end of the order window: let go",
     plan: plan(),
-    readings: { confirmed: OK, blockers: found(1, vm("vm-1")) },
+    readings: { confirmed: OK, blockers: found(1, vmBlocker("vm-1")) },
     markedAgo: 60_000,
     teardownOrderMs: 60_000,
     want: WORKSPACE_DELETING,
@@ -920,10 +1098,81 @@ const TEARDOWN_CASES: TeardownCase[] = [
   {
     name: "referenced, no order window: nothing protected at all",
     plan: plan(),
-    readings: { confirmed: OK, blockers: found(1, vm("vm-1")) },
+    readings: { confirmed: OK, blockers: found(1, vmBlocker("vm-1")) },
     markedAgo: 0,
     teardownOrderMs: 0,
     want: WORKSPACE_DELETING,
+  },
+  {
+    name: "owned, not being deleted: the denial stands",
+    plan: OWNED,
+    readings: { confirmed: OK, owners: owned(0, net("net-a")) },
+    teardownOrderMs: 0,
+    want: ownedBy(NET_A_OWNS),
+  },
+  {
+    name: "owned, within the order window: owners still order the teardown",
+    plan: OWNED,
+    readings: { confirmed: OK, owners: owned(0, net("net-a")) },
+    markedAgo: 59_999,
+    teardownOrderMs: 60_000,
+    want: ownedBy(NET_A_OWNS),
+  },
+  {
+    name: "owned, at the end of the order window: let go",
+    plan: OWNED,
+    readings: { confirmed: OK, owners: owned(0, net("net-a")) },
+    markedAgo: 60_000,
+    teardownOrderMs: 60_000,
+    want: WORKSPACE_DELETING,
+  },
+  {
+    name: "owned past the bound, none holding, after the order window: let go",
+    plan: plan({ rules: [OWNED_BY_REFERENCE] }),
+    readings: { confirmed: OK, owners: owned(3) },
+    markedAgo: 60_000,
+    teardownOrderMs: 60_000,
+    want: WORKSPACE_DELETING,
+  },
+  {
+    name: "owned and referenced, within the order window: the denial stands",
+    plan: OWNED_AND_REFERRED,
+    readings: {
+      confirmed: OK,
+      blockers: found(1, vmBlocker("vm-1")),
+      owners: owned(0, net("net-a")),
+    },
+    markedAgo: 1_000,
+    teardownOrderMs: 120_000,
+    want: referenced(
+      `${NET_A_OWNS}; still referenced by VirtualMachine/vm-1 (.spec.vpcRef.name)`,
+      1,
+    ),
+  },
+  {
+    name: "locked and owned, marked now: owners still order the teardown",
+    plan: plan({ lock: "vpc-a", rules: [LABEL_OWNER_RULE] }),
+    readings: { confirmed: OK, owners: owned(0, net("net-a")) },
+    markedAgo: 0,
+    teardownOrderMs: 120_000,
+    want: ownedBy(NET_A_OWNS),
+  },
+  {
+    name: "locked, owners none holding, marked now: no Lock holds",
+    plan: plan({ lock: "vpc-a", rules: [LABEL_OWNER_RULE] }),
+    readings: { confirmed: OK, owners: owned(0) },
+    markedAgo: 0,
+    teardownOrderMs: 120_000,
+    want: WORKSPACE_DELETING,
+  },
+  {
+    name:
+      "locked, owners unreadable, marked now: denied until they can be read",
+    plan: plan({ lock: "vpc-a", rules: [LABEL_OWNER_RULE] }),
+    readings: { confirmed: OK, owners: fail(new Error("boom")) },
+    markedAgo: 0,
+    teardownOrderMs: 120_000,
+    want: failedOwners("boom"),
   },
   {
     name: "an allowed review stays allowed",
@@ -961,9 +1210,21 @@ Deno.test("asksTeardown() asks about the workspace only for a denial a teardown 
     }, true],
     ["referenced", plan(), {
       confirmed: OK,
-      blockers: found(1, vm("vm-1")),
+      blockers: found(1, vmBlocker("vm-1")),
     }, true],
     ["allowed", plan(), { confirmed: OK, blockers: found(0) }, false],
+    ["owned", OWNED, { confirmed: OK, owners: owned(0, net("net-a")) }, true],
+    ["owned past the bound", OWNED, { confirmed: OK, owners: owned(3) }, true],
+    ["owned and referenced", OWNED_AND_REFERRED, {
+      confirmed: OK,
+      blockers: found(1, vmBlocker("vm-1")),
+      owners: owned(0, net("net-a")),
+    }, true],
+    ["not owned", OWNED, { confirmed: OK, owners: owned(0) }, false],
+    ["owners unreadable", OWNED, {
+      confirmed: OK,
+      owners: fail(new Error("boom")),
+    }, false],
     ["unconfirmed", plan(), { confirmed: GONE }, false],
     [
       "locked, unconfirmed",

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { parseDependencyRule } from "../rules/mod.ts";
+import type { ClusterRule } from "../rules/mod.ts";
 import type { AdmissionRequest } from "./admission_review.ts";
 import { DeletionValidator } from "./deletion_validator.ts";
 import { RuleRegistry } from "./rule_registry.ts";
@@ -12,113 +12,49 @@ import {
 import type { Outcome } from "./verdicts.ts";
 import { KubeApiError } from "../kcp/mod.ts";
 import {
+  deleteReview,
+  dependentRule,
   FakeDependentSource,
   type Live,
+  network,
+  networkOwnerRule,
+  type NetworkOwnerRuleOptions,
+  NETWORKS,
+  OWNER_LABEL as LABEL,
+  OWNER_LABEL_PATH as LABEL_PATH,
+  OWNER_REFS_PATH as OWNER_REFS,
   type OwnerAnswer,
+  ownerRef,
+  registryOf,
+  SUBNET_TYPE,
   SUBNETS,
   VIRTUAL_MACHINES,
 } from "../../testing/mod.ts";
 
-/** The owner type of these rules: a network that owns subnets. */
-const NETWORKS = {
-  group: "network.example.com",
-  version: "v1alpha1",
-  resource: "networks",
-  kind: "Network",
-};
-const LABEL = "network.example.com/owner";
-const LABEL_PATH = `.metadata.labels["${LABEL}"]`;
-const OWNER_REFS = ".metadata.ownerReferences[*].name";
-
-/** A DependencyRule `name`: Networks (the dependent) own Subnets. */
+/** An owner rule `name`: Networks (the dependent) own Subnets. */
 function ownerRule(
   name: string,
-  fieldRef: Record<string, unknown>,
-  spec: Record<string, unknown> = {},
-) {
-  const parsed = parseDependencyRule({
-    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
-    kind: "DependencyRule",
-    metadata: { name },
-    spec: {
-      dependent: { apiExportName: NETWORKS.group, ...NETWORKS },
-      ...spec,
-      dependencies: [{
-        apiExportRef: { path: "root:providers:network", name: SUBNETS.group },
-        group: SUBNETS.group,
-        version: SUBNETS.version,
-        resource: SUBNETS.resource,
-        fieldRef,
-      }],
-    },
-  });
-  assert.ok(parsed.ok, parsed.ok ? "" : parsed.error);
-  return parsed.rule;
-}
-
-/** A Network as kcp answers it. */
-function network(
-  name: string,
-  options: {
-    uid?: string;
-    deleting?: boolean;
-    protection?: unknown;
-    namespace?: string;
-  } = {},
-): Record<string, unknown> {
-  return {
-    apiVersion: "network.example.com/v1alpha1",
-    kind: "Network",
-    metadata: {
-      name,
-      uid: options.uid ?? `uid-${name}`,
-      ...(options.namespace === undefined
-        ? {}
-        : { namespace: options.namespace }),
-      ...(options.deleting
-        ? { deletionTimestamp: "2026-11-26T07:00:00Z" }
-        : {}),
-    },
-    spec: options.protection === undefined
-      ? {}
-      : { deletionProtection: options.protection },
-  };
-}
-
-/** An ownerReference to a Network. */
-function ownerRef(name: string, options: { kind?: string; uid?: string } = {}) {
-  return {
-    apiVersion: "network.example.com/v1alpha1",
-    kind: options.kind ?? "Network",
-    name,
-    uid: options.uid ?? `uid-${name}`,
-  };
+  fieldRef: Parameters<typeof networkOwnerRule>[1],
+  options: NetworkOwnerRuleOptions = {},
+): ClusterRule {
+  return networkOwnerRule(name, fieldRef, { ...options, protects: SUBNETS });
 }
 
 /** The DELETE review of subnets/s-1 in team-a of consumer1. */
 function deleteSubnet(): AdmissionRequest {
-  return {
-    uid: "review-1",
-    kind: { group: SUBNETS.group, version: SUBNETS.version, kind: "Subnet" },
-    resource: { ...SUBNETS },
-    name: "s-1",
-    namespace: "team-a",
-    operation: "DELETE",
-    userInfo: { username: "alice" },
-    oldObject: {
-      metadata: {
-        name: "s-1",
-        namespace: "team-a",
-        uid: "uid-s-1",
-        annotations: { "kcp.io/cluster": "consumer1" },
-      },
-    },
-  };
+  return deleteReview(SUBNET_TYPE, "s-1", { namespace: "team-a" });
+}
+
+/** VirtualMachines depend on Subnets via `.spec.subnetRef.name`, where `when` says. */
+function vmNeedsSubnet(when?: string): ClusterRule {
+  return dependentRule("vm-needs-subnet", VIRTUAL_MACHINES, [
+    ".spec.subnetRef.name",
+  ], { target: SUBNETS, ...(when === undefined ? {} : { when }) });
 }
 
 interface Row {
   name: string;
-  rules: ReturnType<typeof ownerRule>[];
+  rules: ClusterRule[];
   /** The live subnet's metadata beyond name and uid. */
   metadata?: Record<string, unknown>;
   /** Owners and Namespaces by `<resource>/<name>`. */
@@ -329,8 +265,8 @@ const ROWS: Row[] = [
     want: {
       outcome: "denied_owned",
       message:
-        `${OWNED} Network/net-0 (.metadata.ownerReferences[0].name) and 4 more ` +
-        `not looked up (at most ${MAX_OWNERS_LOOKED_UP} per delete), which still exist`,
+        `${OWNED} Network/net-0 (.metadata.ownerReferences[0].name), which still exists, ` +
+        `and it names 4 more owners not looked up (at most ${MAX_OWNERS_LOOKED_UP} per delete)`,
     },
   },
   {
@@ -345,7 +281,10 @@ const ROWS: Row[] = [
     want: {
       outcome: "denied_owned",
       messageIncludes: [
-        `it names 1 owners, more than the ${MAX_OWNERS_LOOKED_UP}`,
+        `it names ${
+          MAX_OWNERS_LOOKED_UP + 1
+        } owners, more than the ${MAX_OWNERS_LOOKED_UP} the dependency webhook looks up per delete: ` +
+        "none of those it looked up holds it, and the other 1 were not looked up",
       ],
     },
   },
@@ -362,10 +301,7 @@ const ROWS: Row[] = [
 
 for (const row of ROWS) {
   Deno.test(`owner rules: ${row.name}`, async () => {
-    const registry = new RuleRegistry();
-    registry.replace(
-      row.rules.map((rule) => ({ cluster: "provider1", rule })),
-    );
+    const registry = registryOf(...row.rules);
     const source = new FakeDependentSource(
       Object.fromEntries(
         Object.entries(row.lists ?? {}).map(([k, v]) => [k, { pages: [v] }]),
@@ -399,28 +335,10 @@ for (const row of ROWS) {
 }
 
 Deno.test("owner rules and dependent rules together: one denial names both", async () => {
-  const registry = new RuleRegistry();
-  const vmRule = parseDependencyRule({
-    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
-    kind: "DependencyRule",
-    metadata: { name: "vm-needs-subnet" },
-    spec: {
-      dependent: { apiExportName: "compute.example.com", ...VIRTUAL_MACHINES },
-      dependencies: [{
-        apiExportRef: { path: "root:providers:network", name: SUBNETS.group },
-        ...SUBNETS,
-        fieldRef: { path: ".spec.subnetRef.name" },
-      }],
-    },
-  });
-  assert.ok(vmRule.ok);
-  registry.replace([
-    {
-      cluster: "provider1",
-      rule: ownerRule("owned", { from: "Target", path: OWNER_REFS }),
-    },
-    { cluster: "provider1", rule: vmRule.rule },
-  ]);
+  const registry = registryOf(
+    ownerRule("owned", { from: "Target", path: OWNER_REFS }),
+    vmNeedsSubnet(),
+  );
   const source = new FakeDependentSource({
     virtualmachines: {
       pages: [[{
@@ -442,11 +360,9 @@ Deno.test("owner rules and dependent rules together: one denial names both", asy
 });
 
 Deno.test("ownersNamed() skips names that cannot be objects and counts past the bound", () => {
-  const registry = new RuleRegistry();
-  registry.replace([{
-    cluster: "p",
-    rule: ownerRule("owned", { from: "Target", path: OWNER_REFS }),
-  }]);
+  const registry = registryOf(
+    ownerRule("owned", { from: "Target", path: OWNER_REFS }),
+  );
   const protections = registry.find(SUBNETS);
   const named = ownersNamed({
     ownerReferences: [
@@ -479,17 +395,10 @@ Deno.test("printable() writes control and direction characters as escapes", () =
 });
 
 Deno.test("ownersNamed() takes only valid names from any metadata, at most the bound, and never throws", () => {
-  const registry = new RuleRegistry();
-  registry.replace([
-    {
-      cluster: "p",
-      rule: ownerRule("refs", { from: "Target", path: OWNER_REFS }),
-    },
-    {
-      cluster: "p",
-      rule: ownerRule("label", { from: "Target", path: LABEL_PATH }),
-    },
-  ]);
+  const registry = registryOf(
+    ownerRule("refs", { from: "Target", path: OWNER_REFS }),
+    ownerRule("label", { from: "Target", path: LABEL_PATH }),
+  );
   const protections = registry.find(SUBNETS);
   assert.equal(protections.length, 2);
   const name = fc.oneof(
@@ -540,24 +449,10 @@ Deno.test("ownersNamed() takes only valid names from any metadata, at most the b
 });
 
 Deno.test("the conditions of one review share a budget: past it, dependents protect unevaluated", async () => {
-  const vmRule = parseDependencyRule({
-    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
-    kind: "DependencyRule",
-    metadata: { name: "vm-needs-subnet" },
-    spec: {
-      dependent: { apiExportName: "compute.example.com", ...VIRTUAL_MACHINES },
-      // Costly, and false for every VM: only the budget makes one protect.
-      when: "object.spec.disks.exists(d, d.size < 0)",
-      dependencies: [{
-        apiExportRef: { path: "root:providers:network", name: SUBNETS.group },
-        ...SUBNETS,
-        fieldRef: { path: ".spec.subnetRef.name" },
-      }],
-    },
-  });
-  assert.ok(vmRule.ok);
-  const registry = new RuleRegistry();
-  registry.replace([{ cluster: "provider1", rule: vmRule.rule }]);
+  // Costly, and false for every VM: only the budget makes one protect.
+  const registry = registryOf(
+    vmNeedsSubnet("object.spec.disks.exists(d, d.size < 0)"),
+  );
   const disks = Array.from({ length: 20_000 }, (_, size) => ({ size }));
   const vms = Array.from({ length: 200 }, (_, i) => ({
     metadata: { name: `vm-${String(i).padStart(3, "0")}`, namespace: "team-a" },
@@ -622,10 +517,9 @@ Deno.test("an owner rule counts only owners the workspace binds from the rule's 
   ];
   for (const c of cases) {
     const registry = new RuleRegistry();
-    registry.replace([{
-      cluster: "provider1",
-      rule: ownerRule("owned", { from: "Target", path: LABEL_PATH }),
-    }], { identities: new Map([["provider1/owned", "real"]]) });
+    registry.replace([
+      ownerRule("owned", { from: "Target", path: LABEL_PATH }),
+    ], { identities: new Map([["provider1/owned", "real"]]) });
     const source = new FakeDependentSource({}, {
       uid: "uid-s-1",
       metadata: { labels: { [LABEL]: "net-a" } },

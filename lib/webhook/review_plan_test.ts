@@ -8,111 +8,43 @@ import {
   type ReviewPlan,
 } from "./review_plan.ts";
 import type { ReviewTarget } from "./review_target.ts";
-import { RuleRegistry } from "./rule_registry.ts";
+import type { Protection } from "./rule_registry.ts";
 import { NOT_INITIALIZED_MESSAGE, type Verdict } from "./verdicts.ts";
-import { LockIndex } from "../locks/mod.ts";
+import { type ClusterRule, enforcedRules } from "../rules/mod.ts";
 import {
-  type ClusterRule,
-  enforcedRules,
-  type GroupVersionResource,
-} from "../rules/mod.ts";
-import {
-  dependency,
-  type DependentType,
+  allowedVerdict,
+  clusterScopedDeleteRequest,
+  deleteRequest,
+  deniedVerdict,
+  dependentRule,
+  LABEL_OWNER_RULE,
+  NAMESPACE_OWNER_RULE,
+  namespaceDeleteRequest,
+  namespaceLock,
+  noLocks,
+  NOT_READY_VERDICT,
+  OTHER_PROVIDER_RULE,
+  OWNER_LABEL_PATH,
+  planContext,
+  type PlanSetup,
+  registryOf,
+  SKIP_ANNOTATION,
   SUBNETS,
-  validLock,
-  validRule,
   VIRTUAL_MACHINES,
+  VM_RULE,
+  vpc,
+  VPC_TYPE,
+  vpcLock,
   VPCS,
 } from "../../testing/mod.ts";
 
-const UID = "705ab4f5-6393-11e8-b7cc-42010a800002";
-const SKIP = "dependencies.opendefense.cloud/skip-protection";
-
 // ---------------------------------------------------------------------------
-// Rules, Locks and requests
+// Rules and requests
 
-/** A validated rule in cluster `provider1`: `dependent` refers to `target` at `paths`. */
-function rule(
-  name: string,
-  dependent: DependentType,
-  paths: readonly string[] = [".spec.vpcRef.name"],
-  target: GroupVersionResource = VPCS,
-): ClusterRule {
-  return {
-    cluster: "provider1",
-    rule: validRule(
-      name,
-      dependent,
-      paths.map((path) => dependency(target, path)),
-    ),
-  };
-}
-
-/** VirtualMachines depend on VPCs via `.spec.vpcRef.name`. */
-const VM_RULE = rule("vm-needs-vpc", VIRTUAL_MACHINES);
-/** VirtualMachines depend on VPCs of another provider's export via `.spec.altVpcRef.name`. */
-const OTHER_PROVIDER_RULE: ClusterRule = {
-  cluster: "provider1",
-  rule: validRule("other-provider", VIRTUAL_MACHINES, [{
-    ...dependency(VPCS, ".spec.altVpcRef.name"),
-    apiExportRef: { path: "root:providers:network2", name: VPCS.group },
-  }]),
-};
 /** VPCs refer to VPCs: a SelfDependency, which the controller rejects. */
-const PEER_RULE = rule("vpc-peers-vpc", { ...VPCS, kind: "VPC" }, [
+const PEER_RULE = dependentRule("vpc-peers-vpc", VPC_TYPE, [
   ".spec.peerRef.name",
 ]);
-
-/** A VPC as the API server stores it, in logical cluster `consumer1`. */
-function vpc(
-  name: string,
-  options: { namespace?: string; annotations?: Record<string, unknown> } = {},
-): Record<string, unknown> {
-  const { namespace, annotations = { "kcp.io/cluster": "consumer1" } } =
-    options;
-  return {
-    apiVersion: "network.example.com/v1alpha1",
-    kind: "VPC",
-    metadata: {
-      name,
-      ...(namespace === undefined ? {} : { namespace }),
-      uid: `uid-${name}`,
-      annotations,
-    },
-    spec: { cidr: "10.0.0.0/16" },
-  };
-}
-
-/** The admission request of a DELETE of `vpcs/vpc-a` in namespace `default`. */
-function deleteRequest(
-  overrides: Partial<AdmissionRequest> = {},
-): AdmissionRequest {
-  return {
-    uid: UID,
-    kind: { group: VPCS.group, version: VPCS.version, kind: "VPC" },
-    resource: { ...VPCS },
-    name: "vpc-a",
-    namespace: "default",
-    operation: "DELETE",
-    userInfo: { username: "alice", groups: ["system:authenticated"] },
-    oldObject: vpc("vpc-a", { namespace: "default" }),
-    dryRun: false,
-    options: { kind: "DeleteOptions", apiVersion: "meta.k8s.io/v1" },
-    ...overrides,
-  };
-}
-
-/** The DELETE of the cluster-scoped `vpcs/vpc-a` (no namespace). */
-function clusterScopedDeleteRequest(
-  overrides: Partial<AdmissionRequest> = {},
-): AdmissionRequest {
-  const { namespace: _, ...request } = deleteRequest({
-    oldObject: vpc("vpc-a"),
-    ...overrides,
-  });
-  return request;
-}
 
 /** The DELETE of vpc-a with the skip-protection annotation set to `value`. */
 function skipRequest(
@@ -120,10 +52,7 @@ function skipRequest(
   overrides: Partial<AdmissionRequest> = {},
 ): AdmissionRequest {
   return deleteRequest({
-    oldObject: vpc("vpc-a", {
-      namespace: "default",
-      annotations: { "kcp.io/cluster": "consumer1", [SKIP]: value },
-    }),
+    oldObject: vpc("vpc-a", { namespace: "default", skip: value }),
     ...overrides,
   });
 }
@@ -142,122 +71,34 @@ function annotated(annotations: unknown): AdmissionRequest {
   return deleteRequest({ oldObject });
 }
 
-/** The DELETE of the Namespace `team-a` (the API server names it as the request's namespace). */
-const NAMESPACE_DELETE: AdmissionRequest = {
-  ...deleteRequest(),
-  kind: { group: "", version: "v1", kind: "Namespace" },
-  resource: { group: "", version: "v1", resource: "namespaces" },
-  name: "team-a",
-  namespace: "team-a",
-  oldObject: {
-    apiVersion: "v1",
-    kind: "Namespace",
-    metadata: {
-      name: "team-a",
-      uid: "uid-team-a",
-      annotations: { "kcp.io/cluster": "consumer1" },
-    },
-  },
-};
-
-/** One Lock `prod` in `default` of `consumer1` on vpcs/`target`. */
-function lockOn(
-  target: string,
-  operations: ("Delete" | "Update")[] = ["Delete"],
-): LockIndex {
-  const index = new LockIndex();
-  index.replace([{
-    cluster: "consumer1",
-    lock: validLock("prod", "default", {
-      target: { ...VPCS, name: target },
-      reason: "production VPC",
-      operations,
-    }),
-  }]);
-  return index;
-}
-
-/** Loaded, and no Lock at all. */
-function noLocks(): LockIndex {
-  const index = new LockIndex();
-  index.replace([]);
-  return index;
-}
-
-/** The Lock `home` in `team-a` on the Namespace team-a. */
-function namespaceLock(): LockIndex {
-  const index = new LockIndex();
-  index.replace([{
-    cluster: "consumer1",
-    lock: validLock("home", "team-a", {
-      target: {
-        group: "",
-        version: "v1",
-        resource: "namespaces",
-        name: "team-a",
-      },
-      reason: "tenant home",
-    }),
-  }]);
-  return index;
-}
-
 /** What a validator hands {@linkcode planReview}, built from rules as it does. */
-interface Setup {
-  rules?: readonly ClusterRule[];
-  loaded?: boolean;
-  locks?: LockIndex;
-  provider?: string;
-  authorized?: boolean;
+interface Setup extends PlanSetup {
+  /**
+   * The protections of every type, in place of the rules': a Namespace
+   * cannot be a rule's protected type, yet a plan must read one right.
+   */
+  protections?: readonly Protection[];
 }
 
 function context(setup: Setup = {}): PlanContext {
-  const registry = new RuleRegistry();
-  registry.replace(setup.rules ?? [VM_RULE]);
-  return {
-    loaded: setup.loaded ?? true,
-    protectionsOf: (resource) => registry.find(resource),
-    locks: setup.locks,
-    provider: setup.provider,
-    authorizedBypass: setup.authorized ?? false,
-  };
+  const { protections } = setup;
+  const built = planContext(setup);
+  return protections === undefined
+    ? built
+    : { ...built, protectionsOf: () => protections };
 }
 
 // ---------------------------------------------------------------------------
 // What a step is expected to be
 
-const ALLOWED: Verdict = {
-  response: { uid: UID, allowed: true },
-  outcome: "allowed",
-};
-const ALLOWED_SKIP: Verdict = {
-  response: { uid: UID, allowed: true },
-  outcome: "allowed_skip",
-};
-const NOT_READY: Verdict = {
-  response: {
-    uid: UID,
-    allowed: false,
-    status: {
-      code: 503,
-      reason: "ServiceUnavailable",
-      message: "dependency webhook not yet initialized, retry later",
-    },
-  },
-  outcome: "denied_not_ready",
-};
+const ALLOWED = allowedVerdict();
+const ALLOWED_SKIP = allowedVerdict("allowed_skip");
+const NOT_READY = NOT_READY_VERDICT;
 
 /** The exact 400 answer with `message`. */
 function invalid(message: string): { verdict: Verdict } {
   return {
-    verdict: {
-      response: {
-        uid: UID,
-        allowed: false,
-        status: { code: 400, reason: "BadRequest", message },
-      },
-      outcome: "denied_invalid",
-    },
+    verdict: deniedVerdict(400, "BadRequest", message, "denied_invalid"),
   };
 }
 
@@ -270,6 +111,12 @@ interface PlanView {
   holds: string[];
   /** The protections whose dependents are listed, `resource fieldPath`. */
   lists: string[];
+  /** The protections whose owners the object names, `resource from fieldPath`. */
+  owners: string[];
+  /** The protections whose owners its Namespace names, `resource from fieldPath`. */
+  namespaceOwners: string[];
+  /** Whether the workspace's bindings are read. */
+  bound: boolean;
   /** How the review ends without a Lock: `references`, `bypass`, or the outcome of the answer. */
   unlocked: string;
   /** The user asked about bypass, if any. */
@@ -280,11 +127,16 @@ interface PlanView {
 function view(plan: ReviewPlan): PlanView {
   const reads = planReads(plan);
   assert.equal(reads.confirm, true, "every plan reads the live object");
+  const owner = (p: Protection) =>
+    `${p.dependent.resource} ${p.from} ${p.fieldPathText}`;
   return {
     verb: plan.verb,
     target: plan.target,
     holds: plan.holds.map((h) => `${h.namespace}/${h.name}`),
     lists: reads.lists.map((p) => `${p.dependent.resource} ${p.fieldPathText}`),
+    owners: reads.owners.map(owner),
+    namespaceOwners: reads.namespaceOwners.map(owner),
+    bound: reads.boundIdentities,
     unlocked: plan.unlocked.kind === "verdict"
       ? plan.unlocked.verdict.outcome
       : plan.unlocked.kind,
@@ -302,7 +154,16 @@ const TARGET: ReviewTarget = {
   resource: { ...VPCS },
 };
 const { namespace: _, ...CLUSTER_SCOPED_TARGET } = TARGET;
+/** The Namespace team-a: the cluster-scoped object it is. */
+const NAMESPACE_TARGET: ReviewTarget = {
+  cluster: "consumer1",
+  name: "team-a",
+  uid: "uid-team-a",
+  resource: { group: "", version: "v1", resource: "namespaces" },
+};
 const VM_LIST = "virtualmachines .spec.vpcRef.name";
+const TARGET_OWNER = `networks Target ${OWNER_LABEL_PATH}`;
+const NAMESPACE_OWNER = `networks TargetNamespace ${OWNER_LABEL_PATH}`;
 const ALICE: ReviewUser = {
   username: "alice",
   groups: ["system:authenticated"],
@@ -318,6 +179,9 @@ function plans(
       target: TARGET,
       holds: [],
       lists: [],
+      owners: [],
+      namespaceOwners: [],
+      bound: false,
       bypass: undefined,
       covered: false,
       ...partial,
@@ -379,7 +243,7 @@ const CASES: PlanCase[] = [
       oldObject: null,
       object: vpc("vpc-a", {
         namespace: "default",
-        annotations: { "kcp.io/cluster": "consumer2" },
+        cluster: "consumer2",
       }),
     }),
     want: plans({
@@ -400,7 +264,7 @@ const CASES: PlanCase[] = [
     request: deleteRequest({
       oldObject: vpc("vpc-a", {
         namespace: "default",
-        annotations: { [SKIP]: "true" },
+        annotations: { [SKIP_ANNOTATION]: "true" },
       }),
     }),
     want: { verdict: ALLOWED_SKIP },
@@ -509,7 +373,7 @@ const CASES: PlanCase[] = [
       namespace: "team-a",
       oldObject: vpc("vpc-a", {
         namespace: "team-a",
-        annotations: { "kcp.io/cluster": "2x5jd0ws3r7t" },
+        cluster: "2x5jd0ws3r7t",
       }),
     }),
     want: plans({
@@ -553,9 +417,9 @@ const CASES: PlanCase[] = [
     request: deleteRequest(),
     setup: {
       rules: [
-        rule("vm-needs-subnet", VIRTUAL_MACHINES, [
+        dependentRule("vm-needs-subnet", VIRTUAL_MACHINES, [
           ".spec.subnetRef.name",
-        ], SUBNETS),
+        ], { target: SUBNETS }),
       ],
     },
     want: { verdict: ALLOWED },
@@ -589,7 +453,9 @@ const CASES: PlanCase[] = [
     setup: {
       rules: [
         VM_RULE,
-        rule("vm-needs-vpc-too", VIRTUAL_MACHINES, ["spec.vpcRef.name"]),
+        dependentRule("vm-needs-vpc-too", VIRTUAL_MACHINES, [
+          "spec.vpcRef.name",
+        ]),
       ],
     },
     want: LIST_VMS,
@@ -665,7 +531,7 @@ const CASES: PlanCase[] = [
   {
     name: "locked, no rule: confirm, list nothing",
     request: deleteRequest(),
-    setup: { rules: [], locks: lockOn("vpc-a") },
+    setup: { rules: [], locks: vpcLock("vpc-a") },
     want: plans({
       holds: ["default/prod"],
       unlocked: "allowed",
@@ -675,7 +541,7 @@ const CASES: PlanCase[] = [
   {
     name: "locked: confirm, and list the references to name them",
     request: deleteRequest(),
-    setup: { locks: lockOn("vpc-a") },
+    setup: { locks: vpcLock("vpc-a") },
     want: plans({
       holds: ["default/prod"],
       lists: [VM_LIST],
@@ -686,7 +552,7 @@ const CASES: PlanCase[] = [
   {
     name: "locked, annotation: held anyway, references not listed",
     request: skipRequest(),
-    setup: { locks: lockOn("vpc-a") },
+    setup: { locks: vpcLock("vpc-a") },
     want: plans({
       holds: ["default/prod"],
       unlocked: "allowed_skip",
@@ -696,7 +562,7 @@ const CASES: PlanCase[] = [
   {
     name: "locked, annotation, authorized mode: bypass asked for a teardown",
     request: skipRequest(),
-    setup: { locks: lockOn("vpc-a"), authorized: true },
+    setup: { locks: vpcLock("vpc-a"), authorized: true },
     want: plans({
       holds: ["default/prod"],
       unlocked: "bypass",
@@ -707,13 +573,13 @@ const CASES: PlanCase[] = [
   {
     name: "a free VPC of a type Locks cover, no annotation: confirmed first",
     request: deleteRequest(),
-    setup: { rules: [], locks: lockOn("other") },
+    setup: { rules: [], locks: vpcLock("other") },
     want: plans({ unlocked: "allowed", covered: true }),
   },
   {
     name: "a free VPC of a type Locks cover: confirmed first",
     request: skipRequest(),
-    setup: { locks: lockOn("vpc-b") },
+    setup: { locks: vpcLock("vpc-b") },
     want: plans({ unlocked: "allowed_skip", covered: true }),
   },
   {
@@ -722,7 +588,7 @@ const CASES: PlanCase[] = [
       name: "vpc-b",
       oldObject: vpc("vpc-b", { namespace: "default" }),
     }),
-    setup: { rules: [], locks: lockOn("vpc-a") },
+    setup: { rules: [], locks: vpcLock("vpc-a") },
     want: plans({
       target: { ...TARGET, name: "vpc-b", uid: "uid-vpc-b" },
       unlocked: "allowed",
@@ -734,10 +600,10 @@ const CASES: PlanCase[] = [
     request: deleteRequest({
       oldObject: vpc("vpc-a", {
         namespace: "default",
-        annotations: { "kcp.io/cluster": "consumer2" },
+        cluster: "consumer2",
       }),
     }),
-    setup: { rules: [], locks: lockOn("vpc-a") },
+    setup: { rules: [], locks: vpcLock("vpc-a") },
     want: { verdict: ALLOWED },
   },
   {
@@ -748,15 +614,10 @@ const CASES: PlanCase[] = [
   },
   {
     name: "a locked Namespace: the cluster-scoped object it is",
-    request: NAMESPACE_DELETE,
+    request: namespaceDeleteRequest(),
     setup: { rules: [], locks: namespaceLock() },
     want: plans({
-      target: {
-        cluster: "consumer1",
-        name: "team-a",
-        uid: "uid-team-a",
-        resource: { group: "", version: "v1", resource: "namespaces" },
-      },
+      target: NAMESPACE_TARGET,
       holds: ["team-a/home"],
       unlocked: "allowed",
       covered: true,
@@ -765,7 +626,7 @@ const CASES: PlanCase[] = [
   {
     name: "an UPDATE of a Lock on updates: held, nothing listed",
     request: deleteRequest({ operation: "UPDATE" }),
-    setup: { locks: lockOn("vpc-a", ["Delete", "Update"]) },
+    setup: { locks: vpcLock("vpc-a", ["Delete", "Update"]) },
     want: plans({
       verb: "update",
       holds: ["default/prod"],
@@ -776,7 +637,156 @@ const CASES: PlanCase[] = [
   {
     name: "an UPDATE of a Lock on deletes only: confirmed, allowed after",
     request: deleteRequest({ operation: "UPDATE" }),
-    setup: { locks: lockOn("vpc-a") },
+    setup: { locks: vpcLock("vpc-a") },
+    want: plans({ verb: "update", unlocked: "allowed", covered: true }),
+  },
+  // Owner rules: where each reads the reference.
+  {
+    name: "from Target: the owners the object names looked up, nothing listed",
+    request: deleteRequest(),
+    setup: { rules: [LABEL_OWNER_RULE] },
+    want: plans({ owners: [TARGET_OWNER], unlocked: "references" }),
+  },
+  {
+    name: "from Target, a cluster-scoped object: its owners looked up",
+    request: clusterScopedDeleteRequest(),
+    setup: { rules: [LABEL_OWNER_RULE] },
+    want: plans({
+      target: CLUSTER_SCOPED_TARGET,
+      owners: [TARGET_OWNER],
+      unlocked: "references",
+    }),
+  },
+  {
+    name: "from TargetNamespace, a namespaced object: its Namespace read",
+    request: deleteRequest(),
+    setup: { rules: [NAMESPACE_OWNER_RULE] },
+    want: plans({ namespaceOwners: [NAMESPACE_OWNER], unlocked: "references" }),
+  },
+  {
+    name:
+      "from TargetNamespace, a cluster-scoped object that is no Namespace: nothing to read",
+    request: clusterScopedDeleteRequest(),
+    setup: { rules: [NAMESPACE_OWNER_RULE] },
+    want: plans({ target: CLUSTER_SCOPED_TARGET, unlocked: "references" }),
+  },
+  {
+    name:
+      "from TargetNamespace, a Namespace: read on the Namespace itself, beside Target",
+    request: namespaceDeleteRequest(),
+    setup: {
+      protections: registryOf(LABEL_OWNER_RULE, NAMESPACE_OWNER_RULE).find(
+        VPCS,
+      ),
+    },
+    want: plans({
+      target: NAMESPACE_TARGET,
+      owners: [TARGET_OWNER, NAMESPACE_OWNER],
+      unlocked: "references",
+    }),
+  },
+  {
+    name: "a rule of each source: each read its own way",
+    request: deleteRequest(),
+    setup: { rules: [VM_RULE, LABEL_OWNER_RULE, NAMESPACE_OWNER_RULE] },
+    want: plans({
+      lists: [VM_LIST],
+      owners: [TARGET_OWNER],
+      namespaceOwners: [NAMESPACE_OWNER],
+      unlocked: "references",
+    }),
+  },
+  // Which export a rule's dependent comes from.
+  ...([
+    ["a dependent rule", VM_RULE, { lists: [VM_LIST] }],
+    ["an owner rule from Target", LABEL_OWNER_RULE, { owners: [TARGET_OWNER] }],
+    ["an owner rule from TargetNamespace", NAMESPACE_OWNER_RULE, {
+      namespaceOwners: [NAMESPACE_OWNER],
+    }],
+  ] as [string, ClusterRule, Partial<PlanView>][]).map((
+    [label, rule, reads],
+  ): PlanCase => ({
+    name: `${label} with its export's identity: the bindings read`,
+    request: deleteRequest(),
+    setup: {
+      rules: [rule],
+      identities: new Map([[`provider1/${rule.rule.metadata.name}`, "real"]]),
+    },
+    want: plans({ ...reads, bound: true, unlocked: "references" }),
+  })),
+  {
+    name:
+      "a dependent rule with its identity beside an owner rule without: the bindings read",
+    request: deleteRequest(),
+    setup: {
+      rules: [VM_RULE, LABEL_OWNER_RULE],
+      identities: new Map([["provider1/vm-needs-vpc", "real"]]),
+    },
+    want: plans({
+      lists: [VM_LIST],
+      owners: [TARGET_OWNER],
+      bound: true,
+      unlocked: "references",
+    }),
+  },
+  // Owner rules, the annotation and Locks: as for dependent rules.
+  {
+    name: "owner rule, annotation, no Locks, annotation mode: allowed at once",
+    request: skipRequest(),
+    setup: { rules: [LABEL_OWNER_RULE, NAMESPACE_OWNER_RULE] },
+    want: { verdict: ALLOWED_SKIP },
+  },
+  {
+    name: "owner rule, annotation in authorized mode: bypass asked, no owner",
+    request: skipRequest(),
+    setup: {
+      rules: [LABEL_OWNER_RULE, NAMESPACE_OWNER_RULE],
+      authorized: true,
+    },
+    want: plans({ unlocked: "bypass", bypass: ALICE }),
+  },
+  {
+    name: "owner rule, no Lock on the type, annotation: allowed",
+    request: skipRequest(),
+    setup: { rules: [LABEL_OWNER_RULE], locks: noLocks() },
+    want: { verdict: ALLOWED_SKIP },
+  },
+  {
+    name: "owner rule, locked: confirm, and look up the owners for a teardown",
+    request: deleteRequest(),
+    setup: {
+      rules: [LABEL_OWNER_RULE, NAMESPACE_OWNER_RULE],
+      locks: vpcLock("vpc-a"),
+    },
+    want: plans({
+      holds: ["default/prod"],
+      owners: [TARGET_OWNER],
+      namespaceOwners: [NAMESPACE_OWNER],
+      unlocked: "references",
+      covered: true,
+    }),
+  },
+  {
+    name: "owner rule, locked, annotation: held anyway, no owner looked up",
+    request: skipRequest(),
+    setup: { rules: [LABEL_OWNER_RULE], locks: vpcLock("vpc-a") },
+    want: plans({
+      holds: ["default/prod"],
+      unlocked: "allowed_skip",
+      covered: true,
+    }),
+  },
+  {
+    name:
+      "owner rule, a free VPC of a type Locks cover, annotation: confirmed first, no owner",
+    request: skipRequest(),
+    setup: { rules: [LABEL_OWNER_RULE], locks: vpcLock("vpc-b") },
+    want: plans({ unlocked: "allowed_skip", covered: true }),
+  },
+  {
+    name: "owner rule, an UPDATE of a Lock on deletes only: no owner looked up",
+    request: deleteRequest({ operation: "UPDATE" }),
+    setup: { rules: [LABEL_OWNER_RULE], locks: vpcLock("vpc-a") },
     want: plans({ verb: "update", unlocked: "allowed", covered: true }),
   },
 ];

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import type { BypassAuthorizer, BypassQuery } from "./access_review.ts";
+import type { BypassQuery } from "./access_review.ts";
 import type { AdmissionRequest } from "./admission_review.ts";
 import { DeletionValidator } from "./deletion_validator.ts";
-import { planReview } from "./review_plan.ts";
+import type { OwnerFindings, OwnerHold } from "./review_owners.ts";
 import {
   type Blockers,
   type DependentQuery,
@@ -12,22 +12,43 @@ import {
   ReviewReader,
   UnknownWorkspace,
 } from "./review_reads.ts";
-import { RuleRegistry } from "./rule_registry.ts";
-import type { Blocker } from "./verdicts.ts";
-import { LockIndex } from "../locks/mod.ts";
+import type { LockIndex } from "../locks/mod.ts";
 import { KubeApiError } from "../kcp/mod.ts";
 import { Deadline, DeadlineExceeded } from "../runtime/mod.ts";
-import type { ClusterRule, GroupVersionResource } from "../rules/mod.ts";
+import type { ClusterRule } from "../rules/mod.ts";
 import {
+  clusterScopedDeleteRequest,
+  deleteRequest,
   dependency,
-  type DependentType,
+  dependentRule,
+  FakeBypass,
   FakeDependentSource,
+  LABEL_OWNER_RULE,
+  lb,
+  lbBlocker,
   type Listing,
+  type Live,
   LOAD_BALANCERS,
+  NAMESPACE_OWNER_RULE,
+  namespaceDeleteRequest,
+  namespaceLock,
+  network,
+  NETWORKS,
+  OTHER_PROVIDER_RULE,
+  OWNER_LABEL,
+  OWNER_LABEL_PATH,
+  type OwnerAnswer,
+  planOf,
+  registryOf,
+  TWELVE_VMS as TWELVE,
   untilAborted,
-  validLock,
   validRule,
   VIRTUAL_MACHINES,
+  vm,
+  VM_RULE,
+  vmBlocker,
+  vpc,
+  vpcLock,
   VPCS,
 } from "../../testing/mod.ts";
 
@@ -44,51 +65,8 @@ function reads(source: FakeDependentSource): Record<string, number> {
   return counts;
 }
 
-function registry(): RuleRegistry {
-  const r = new RuleRegistry();
-  r.replace([{
-    cluster: "provider1",
-    rule: validRule("vm-vpc", VIRTUAL_MACHINES, [
-      dependency(VPCS, ".spec.vpcRef.name"),
-    ]),
-  }]);
-  return r;
-}
-
-function lockOn(name: string): LockIndex {
-  const index = new LockIndex();
-  index.replace([{
-    cluster: "consumer1",
-    lock: validLock("prod", "default", {
-      target: { ...VPCS, name },
-      reason: "production",
-    }),
-  }]);
-  return index;
-}
-
-const REQUEST = {
-  uid: "u1",
-  kind: { group: VPCS.group, version: VPCS.version, kind: "VPC" },
-  resource: { ...VPCS },
-  name: "vpc-a",
-  namespace: "default",
-  operation: "DELETE",
-  userInfo: { username: "alice" },
-  oldObject: {
-    metadata: {
-      name: "vpc-a",
-      namespace: "default",
-      uid: "uid-vpc-a",
-      annotations: { "kcp.io/cluster": "consumer1" },
-    },
-  },
-} as AdmissionRequest;
-
-const VM_ON_A = {
-  metadata: { name: "vm-1", namespace: "default" },
-  spec: { vpcRef: { name: "vpc-a" } },
-};
+/** VirtualMachine vm-1 refers to vpc-a. */
+const VM_ON_A = vm("vm-1", "vpc-a");
 
 /** Fails the test if `work` has not settled within `ms`: a liveness guard, not a timing assertion. */
 async function settlesWithin<T>(work: Promise<T>, ms: number): Promise<T> {
@@ -113,9 +91,9 @@ Deno.test("a review reads each object and list at most once, also when a Lock ho
     virtualmachines: { pages: [[VM_ON_A]] },
   });
   source.deletedAt = new Date(Date.now() - 1_000);
-  const verdict = await new DeletionValidator(registry(), source, {
-    locks: lockOn("vpc-a"),
-  }).validate(REQUEST);
+  const verdict = await new DeletionValidator(registryOf(VM_RULE), source, {
+    locks: vpcLock("vpc-a"),
+  }).validate(deleteRequest());
   // Locks go with the workspace; references still order its teardown.
   assert.equal(verdict.outcome, "denied_referenced");
   assert.match(verdict.response.status?.message ?? "", /VirtualMachine\/vm-1/);
@@ -130,9 +108,9 @@ Deno.test("a 403 on the live object reads the workspace once, for the 403 and th
   const source = new FakeDependentSource({
     virtualmachines: { pages: [[]] },
   }, { error: new KubeApiError("forbidden", { status: 403 }) });
-  const verdict = await new DeletionValidator(registry(), source, {
-    locks: lockOn("vpc-a"),
-  }).validate(REQUEST);
+  const verdict = await new DeletionValidator(registryOf(VM_RULE), source, {
+    locks: vpcLock("vpc-a"),
+  }).validate(deleteRequest());
   assert.equal(verdict.outcome, "denied_locked");
   assert.match(verdict.response.status?.message ?? "", /a Lock may hold it/);
   assert.equal(reads(source)["get logicalcluster consumer1"], 1);
@@ -143,9 +121,8 @@ Deno.test("an allowed review reads no workspace: the teardown check is only for 
   const source = new FakeDependentSource({
     virtualmachines: { pages: [[]] },
   });
-  const verdict = await new DeletionValidator(registry(), source).validate(
-    REQUEST,
-  );
+  const verdict = await new DeletionValidator(registryOf(VM_RULE), source)
+    .validate(deleteRequest());
   assert.equal(verdict.outcome, "allowed");
   assert.deepEqual(reads(source), {
     "get vpcs/vpc-a": 1,
@@ -159,10 +136,10 @@ Deno.test("a review against a source that hangs, ignoring its signals, answers a
   }, { hang: true });
   source.ignoreSignals = true;
   const verdict = await settlesWithin(
-    new DeletionValidator(registry(), source, {
+    new DeletionValidator(registryOf(VM_RULE), source, {
       timeoutMs: 50,
-      locks: lockOn("vpc-b"),
-    }).validate(REQUEST),
+      locks: vpcLock("vpc-b"),
+    }).validate(deleteRequest()),
     10_000,
   );
   assert.equal(verdict.outcome, "denied_error");
@@ -184,9 +161,8 @@ Deno.test("a denial whose workspace check hangs answers within the same deadline
   source.deletedAt = { hang: true };
   source.ignoreSignals = true;
   const verdict = await settlesWithin(
-    new DeletionValidator(registry(), source, { timeoutMs: 200 }).validate(
-      REQUEST,
-    ),
+    new DeletionValidator(registryOf(VM_RULE), source, { timeoutMs: 200 })
+      .validate(deleteRequest()),
     10_000,
   );
   assert.equal(verdict.outcome, "denied_referenced");
@@ -195,23 +171,6 @@ Deno.test("a denial whose workspace check hangs answers within the same deadline
 
 // ---------------------------------------------------------------------------
 // ReviewReader.read(): what a plan reads, and the readings it gives
-
-/** A validated rule in cluster `provider1`: `dependent` refers to `target` at `paths`. */
-function rule(
-  name: string,
-  dependent: DependentType,
-  paths: readonly string[] = [".spec.vpcRef.name"],
-  target: GroupVersionResource = VPCS,
-): ClusterRule {
-  return {
-    cluster: "provider1",
-    rule: validRule(
-      name,
-      dependent,
-      paths.map((path) => dependency(target, path)),
-    ),
-  };
-}
 
 /** A rule whose dependency has a namespace path beside its path. */
 function crossNamespaceRule(path: string, namespacePath: string): ClusterRule {
@@ -224,138 +183,24 @@ function crossNamespaceRule(path: string, namespacePath: string): ClusterRule {
   };
 }
 
-/** VirtualMachines depend on VPCs via `.spec.vpcRef.name`. */
-const VM_RULE = rule("vm-needs-vpc", VIRTUAL_MACHINES);
 /** LoadBalancers depend on VPCs via `.spec.vpcRef.name`. */
-const LB_RULE = rule("lb-needs-vpc", LOAD_BALANCERS);
-/** VirtualMachines depend on VPCs of another provider's export via `.spec.altVpcRef.name`. */
-const OTHER_PROVIDER_RULE: ClusterRule = {
-  cluster: "provider1",
-  rule: validRule("other-provider", VIRTUAL_MACHINES, [{
-    ...dependency(VPCS, ".spec.altVpcRef.name"),
-    apiExportRef: { path: "root:providers:network2", name: VPCS.group },
-  }]),
-};
-
-/** A loaded registry holding `rules`. */
-function registryOf(...rules: ClusterRule[]): RuleRegistry {
-  const registry = new RuleRegistry();
-  registry.replace(rules);
-  return registry;
-}
+const LB_RULE = dependentRule("lb-needs-vpc", LOAD_BALANCERS);
 
 /**
  * The provider's rule (its export has identity `real`) and a tenant's
  * look-alike: the same dependent group and resource from an export of its
  * own (identity `fake`), naming the VPC through `.metadata.name`.
  */
-function lookAlikeRegistry(): RuleRegistry {
-  const tenant: ClusterRule = {
-    ...rule("look-alike", VIRTUAL_MACHINES, [".metadata.name"]),
+const LOOK_ALIKE: Pick<ReadCase, "rules" | "identities"> = {
+  rules: [VM_RULE, {
+    ...dependentRule("look-alike", VIRTUAL_MACHINES, [".metadata.name"]),
     cluster: "tenant1",
-  };
-  const registry = new RuleRegistry();
-  registry.replace([VM_RULE, tenant], {
-    identities: new Map([
-      ["provider1/vm-needs-vpc", "real"],
-      ["tenant1/look-alike", "fake"],
-    ]),
-  });
-  return registry;
-}
-
-/** A loaded index of one Lock in `namespace` of `consumer1` on `target`. */
-function lockIndex(
-  target: Record<string, unknown> = { ...VPCS, name: "vpc-a" },
-  namespace = "default",
-): LockIndex {
-  const index = new LockIndex();
-  index.replace([{
-    cluster: "consumer1",
-    lock: validLock("prod", namespace, { target, reason: "production VPC" }),
-  }]);
-  return index;
-}
-
-/** A VPC as the API server stores it, in logical cluster `consumer1` unless `cluster` says otherwise. */
-function vpc(
-  name: string,
-  options: { namespace?: string; cluster?: string; skip?: boolean } = {},
-): Record<string, unknown> {
-  return {
-    apiVersion: "network.example.com/v1alpha1",
-    kind: "VPC",
-    metadata: {
-      name,
-      ...(options.namespace === undefined
-        ? {}
-        : { namespace: options.namespace }),
-      uid: `uid-${name}`,
-      annotations: {
-        "kcp.io/cluster": options.cluster ?? "consumer1",
-        ...(options.skip
-          ? { "dependencies.opendefense.cloud/skip-protection": "true" }
-          : {}),
-      },
-    },
-  };
-}
-
-/** The DELETE of `vpcs/vpc-a` in namespace `default`. */
-function deleteRequest(
-  overrides: Partial<AdmissionRequest> = {},
-): AdmissionRequest {
-  return {
-    uid: "u1",
-    kind: { group: VPCS.group, version: VPCS.version, kind: "VPC" },
-    resource: { ...VPCS },
-    name: "vpc-a",
-    namespace: "default",
-    operation: "DELETE",
-    userInfo: { username: "alice", groups: ["system:authenticated"] },
-    oldObject: vpc("vpc-a", { namespace: "default" }),
-    ...overrides,
-  };
-}
-
-/** The DELETE of the cluster-scoped `vpcs/vpc-a`. */
-function clusterScopedDeleteRequest(): AdmissionRequest {
-  const { namespace: _, ...request } = deleteRequest({
-    oldObject: vpc("vpc-a"),
-  });
-  return request;
-}
-
-/** A dependent of `type` whose `.spec.vpcRef.name` is `vpcName`, in `namespace` (`null`: cluster-scoped). */
-function dependent(
-  type: DependentType,
-  name: string,
-  vpcName: unknown,
-  namespace: string | null = "default",
-): Record<string, unknown> {
-  return {
-    apiVersion: `${type.group}/${type.version}`,
-    kind: type.kind,
-    metadata: { name, ...(namespace === null ? {} : { namespace }) },
-    spec: { vpcRef: { name: vpcName } },
-  };
-}
-
-function vm(
-  name: string,
-  vpcName: unknown,
-  namespace: string | null = "default",
-): Record<string, unknown> {
-  return dependent(VIRTUAL_MACHINES, name, vpcName, namespace);
-}
-
-function lb(
-  name: string,
-  vpcName: unknown,
-  namespace: string | null = "default",
-): Record<string, unknown> {
-  return dependent(LOAD_BALANCERS, name, vpcName, namespace);
-}
+  }],
+  identities: new Map([
+    ["provider1/vm-needs-vpc", "real"],
+    ["tenant1/look-alike", "fake"],
+  ]),
+};
 
 /** A VM in `namespace` whose NICs refer to `refs` (`name` or `namespace/name`). */
 function vmWithNics(
@@ -380,35 +225,6 @@ function vmWithNics(
   };
 }
 
-/** A VirtualMachine blocker referring through `paths` (`.spec.vpcRef.name` by default). */
-function vmBlocker(
-  name: string,
-  namespace = "default",
-  ...paths: string[]
-): Blocker {
-  return {
-    kind: "VirtualMachine",
-    namespace,
-    name,
-    paths: paths.length === 0 ? [".spec.vpcRef.name"] : paths,
-  };
-}
-
-function lbBlocker(name: string, namespace = "default"): Blocker {
-  return {
-    kind: "LoadBalancer",
-    namespace,
-    name,
-    paths: [".spec.vpcRef.name"],
-  };
-}
-
-/** `vm-01` ... `vm-12`. */
-const TWELVE = Array.from(
-  { length: 12 },
-  (_, i) => `vm-${String(i + 1).padStart(2, "0")}`,
-);
-
 /** A source of VirtualMachines answering `pages`, then set up by `setup`. */
 function vms(
   pages: readonly (readonly unknown[])[],
@@ -421,16 +237,81 @@ function vms(
   };
 }
 
-/** Answers SubjectAccessReviews with `answer`, recording each query. */
-class FakeBypass implements BypassAuthorizer {
-  readonly queries: BypassQuery[] = [];
-  constructor(readonly answer: boolean | { error: unknown }) {}
-  mayBypass(query: BypassQuery): Promise<boolean> {
-    this.queries.push(query);
-    return typeof this.answer === "boolean"
-      ? Promise.resolve(this.answer)
-      : Promise.reject(this.answer.error);
-  }
+/** The live vpc-a's metadata naming its owner net-a by a label. */
+const LABELLED = { labels: { [OWNER_LABEL]: "net-a" } };
+
+/**
+ * A source whose live vpc-a is `live` (naming net-a by a label unless it
+ * says otherwise) and whose owners and Namespaces answer `owners`, by
+ * `<resource>/<name>`; then set up by `setup`.
+ */
+function owning(
+  owners: Record<string, OwnerAnswer>,
+  options: {
+    live?: Live;
+    listings?: Record<string, Listing>;
+    setup?: (source: FakeDependentSource) => void;
+  } = {},
+): () => FakeDependentSource {
+  return () => {
+    const source = new FakeDependentSource(
+      options.listings ?? {},
+      options.live ?? { uid: "uid-vpc-a", metadata: LABELLED },
+    );
+    for (const [key, answer] of Object.entries(owners)) {
+      source.owners.set(key, answer);
+    }
+    options.setup?.(source);
+    return source;
+  };
+}
+
+/** The Network net-a, in vpc-a's namespace. */
+const NET_A = { "networks/net-a": network("net-a", { namespace: "default" }) };
+/** How net-a holds vpc-a when its label names it. */
+const NET_A_HOLDS: OwnerHold = {
+  kind: "Network",
+  namespace: "default",
+  name: "net-a",
+  field: OWNER_LABEL_PATH,
+};
+
+/**
+ * `source`, recording every read of one object (`<method>
+ * <resource>/<name>`, with the namespace of an owner) in `calls`.
+ */
+function recording(
+  source: DependentSource,
+): { source: DependentSource; calls: string[] } {
+  const calls: string[] = [];
+  const record = (method: string, q: ObjectQuery) =>
+    calls.push(
+      `${method} ${q.resource.resource}/${
+        method === "ownerObject" ? `${q.namespace ?? "-"}/` : ""
+      }${q.name}`,
+    );
+  return {
+    calls,
+    source: {
+      pages: (query, signal) => source.pages(query, signal),
+      liveUid: (query, signal) => {
+        record("liveUid", query);
+        return source.liveUid(query, signal);
+      },
+      liveMetadata: (query, signal) => {
+        record("liveMetadata", query);
+        return source.liveMetadata(query, signal);
+      },
+      ownerObject: (query, signal) => {
+        record("ownerObject", query);
+        return source.ownerObject(query, signal);
+      },
+      workspaceDeletedAt: (cluster, signal) =>
+        source.workspaceDeletedAt(cluster, signal),
+      boundIdentities: (cluster, signal, options) =>
+        source.boundIdentities(cluster, signal, options),
+    },
+  };
 }
 
 const VM_TYPE = {
@@ -454,8 +335,10 @@ const BOUND_REAL = new Map([["compute.example.com/virtualmachines", "real"]]);
 
 interface ReadCase {
   name: string;
-  /** The rules. @default {VM_RULE} */
-  registry?: RuleRegistry;
+  /** The rules. @default {[VM_RULE]} */
+  rules?: readonly ClusterRule[];
+  /** The identity of each rule's dependent export, by rule key. */
+  identities?: ReadonlyMap<string, string>;
   /** @default {deleteRequest()} */
   request?: AdmissionRequest;
   /** The provider whose configuration kcp called. */
@@ -473,6 +356,8 @@ interface ReadCase {
     confirmed?: boolean | Error;
     /** The dependents kept, the error the lists failed with, or `none` when nothing was listed. */
     blockers?: Blockers | Error | "none";
+    /** The owners that hold the object, the error their reads failed with, or `none` when none was read. */
+    owners?: OwnerFindings | Error | "none";
     /** kcp's answer about bypass, or the error it failed with. */
     bypass?: boolean | Error;
     /** The lists, as plain data. */
@@ -482,6 +367,11 @@ interface ReadCase {
     /** The logical clusters listed in, distinct. */
     clusters?: string[];
     objectQueries?: ObjectQuery[];
+    /**
+     * The reads of one object, in order: `liveUid vpcs/vpc-a`,
+     * `liveMetadata namespaces/default`, `ownerObject networks/default/net-a`.
+     */
+    calls?: string[];
     workspaceQueries?: string[];
     bypassQueries?: BypassQuery[];
     boundFresh?: boolean[];
@@ -489,16 +379,27 @@ interface ReadCase {
   };
 }
 
+/**
+ * A meeting of `parties` reads: each call waits (until its signal aborts)
+ * until all of them called, so reads made one after the other never meet.
+ */
+function meeting(parties: number): (signal: AbortSignal) => Promise<void> {
+  let arrived = 0;
+  let all!: () => void;
+  const met = new Promise<void>((resolve) => all = resolve);
+  return (signal) => {
+    arrived++;
+    if (arrived === parties) all();
+    return untilAborted(met, signal);
+  };
+}
+
 /** Parallel lists: each waits until both were requested. */
 function parallelSource(): DependentSource {
-  let requested = 0;
-  let bothRequested!: () => void;
-  const barrier = new Promise<void>((resolve) => bothRequested = resolve);
+  const meet = meeting(2);
   const waitForBoth = (items: readonly unknown[]): Listing => ({
     run: async function* (_query, signal) {
-      requested++;
-      if (requested === 2) bothRequested();
-      await untilAborted(barrier, signal);
+      await meet(signal);
       yield items;
     },
   });
@@ -506,6 +407,28 @@ function parallelSource(): DependentSource {
     virtualmachines: waitForBoth([vm("vm-1", "vpc-a")]),
     loadbalancers: waitForBoth([lb("lb-1", "vpc-a")]),
   });
+}
+
+/** A list and an owner lookup that each wait until both were requested. */
+function listAndOwnerSource(): FakeDependentSource {
+  const meet = meeting(2);
+  return owning(NET_A, {
+    listings: {
+      virtualmachines: {
+        run: async function* (_query, signal) {
+          await meet(signal);
+          yield [vm("vm-1", "vpc-a")];
+        },
+      },
+    },
+    setup: (source) => {
+      const lookUp = source.ownerObject.bind(source);
+      source.ownerObject = async (query, signal) => {
+        await meet(signal);
+        return await lookUp(query, signal);
+      };
+    },
+  })();
 }
 
 const READ_CASES: ReadCase[] = [
@@ -516,7 +439,10 @@ const READ_CASES: ReadCase[] = [
     want: {
       confirmed: true,
       blockers: { named: [], total: 0 },
+      owners: "none",
       objectQueries: [VPC_A_QUERY],
+      // Its uid alone: no owner rule needs more of it.
+      calls: ["liveUid vpcs/vpc-a"],
       listed: ["virtualmachines"],
     },
   },
@@ -652,7 +578,7 @@ const READ_CASES: ReadCase[] = [
   },
   {
     name: "blockers kept sorted by kind, namespace and name",
-    registry: registryOf(VM_RULE, LB_RULE),
+    rules: [VM_RULE, LB_RULE],
     request: clusterScopedDeleteRequest(),
     source: () => {
       const shuffled = ["vm-07", "vm-03", "vm-12", "vm-01", "vm-09", "vm-05"];
@@ -707,12 +633,12 @@ const READ_CASES: ReadCase[] = [
   {
     name:
       "one dependent through two field paths: kept once with both, one list",
-    registry: registryOf(
-      rule("vm-needs-vpc", VIRTUAL_MACHINES, [
+    rules: [
+      dependentRule("vm-needs-vpc", VIRTUAL_MACHINES, [
         ".spec.vpcRef.name",
         ".spec.backupVpcRef.name",
       ]),
-    ),
+    ],
     source: () => {
       const both = vm("vm-1", "vpc-a");
       (both.spec as Record<string, unknown>).backupVpcRef = { name: "vpc-a" };
@@ -742,10 +668,10 @@ const READ_CASES: ReadCase[] = [
   },
   {
     name: "two rules through the same field path: kept once, one list",
-    registry: registryOf(
+    rules: [
       VM_RULE,
-      rule("vm-needs-vpc-too", VIRTUAL_MACHINES, ["spec.vpcRef.name"]),
-    ),
+      dependentRule("vm-needs-vpc-too", VIRTUAL_MACHINES, ["spec.vpcRef.name"]),
+    ],
     source: vms([[vm("vm-1", "vpc-a")]]),
     want: {
       blockers: { named: [vmBlocker("vm-1")], total: 1 },
@@ -754,7 +680,7 @@ const READ_CASES: ReadCase[] = [
   },
   {
     name: "two dependent types listed in parallel",
-    registry: registryOf(VM_RULE, LB_RULE),
+    rules: [VM_RULE, LB_RULE],
     source: parallelSource,
     want: {
       blockers: { named: [lbBlocker("lb-1"), vmBlocker("vm-1")], total: 2 },
@@ -781,7 +707,7 @@ const READ_CASES: ReadCase[] = [
   },
   {
     name: "a second dependent type still counts when the first is not served",
-    registry: registryOf(VM_RULE, LB_RULE),
+    rules: [VM_RULE, LB_RULE],
     source: () =>
       new FakeDependentSource({
         virtualmachines: { error: NOT_FOUND },
@@ -841,7 +767,7 @@ const READ_CASES: ReadCase[] = [
   },
   {
     name: "one of two dependent types fails",
-    registry: registryOf(VM_RULE, LB_RULE),
+    rules: [VM_RULE, LB_RULE],
     source: () =>
       new FakeDependentSource({
         virtualmachines: { pages: [[]] },
@@ -981,7 +907,7 @@ const READ_CASES: ReadCase[] = [
   {
     name: "bypass: asked in the consumer's cluster, nothing listed",
     request: deleteRequest({
-      oldObject: vpc("vpc-a", { namespace: "default", skip: true }),
+      oldObject: vpc("vpc-a", { namespace: "default", skip: "true" }),
     }),
     bypass: true,
     source: vms([[vm("vm-1", "vpc-a")]]),
@@ -1000,7 +926,7 @@ const READ_CASES: ReadCase[] = [
   {
     name: "bypass: kcp cannot answer",
     request: deleteRequest({
-      oldObject: vpc("vpc-a", { namespace: "default", skip: true }),
+      oldObject: vpc("vpc-a", { namespace: "default", skip: "true" }),
     }),
     bypass: {
       error: new KubeApiError("POST subjectaccessreviews: 500", {
@@ -1017,9 +943,9 @@ const READ_CASES: ReadCase[] = [
   // List paths and namespace paths.
   {
     name: "the list elements that refer, in the object's namespace only",
-    registry: registryOf(
-      rule("nics", VIRTUAL_MACHINES, [".spec.nics[*].subnetRef.name"]),
-    ),
+    rules: [
+      dependentRule("nics", VIRTUAL_MACHINES, [".spec.nics[*].subnetRef.name"]),
+    ],
     source: vms([[
       vmWithNics("vm-1", ["other", "vpc-a", "other"]),
       vmWithNics("vm-2", ["other"]),
@@ -1047,9 +973,9 @@ const READ_CASES: ReadCase[] = [
   },
   {
     name: "at most three fields of one dependent, and the rest counted",
-    registry: registryOf(
-      rule("nics", VIRTUAL_MACHINES, [".spec.nics[*].subnetRef.name"]),
-    ),
+    rules: [
+      dependentRule("nics", VIRTUAL_MACHINES, [".spec.nics[*].subnetRef.name"]),
+    ],
     source: vms([[vmWithNics("vm-1", Array(1000).fill("vpc-a"))]]),
     want: {
       blockers: {
@@ -1068,12 +994,12 @@ const READ_CASES: ReadCase[] = [
   {
     name:
       "a namespace path: every namespace listed, only references to the object's namespace kept",
-    registry: registryOf(
+    rules: [
       crossNamespaceRule(
         ".spec.nics[*].subnetRef.name",
         ".spec.nics[*].subnetRef.namespace",
       ),
-    ),
+    ],
     source: vms([[
       // Refers to default/vpc-a from team-a: blocks.
       vmWithNics("from-a", ["team-a/vpc-a", "default/vpc-a"], "team-a"),
@@ -1099,11 +1025,11 @@ const READ_CASES: ReadCase[] = [
     name: `a cluster-scoped dependent of a namespaced object, ${
       withPath ? "with" : "without"
     } a namespace path`,
-    registry: withPath
-      ? registryOf(
+    rules: withPath
+      ? [
         crossNamespaceRule(".spec.vpcRef.name", ".spec.vpcRef.namespace"),
-      )
-      : registryOf(VM_RULE),
+      ]
+      : [VM_RULE],
     source: () => {
       const attachment = (name: string, ref: Record<string, unknown>) => ({
         apiVersion: "compute.example.com/v1alpha1",
@@ -1145,9 +1071,9 @@ const READ_CASES: ReadCase[] = [
   })),
   {
     name: "a cluster-scoped object: the namespace path does not matter",
-    registry: registryOf(
+    rules: [
       crossNamespaceRule(".spec.vpcRef.name", ".spec.vpcRef.namespace"),
-    ),
+    ],
     request: clusterScopedDeleteRequest(),
     source: vms([[{
       ...vm("vm-1", "vpc-a", "team-a"),
@@ -1158,10 +1084,10 @@ const READ_CASES: ReadCase[] = [
   {
     name:
       "one rule of a type with a namespace path: one list of every namespace, the other rule kept to its own",
-    registry: registryOf(
+    rules: [
       VM_RULE,
       crossNamespaceRule(".spec.altVpcRef.name", ".spec.altVpcRef.namespace"),
-    ),
+    ],
     source: vms([[
       // .spec.vpcRef.name has no namespace path: team-a/vpc-a, no block.
       vm("own-path", "vpc-a", "team-a"),
@@ -1187,7 +1113,7 @@ const READ_CASES: ReadCase[] = [
     ]],
   ] as const).map(([provider, named]): ReadCase => ({
     name: `provider ${provider ?? "unset"}: the dependents of its rules`,
-    registry: registryOf(VM_RULE, OTHER_PROVIDER_RULE),
+    rules: [VM_RULE, OTHER_PROVIDER_RULE],
     ...(provider === undefined ? {} : { provider }),
     source: vms([[{
       ...vm("vm-1", "x"),
@@ -1198,8 +1124,8 @@ const READ_CASES: ReadCase[] = [
   // Locks.
   {
     name: "locked, no rule: the live object read, nothing listed",
-    registry: registryOf(),
-    locks: lockIndex(),
+    rules: [],
+    locks: vpcLock(),
     source: () => new FakeDependentSource({}),
     want: {
       confirmed: true,
@@ -1211,44 +1137,24 @@ const READ_CASES: ReadCase[] = [
   {
     name: "locked, annotation: nothing listed",
     request: deleteRequest({
-      oldObject: vpc("vpc-a", { namespace: "default", skip: true }),
+      oldObject: vpc("vpc-a", { namespace: "default", skip: "true" }),
     }),
-    locks: lockIndex(),
+    locks: vpcLock(),
     source: vms([[vm("vm-1", "vpc-a")]]),
     want: { confirmed: true, blockers: "none", queries: [] },
   },
   {
     name: "a free object of a type Locks cover: the live object read",
-    registry: registryOf(),
-    locks: lockIndex({ ...VPCS, name: "other" }),
+    rules: [],
+    locks: vpcLock("other"),
     source: () => new FakeDependentSource({}),
     want: { confirmed: true, objectQueries: [VPC_A_QUERY], queries: [] },
   },
   {
     name: "a locked Namespace: read as the cluster-scoped object it is",
-    registry: registryOf(),
-    locks: lockIndex({
-      group: "",
-      version: "v1",
-      resource: "namespaces",
-      name: "team-a",
-    }, "team-a"),
-    request: {
-      ...deleteRequest(),
-      kind: { group: "", version: "v1", kind: "Namespace" },
-      resource: { group: "", version: "v1", resource: "namespaces" },
-      name: "team-a",
-      namespace: "team-a",
-      oldObject: {
-        apiVersion: "v1",
-        kind: "Namespace",
-        metadata: {
-          name: "team-a",
-          uid: "uid-team-a",
-          annotations: { "kcp.io/cluster": "consumer1" },
-        },
-      },
-    },
+    rules: [],
+    locks: namespaceLock(),
+    request: namespaceDeleteRequest(),
     source: () => new FakeDependentSource({}),
     want: {
       confirmed: true,
@@ -1263,21 +1169,21 @@ const READ_CASES: ReadCase[] = [
   {
     name:
       "bound from the provider's export: the look-alike's rule dropped on a fresh read",
-    registry: lookAlikeRegistry(),
+    ...LOOK_ALIKE,
     // vm "vpc-a" refers to nothing, but its name matches the look-alike's path.
     source: vms([[vm("vpc-a", "other")]], (s) => s.bound = BOUND_REAL),
     want: { blockers: { named: [], total: 0 }, boundFresh: [false, true] },
   },
   {
     name: "bound from the provider's export: its rule still counts",
-    registry: lookAlikeRegistry(),
+    ...LOOK_ALIKE,
     source: vms([[vm("vm-1", "vpc-a")]], (s) => s.bound = BOUND_REAL),
     want: { blockers: { named: [vmBlocker("vm-1")], total: 1 } },
   },
   {
     name:
       "bound from the tenant's export: only the tenant's rule speaks of them",
-    registry: lookAlikeRegistry(),
+    ...LOOK_ALIKE,
     source: vms(
       [[vm("vm-1", "vpc-a")]],
       (s) =>
@@ -1288,7 +1194,7 @@ const READ_CASES: ReadCase[] = [
   {
     name:
       "a kept answer without the binding: a rule dropped only on a fresh read",
-    registry: lookAlikeRegistry(),
+    ...LOOK_ALIKE,
     source: vms([[vm("vm-1", "vpc-a")]], (s) => {
       s.keptBound = new Map();
       s.bound = BOUND_REAL;
@@ -1300,13 +1206,8 @@ const READ_CASES: ReadCase[] = [
   },
   {
     name: "a kept answer with the rule's export: no second read",
-    registry: (() => {
-      const registry = new RuleRegistry();
-      registry.replace([VM_RULE], {
-        identities: new Map([["provider1/vm-needs-vpc", "real"]]),
-      });
-      return registry;
-    })(),
+    rules: [VM_RULE],
+    identities: new Map([["provider1/vm-needs-vpc", "real"]]),
     source: vms([[vm("vm-1", "vpc-a")]], (s) => s.bound = BOUND_REAL),
     want: {
       blockers: { named: [vmBlocker("vm-1")], total: 1 },
@@ -1315,7 +1216,7 @@ const READ_CASES: ReadCase[] = [
   },
   {
     name: "bindings that cannot be read: every rule counts (fail closed)",
-    registry: lookAlikeRegistry(),
+    ...LOOK_ALIKE,
     source: vms(
       [[vm("vpc-a", "other")]],
       (s) => s.bound = { error: new Error("403 Forbidden") },
@@ -1331,6 +1232,183 @@ const READ_CASES: ReadCase[] = [
     name: "rules without a known export identity: no bindings read",
     source: vms([[]]),
     want: { blockers: { named: [], total: 0 }, boundReads: 0 },
+  },
+  // Owner rules: the owners the live object (or its Namespace) names.
+  {
+    name:
+      "an owner rule: the live object's metadata read, then the owner it names; nothing listed",
+    rules: [LABEL_OWNER_RULE],
+    source: owning(NET_A),
+    want: {
+      confirmed: true,
+      blockers: "none",
+      owners: { holding: [NET_A_HOLDS], unchecked: 0 },
+      calls: ["liveMetadata vpcs/vpc-a", "ownerObject networks/default/net-a"],
+      queries: [],
+    },
+  },
+  {
+    name: "an owner rule: an owner that is gone holds nothing",
+    rules: [LABEL_OWNER_RULE],
+    source: owning({}),
+    want: {
+      confirmed: true,
+      owners: { holding: [], unchecked: 0 },
+      calls: ["liveMetadata vpcs/vpc-a", "ownerObject networks/default/net-a"],
+    },
+  },
+  {
+    name: "an owner rule, a live object that names none: nothing looked up",
+    rules: [LABEL_OWNER_RULE],
+    source: owning(NET_A, { live: { uid: "uid-vpc-a" } }),
+    want: {
+      confirmed: true,
+      owners: { holding: [], unchecked: 0 },
+      calls: ["liveMetadata vpcs/vpc-a"],
+    },
+  },
+  ...([
+    ["a live object with another uid", { uid: "another", metadata: LABELLED }],
+    ["no live object", { uid: undefined }],
+  ] as const).map(([label, live]): ReadCase => ({
+    name: `an owner rule, ${label}: not confirmed, no owner looked up`,
+    rules: [LABEL_OWNER_RULE, NAMESPACE_OWNER_RULE],
+    source: owning({
+      ...NET_A,
+      "namespaces/default": { metadata: { name: "default", ...LABELLED } },
+    }, { live }),
+    want: {
+      confirmed: false,
+      owners: { holding: [], unchecked: 0 },
+      calls: ["liveMetadata vpcs/vpc-a"],
+    },
+  })),
+  {
+    name:
+      "an owner rule, the live object cannot be read: the owners fail alike, none looked up",
+    rules: [LABEL_OWNER_RULE],
+    source: owning(NET_A, {
+      live: {
+        error: new KubeApiError("GET vpcs/vpc-a: 500: etcd down", {
+          status: 500,
+        }),
+      },
+    }),
+    want: {
+      confirmed: new KubeApiError("GET vpcs/vpc-a: 500: etcd down", {
+        status: 500,
+      }),
+      owners: new KubeApiError("GET vpcs/vpc-a: 500: etcd down", {
+        status: 500,
+      }),
+      calls: ["liveMetadata vpcs/vpc-a"],
+    },
+  },
+  {
+    name:
+      "from TargetNamespace: the Namespace's metadata read, then the owner it names",
+    rules: [NAMESPACE_OWNER_RULE],
+    source: owning({
+      ...NET_A,
+      "namespaces/default": { metadata: { name: "default", ...LABELLED } },
+    }, { live: { uid: "uid-vpc-a" } }),
+    want: {
+      confirmed: true,
+      owners: {
+        holding: [{ ...NET_A_HOLDS, viaNamespace: "default" }],
+        unchecked: 0,
+      },
+      objectQueries: [VPC_A_QUERY, {
+        cluster: "consumer1",
+        resource: { group: "", version: "v1", resource: "namespaces" },
+        name: "default",
+      }],
+      calls: [
+        "liveMetadata vpcs/vpc-a",
+        "liveMetadata namespaces/default",
+        "ownerObject networks/default/net-a",
+      ],
+    },
+  },
+  {
+    name:
+      "a dependent rule and an owner rule: the live object read once, its metadata",
+    rules: [VM_RULE, LABEL_OWNER_RULE],
+    source: owning(NET_A, {
+      listings: { virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] } },
+    }),
+    want: {
+      confirmed: true,
+      blockers: { named: [vmBlocker("vm-1")], total: 1 },
+      owners: { holding: [NET_A_HOLDS], unchecked: 0 },
+      calls: ["liveMetadata vpcs/vpc-a", "ownerObject networks/default/net-a"],
+      listed: ["virtualmachines"],
+    },
+  },
+  {
+    name: "an owner and a list read at once: neither waits for the other",
+    rules: [VM_RULE, LABEL_OWNER_RULE],
+    source: listAndOwnerSource,
+    want: {
+      confirmed: true,
+      blockers: { named: [vmBlocker("vm-1")], total: 1 },
+      owners: { holding: [NET_A_HOLDS], unchecked: 0 },
+    },
+  },
+  {
+    name: "an owner not granted: the permission named, get on its type",
+    rules: [LABEL_OWNER_RULE],
+    source: owning({ "networks/net-a": { error: FORBIDDEN } }),
+    want: { confirmed: true, owners: new Forbidden("get", NETWORKS) },
+  },
+  {
+    name: "the Namespace not granted: the permission named, get on namespaces",
+    rules: [NAMESPACE_OWNER_RULE],
+    source: owning({ ...NET_A, "namespaces/default": { error: FORBIDDEN } }),
+    want: {
+      confirmed: true,
+      owners: new Forbidden("get", { group: "", resource: "namespaces" }),
+      calls: ["liveMetadata vpcs/vpc-a", "liveMetadata namespaces/default"],
+    },
+  },
+  {
+    name: "an owner that cannot be read: the read named",
+    rules: [LABEL_OWNER_RULE],
+    source: owning({
+      "networks/net-a": {
+        error: new KubeApiError("unavailable", { status: 500 }),
+      },
+    }),
+    want: {
+      confirmed: true,
+      owners: new Error("reading Network/net-a failed: unavailable"),
+    },
+  },
+  ...[false, true].map((ignoreSignals): ReadCase => ({
+    name: `an owner read that hangs${
+      ignoreSignals ? ", ignoring its signal" : ""
+    }: ended at the deadline, the read named`,
+    rules: [LABEL_OWNER_RULE],
+    timeoutMs: 50,
+    source: owning({ "networks/net-a": { hang: true } }, {
+      setup: (source) => source.ignoreSignals = ignoreSignals,
+    }),
+    want: {
+      confirmed: true,
+      owners: new DeadlineExceeded("reading Network/net-a", 50),
+    },
+  })),
+  {
+    name:
+      "a Namespace read that hangs: ended at the deadline, the Namespace named",
+    rules: [NAMESPACE_OWNER_RULE],
+    timeoutMs: 50,
+    source: owning({ "namespaces/default": { hang: true } }),
+    want: {
+      confirmed: true,
+      owners: new DeadlineExceeded("reading the namespace default", 50),
+      calls: ["liveMetadata vpcs/vpc-a", "liveMetadata namespaces/default"],
+    },
   },
 ];
 
@@ -1355,27 +1433,26 @@ function assertFulfilled<T>(settled: PromiseSettledResult<T>, want: T) {
 Deno.test("ReviewReader.read() makes the reads of a plan and settles each, case by case", async (t) => {
   for (const c of READ_CASES) {
     await t.step(c.name, async () => {
-      const registry = c.registry ?? registryOf(VM_RULE);
-      const step = planReview(c.request ?? deleteRequest(), {
-        loaded: true,
-        protectionsOf: (resource) => registry.find(resource),
+      const plan = planOf(c.request ?? deleteRequest(), {
+        rules: c.rules,
+        identities: c.identities,
         locks: c.locks,
         provider: c.provider,
-        authorizedBypass: c.bypass !== undefined,
+        authorized: c.bypass !== undefined,
       });
-      assert.ok("plan" in step, "a plan");
       const source = c.source();
+      const recorded = recording(source);
       const bypass = c.bypass === undefined
         ? undefined
         : new FakeBypass(c.bypass);
       const deadline = new Deadline(c.timeoutMs ?? 10_000, {
         what: "the review's reads",
       });
-      const readings = await new ReviewReader(source, {
+      const readings = await new ReviewReader(recorded.source, {
         deadline,
         bypass,
         ...(c.maxNamed === undefined ? {} : { maxNamed: c.maxNamed }),
-      }).read(step.plan).finally(() => deadline.close());
+      }).read(plan).finally(() => deadline.close());
       const { want } = c;
       if (want.confirmed instanceof Error) {
         assertRejected(readings.confirmed, want.confirmed);
@@ -1390,6 +1467,18 @@ Deno.test("ReviewReader.read() makes the reads of a plan and settles each, case 
       } else if (want.blockers !== undefined) {
         assert.ok(readings.blockers !== undefined, "listed");
         assertFulfilled(readings.blockers, want.blockers);
+      }
+      if (want.owners === "none") {
+        assert.equal(readings.owners, undefined, "no owner read");
+      } else if (want.owners instanceof Error) {
+        assert.ok(readings.owners !== undefined, "owners read");
+        assertRejected(readings.owners, want.owners);
+      } else if (want.owners !== undefined) {
+        assert.ok(readings.owners !== undefined, "owners read");
+        assertFulfilled(readings.owners, want.owners);
+      }
+      if (want.calls !== undefined) {
+        assert.deepEqual(recorded.calls, want.calls);
       }
       if (want.bypass instanceof Error) {
         assert.ok(readings.bypass !== undefined, "asked");

@@ -1,22 +1,9 @@
 import assert from "node:assert/strict";
 import type { AdmissionRequest } from "./admission_review.ts";
 import { quote, reviewTarget, shownTarget } from "./review_target.ts";
-import { VPCS } from "../../testing/mod.ts";
+import { deleteRequest, VPCS } from "../../testing/mod.ts";
 
-function request(
-  overrides: Partial<AdmissionRequest> = {},
-): AdmissionRequest {
-  return {
-    uid: "u1",
-    kind: { group: VPCS.group, version: VPCS.version, kind: "VPC" },
-    resource: { ...VPCS },
-    name: "vpc-a",
-    namespace: "default",
-    operation: "DELETE",
-    ...overrides,
-  } as AdmissionRequest;
-}
-
+/** The object under review: vpc-a with uid `uid-a` in `consumer1`, with `metadata` over that. */
 function object(metadata: Record<string, unknown>): Record<string, unknown> {
   return {
     metadata: {
@@ -29,7 +16,7 @@ function object(metadata: Record<string, unknown>): Record<string, unknown> {
 }
 
 Deno.test("reviewTarget() reads cluster, namespace, name, uid and type from a review", () => {
-  assert.deepEqual(reviewTarget(request(), object({})), {
+  assert.deepEqual(reviewTarget(deleteRequest(), object({})), {
     cluster: "consumer1",
     namespace: "default",
     name: "vpc-a",
@@ -37,11 +24,11 @@ Deno.test("reviewTarget() reads cluster, namespace, name, uid and type from a re
     resource: { ...VPCS },
   });
   // A DELETECOLLECTION item: the name comes from the object.
-  const item = reviewTarget(request({ name: "" }), object({}));
+  const item = reviewTarget(deleteRequest({ name: "" }), object({}));
   assert.equal(typeof item === "string" ? item : item.name, "vpc-a");
   // A Namespace is cluster-scoped, whatever request.namespace says.
   const ns = reviewTarget(
-    request({
+    deleteRequest({
       resource: { group: "", version: "v1", resource: "namespaces" },
       name: "team-a",
       namespace: "team-a",
@@ -57,41 +44,41 @@ Deno.test("reviewTarget() refuses what could change where a request goes", () =>
   const cases: [string, AdmissionRequest, Record<string, unknown>, RegExp][] = [
     [
       "no cluster",
-      request(),
+      deleteRequest(),
       object({ annotations: {} }),
       /no kcp\.io\/cluster annotation/,
     ],
     [
       "a path as cluster",
-      request(),
+      deleteRequest(),
       object({ annotations: { "kcp.io/cluster": "root:org" } }),
       /not a logical cluster name: current value is "root:org"/,
     ],
     [
       "a slash in the name",
-      request({ name: "" }),
+      deleteRequest({ name: "" }),
       object({ name: "a/../b" }),
       /not a DNS-1123 subdomain/,
     ],
     [
       "no name at all",
-      request({ name: "" }),
+      deleteRequest({ name: "" }),
       object({ name: "" }),
       /cannot tell the name/,
     ],
     [
       "a name that differs from the object's",
-      request({ name: "vpc-b" }),
+      deleteRequest({ name: "vpc-b" }),
       object({}),
       /names "vpc-b" but carries the object "vpc-a"/,
     ],
     [
       "a namespace with a slash",
-      request({ namespace: "a/b" }),
+      deleteRequest({ namespace: "a/b" }),
       object({}),
       /not a DNS-1123 label/,
     ],
-    ["no uid", request(), object({ uid: "" }), /has no metadata\.uid/],
+    ["no uid", deleteRequest(), object({ uid: "" }), /has no metadata\.uid/],
   ];
   for (const [name, req, obj, message] of cases) {
     const target = reviewTarget(req, obj);

@@ -211,7 +211,10 @@ export function held(
   if (owners.length > 0) parts.push(ownedBy(owners, target, unchecked));
   else if (unchecked > 0) {
     parts.push(
-      `it names ${unchecked} owners, more than the ${MAX_OWNERS_LOOKED_UP} the dependency webhook looks up per delete; ` +
+      `it names ${
+        MAX_OWNERS_LOOKED_UP + unchecked
+      } owners, more than the ${MAX_OWNERS_LOOKED_UP} the dependency webhook looks up per delete: ` +
+        `none of those it looked up holds it, and the other ${unchecked} were not looked up; ` +
         "remove the surplus owner references and retry",
     );
   }
@@ -251,13 +254,13 @@ export function ownedBy(
     const note = o.note === undefined ? "" : `; ${o.note}`;
     return `${id} (${field}${condition}${note})`;
   });
-  const more = unchecked > 0
-    ? ` and ${unchecked} more not looked up (at most ${MAX_OWNERS_LOOKED_UP} per delete)`
-    : "";
-  const exist = owners.length === 1 && unchecked === 0
+  const exist = owners.length === 1
     ? "which still exists"
     : "which still exist";
-  return `it belongs to ${names.join(", ")}${more}, ${exist}`;
+  const more = unchecked > 0
+    ? `, and it names ${unchecked} more owners not looked up (at most ${MAX_OWNERS_LOOKED_UP} per delete)`
+    : "";
+  return `it belongs to ${names.join(", ")}, ${exist}${more}`;
 }
 
 /**

@@ -60,14 +60,18 @@ export async function readOwners(
   context: OwnerReadContext,
 ): Promise<OwnerFindings> {
   const { target, deadline } = context;
-  const metadata = await context.live;
-  // Not confirmed: the fold refuses, and nothing is read for a forged review.
-  if (metadata?.uid !== target.uid) return { holding: [], unchecked: 0 };
-  const { cluster } = target;
-  const [owners, namespaceOwners] = await Promise.all([
+  // Which rules count (by the export the workspace binds the owner type
+  // from) is read beside the live object, as the lists read it.
+  const counting = Promise.all([
     ownOwners(context.owners, context.bound),
     ownOwners(context.namespaceOwners, context.bound),
   ]);
+  counting.catch(() => {});
+  const metadata = await context.live;
+  // Not confirmed: the fold refuses, and no owner is read for a forged review.
+  if (metadata?.uid !== target.uid) return { holding: [], unchecked: 0 };
+  const { cluster } = target;
+  const [owners, namespaceOwners] = await counting;
   const home = target.namespace ??
     (isNamespaceType(target.resource) ? target.name : undefined);
   const named = ownersNamed(metadata, { protections: owners, home });

@@ -128,7 +128,7 @@ Deno.test("deno task dev --once walks through a denied and an allowed delete on 
     // the switch turned off, the delete let through.
     const ownerRule = indexAfter(
       stdout,
-      /\$ cat \S*rule-subnet-belongs-to-vpc\.yaml\n(?: {8}.*\n)* {8}  when: object\.spec\.deletionProtection == true\n/,
+      /\$ cat \S*rule-subnet-belongs-to-vpc\.yaml\n(?: {8}.*\n)* {10}when: object\.spec\.deletionProtection == true\n/,
       unlocked + 1,
     );
     const owned = indexAfter(

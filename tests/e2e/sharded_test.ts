@@ -8,7 +8,8 @@
  *
  * dep-ctrl and the network provider are on the root shard, the compute
  * provider (and so the rules) on shard-1, one consumer on each. Protection
- * holds for both consumers; a Lock on a VirtualMachine puts a configuration
+ * holds for both consumers, by references and by an owner rule (the owner
+ * read through the front-proxy); a Lock on a VirtualMachine puts a configuration
  * in the compute provider on shard-1; RBAC missing on shard-1 denies there
  * (naming the permission) and nowhere else; with shard-1 stopped the root
  * consumer keeps its protection, and once it is back protection returns on
@@ -229,6 +230,88 @@ shardedKcpTest(
       );
 
       await step(
+        "an owner rule on shard-1: a VPC whose label names a live VirtualMachine is held on both shards, read through the front-proxy with no list",
+        async () => {
+          const label = "compute.example.com/vm";
+          await applyObjects(front, COMPUTE, [{
+            apiVersion: "dependencies.opendefense.cloud/v1alpha1",
+            kind: "DependencyRule",
+            metadata: { name: "vm-owns-vpc" },
+            spec: {
+              dependent: {
+                apiExportName: "compute.example.com",
+                group: "compute.example.com",
+                version: "v1alpha1",
+                kind: "VirtualMachine",
+                resource: "virtualmachines",
+              },
+              dependencies: [{
+                apiExportRef: { path: NETWORK, name: "network.example.com" },
+                group: "network.example.com",
+                version: "v1alpha1",
+                resource: "vpcs",
+                fieldRef: {
+                  from: "Target",
+                  path: `.metadata.labels["${label}"]`,
+                },
+              }],
+            },
+          }]);
+          await grantWebhookReads(front);
+          await waitForEnforced(front, "vm-owns-vpc");
+          for (const consumer of [C_ROOT, C_ONE]) {
+            await applyObjects(front, consumer, [
+              {
+                apiVersion: "network.example.com/v1alpha1",
+                kind: "VPC",
+                metadata: {
+                  name: "owned",
+                  namespace: "team",
+                  labels: { [label]: "vm-owner" },
+                },
+                spec: {},
+              },
+              {
+                apiVersion: "compute.example.com/v1alpha1",
+                kind: "VirtualMachine",
+                metadata: { name: "vm-owner", namespace: "team" },
+                spec: {},
+              },
+            ]);
+            const error = await waitForDenial(
+              front,
+              consumer,
+              ["vpc", "owned"],
+              /belongs to/,
+            );
+            assert.match(
+              error,
+              /cannot delete vpcs\/owned: it belongs to VirtualMachine\/vm-owner \(\.metadata\.labels\["compute\.example\.com\/vm"\]\), which still exists/,
+            );
+          }
+          // The owner gone, the VPC goes: in each consumer, only its own owner counts.
+          await front.kubectlOk(
+            ["delete", "virtualmachine", "vm-owner", "-n", "team"],
+            { workspace: C_ROOT },
+          );
+          await waitFor(
+            "the root consumer's VPC to be deletable",
+            async () =>
+              await dryRunDelete(front, C_ROOT, ["vpc", "owned"]) === "" ||
+              undefined,
+            { timeoutMs: 60_000, intervalMs: 500 },
+          );
+          assert.match(
+            await dryRunDelete(front, C_ONE, ["vpc", "owned"]),
+            /belongs to VirtualMachine\/vm-owner/,
+          );
+          await front.kubectlOk(["delete", "vpc", "owned", "-n", "team"], {
+            workspace: C_ROOT,
+          });
+        },
+      );
+
+      await step(
         "a Lock on a VirtualMachine puts a configuration in the compute provider on shard-1 and holds only its own object",
         async () => {
           await applyObjects(front, C_ROOT, [{
@@ -389,15 +472,16 @@ shardedKcpTest(
           // the Lock in the root shard's consumer.
           const truth = await assertStatusTruth(front, {
             workspaces: PLACEMENT.map(([path]) => path),
-            minimum: { rules: 2, locks: 1 },
+            minimum: { rules: 3, locks: 1 },
             everywhere: true,
           });
           assert.deepEqual(truth.rulesProven.sort(), [
             `${COMPUTE}/vm-alt-vpc`,
+            `${COMPUTE}/vm-owns-vpc`,
             `${COMPUTE}/vm-vpc`,
           ]);
           assert.deepEqual(truth.locksProven, [`${C_ROOT}/team/keep-vm`]);
-          assert.equal(truth.denials, 2 * 2 + 1);
+          assert.equal(truth.denials, 3 * 2 + 1);
         },
       );
     } finally {

@@ -2,11 +2,16 @@
  * What the webhook benches share: namespaces of VirtualMachines in a
  * consumer workspace, the live VPC a review is about, DELETE reviews built
  * from it as kcp builds them, and the answer of one review sorted into the
- * kinds the figures count.
+ * kinds the figures count; timing a sample, from the client's side and
+ * inside the webhook (its metric).
  *
  * @module
  */
 import type { KcpApi } from "../testing/mod.ts";
+
+/** The webhook's GET of the object under review: its metadata only. */
+export const METADATA_ONLY =
+  "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
 
 /** The VPC every bench review is about; no VirtualMachine refers to it. */
 export const TARGET_VPC = "vpc-target";
@@ -188,4 +193,30 @@ export async function sendReview(
   return status?.code === 503 && / is busy /.test(message)
     ? { kind: "denied_busy" }
     : { kind: "denied_other", detail: message };
+}
+
+/** How long `fn` takes, ms. */
+export async function timed(fn: () => Promise<void>): Promise<number> {
+  const t0 = performance.now();
+  await fn();
+  return performance.now() - t0;
+}
+
+/**
+ * The webhook's total time deciding reviews of `outcome` so far, seconds
+ * (its review-duration metric's sum): the difference across one review is
+ * that review's duration inside the webhook.
+ */
+export async function decisionSeconds(
+  metricsPort: number,
+  outcome = "allowed",
+): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`, {
+    signal: AbortSignal.timeout(5000),
+  })).text();
+  const match = new RegExp(
+    `^dependency_webhook_admission_review_duration_seconds_sum\\{outcome="${outcome}"\\} (\\S+)$`,
+    "m",
+  ).exec(text);
+  return Number(match?.[1] ?? NaN);
 }

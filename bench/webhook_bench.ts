@@ -12,6 +12,13 @@
  * 1b. The same for a `[*]` path (1 000 dependents with 5 list elements
  *    each) and a namespace path (1 000 dependents in 10 namespaces, listed
  *    across namespaces): see `webhook_references.ts`.
+ * 1c. An owner review (`fieldRef.from: Target`, the Subnet's
+ *    `.metadata.ownerReferences[*].name` naming a VirtualMachine, denied
+ *    while it exists; nothing listed) in the namespaces of figure 1, against
+ *    its bare floor (the Subnet's metadata GET, then the owner's GET; and
+ *    those, then the LogicalCluster GET every denial makes) and figure 1's
+ *    LIST-based review, in the same samples; min / median / max of each,
+ *    and per round the ratios of the medians: see `webhook_owners.ts`.
  * 2. Fast path (a DELETE no rule protects): reviews per second against a
  *    controller-runtime webhook with a trivial handler, each pinned to one
  *    core and loaded by a Go generator on the other (`fast_path.ts`).
@@ -29,6 +36,9 @@
  * `deno task bench cpu [--variant='FLAGS']... [--old=DIR]` runs instead
  * the webhook's CPU per slow-path review at one dependent beside a bare
  * client's for the same GET and LIST (`webhook_cpu.ts`).
+ *
+ * `deno task bench owners` runs instead figure 1c alone (one rule besides
+ * its own, not 1 000).
  *
  * `deno task bench front-proxy` runs instead figure 1 on a sharded kcp (two
  * shards, a cache server, kcp-front-proxy) with the consumer on the second
@@ -53,14 +63,18 @@ import {
 } from "../testing/mod.ts";
 import { fastPathComparison } from "./fast_path.ts";
 import { referencesBench } from "./webhook_references.ts";
+import { ownersBench } from "./webhook_owners.ts";
 import { cpuBench } from "./webhook_cpu.ts";
 import { formatSpread, median, spread } from "./_stats.ts";
 import {
   createBenchNamespace,
   createMany,
+  decisionSeconds,
   deleteReview,
   type LiveVpc,
+  METADATA_ONLY,
   sendReview,
+  timed,
 } from "./_webhook_fixtures.ts";
 import {
   checkoutVariant,
@@ -73,19 +87,10 @@ import {
 } from "./webhook_memory.ts";
 
 const SIZES = [1, 1_000, 10_000];
-/** The webhook's GET of the object under review: its metadata only. */
-const METADATA_ONLY =
-  "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
 /** Rounds per size; each round's ratio of medians is one figure. */
 const ROUNDS = 3;
 /** Samples per round and size. */
 const SAMPLES: Record<number, number> = { 1: 20, 1_000: 10, 10_000: 3 };
-
-async function timed(fn: () => Promise<void>): Promise<number> {
-  const t0 = performance.now();
-  await fn();
-  return performance.now() - t0;
-}
 
 async function rss(pid: number): Promise<number> {
   const status = await Deno.readTextFile(`/proc/${pid}/status`);
@@ -96,16 +101,6 @@ async function heapUsedMb(webhook: WebhookProcess): Promise<number> {
   const { text } = await webhook.get(webhook.metricsPort, "/metrics");
   return Number(/^deno_heap_bytes\{kind="used"\} (\S+)$/m.exec(text)?.[1]) /
     1024 / 1024;
-}
-
-async function decisionSeconds(metricsPort: number): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`, {
-    signal: AbortSignal.timeout(5000),
-  })).text();
-  const match =
-    /^dependency_webhook_admission_review_duration_seconds_sum\{outcome="allowed"\} (\S+)$/m
-      .exec(text);
-  return Number(match?.[1] ?? NaN);
 }
 
 /** One webhook process under figure 1, and how the table names it. */
@@ -396,6 +391,8 @@ async function rulesMemoryBench(
 
 interface Cli {
   memory: boolean;
+  /** Figure 1c alone, instead of the rest. */
+  owners: boolean;
   /** Figure 1 on a sharded kcp, through kcp-front-proxy, instead of the rest. */
   frontProxy: boolean;
   runs: number;
@@ -405,7 +402,7 @@ interface Cli {
 
 function usage(message: string): never {
   console.error(
-    `webhook_bench: ${message}\nusage: webhook_bench.ts [memory [--runs=N] | cpu | front-proxy] [--variant='FLAGS']... [--old=CHECKOUT]...`,
+    `webhook_bench: ${message}\nusage: webhook_bench.ts [memory [--runs=N] | cpu | front-proxy | owners] [--variant='FLAGS']... [--old=CHECKOUT]...`,
   );
   Deno.exit(2);
 }
@@ -413,17 +410,18 @@ function usage(message: string): never {
 function parseCli(args: readonly string[]): Cli {
   const memory = args[0] === "memory";
   const frontProxy = args[0] === "front-proxy";
-  const cli: Cli = { memory, frontProxy, runs: 3, variants: [CURRENT] };
-  for (const arg of memory || frontProxy ? args.slice(1) : args) {
+  const owners = args[0] === "owners";
+  const cli: Cli = { memory, owners, frontProxy, runs: 3, variants: [CURRENT] };
+  for (const arg of memory || frontProxy || owners ? args.slice(1) : args) {
     const [name, value] = [
       arg.slice(0, Math.max(arg.indexOf("="), 0)),
       arg.slice(arg.indexOf("=") + 1),
     ];
     if (memory && name === "--runs" && /^[1-9][0-9]*$/.test(value)) {
       cli.runs = Number(value);
-    } else if (name === "--variant" && value.trim() !== "") {
+    } else if (!owners && name === "--variant" && value.trim() !== "") {
       cli.variants.push(parseVariant(value));
-    } else if (name === "--old" && value !== "") {
+    } else if (!owners && name === "--old" && value !== "") {
       cli.variants.push(checkoutVariant(value));
     } else {
       usage(`cannot use the argument: current value is '${arg}'`);
@@ -499,7 +497,7 @@ const sizes = cli.memory ? [1, 10_000] : SIZES;
 const kcp = await startKcp();
 try {
   const topo = await buildTopology(kcp, {
-    consumerPaths: cli.memory ? ["root:consumers:bench"] : [
+    consumerPaths: cli.memory || cli.owners ? ["root:consumers:bench"] : [
       "root:consumers:bench",
       "root:consumers:bench-lists",
       "root:consumers:bench-namespaces",
@@ -530,7 +528,20 @@ try {
       await createBenchNamespace(kcp, consumer.path, `bench-${n}`, n),
     );
   }
-  if (cli.memory) {
+  const ownersSetup = {
+    computePath: topo.compute.path,
+    consumer,
+    targets,
+  };
+  if (cli.owners) {
+    const webhook = await startWebhook(kcp, { args: ["--log-level=info"] });
+    try {
+      await waitForRules(webhook.metricsPort, 1);
+      await ownersBench(kcp, webhook, ownersSetup);
+    } finally {
+      await webhook.stop();
+    }
+  } else if (cli.memory) {
     await memoryBench(kcp, {
       small: targets.get(1)!,
       large: targets.get(10_000)!,
@@ -562,6 +573,10 @@ try {
         targets,
       });
       await fastPathBench(webhook, targets.get(1)!);
+      // After the fast path, which relies on subnets not being protected:
+      // its rule protects them until it ends, and it leaves VPCs to the
+      // one rule of figure 1.
+      await ownersBench(kcp, webhook, ownersSetup);
       // Last: its rules protect subnets, which the fast path relies on not being.
       await referencesBench(kcp, webhook, {
         computePath: topo.compute.path,

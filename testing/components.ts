@@ -304,3 +304,23 @@ export async function grantWebhookReads(
   });
   return printed.stdout;
 }
+
+/**
+ * Stops every process given (`undefined` ones are skipped), in order; with
+ * `showLogs` (a test that failed), first prints the last 4 000 characters
+ * of each one's log to stderr.
+ */
+export async function stopComponents(
+  processes: readonly (ComponentProcess | undefined)[],
+  options: { showLogs: boolean },
+): Promise<void> {
+  for (const process of processes) {
+    if (process === undefined) continue;
+    if (options.showLogs) {
+      console.error(
+        `--- ${process.logFile} ---\n${(await process.log()).slice(-4000)}`,
+      );
+    }
+    await process.stop();
+  }
+}

@@ -21,7 +21,21 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { applyFiles, bindExport, waitForExportIdentity } from "./apis.ts";
+import {
+  applyFiles,
+  applyObjects,
+  bindExport,
+  waitForExportIdentity,
+} from "./apis.ts";
+import {
+  type ComponentProcess,
+  grantWebhookReads,
+  startController,
+  startWebhook,
+  type WebhookProcess,
+} from "./components.ts";
+import { waitForRuleEnforced } from "./rule_status.ts";
+import { dependencyRule } from "./rules.ts";
 import {
   deletedAt,
   type DeletionOrder,
@@ -356,4 +370,76 @@ export function projectPlace(
     : index === order.deleted.length - 1
     ? "last"
     : "middle";
+}
+
+/** The components a teardown test starts over the projects topology. */
+export interface ProjectsComponents {
+  /** The webhook, its own process and identity. */
+  webhook: WebhookProcess;
+  /** The controller, its own process and identity. */
+  controller: ComponentProcess;
+}
+
+/**
+ * The first step of each teardown test: the projects topology
+ * ({@linkcode buildProjectsTopology}), the network provider's export checked
+ * to serve VPCs, the test's Subnets and Projects, then the webhook and the
+ * controller started.
+ */
+export async function startProjects(
+  kcp: KcpApi,
+  options: ProjectsTopologyOptions,
+): Promise<ProjectsComponents> {
+  await buildProjectsTopology(kcp, options);
+  const schemas = await kcp.kubectlOk([
+    "get",
+    "apiexport",
+    "network.example.com",
+    "-o",
+    "jsonpath={.spec.resources[*].schema}",
+  ], { workspace: options.networkPath });
+  assert.equal(
+    schemas,
+    "v1alpha1.vpcs.network.example.com owned.subnets.network.example.com v1alpha1.projects.network.example.com",
+  );
+  const webhook = await startWebhook(kcp);
+  const controller = await startController(kcp, { webhook });
+  return { webhook, controller };
+}
+
+/**
+ * The rules of the default kind that order a teardown: a VirtualMachine
+ * refers to its Subnet (in the compute provider), a Subnet to its VPC (in
+ * the network provider); the webhook's reads granted, both Enforced.
+ */
+export async function applyOrderRules(
+  kcp: KcpApi,
+  options: { networkPath: string; computePath: string },
+): Promise<void> {
+  const { networkPath, computePath } = options;
+  await applyObjects(kcp, computePath, [
+    dependencyRule("vm-subnet", {
+      dependencies: [{
+        path: networkPath,
+        resource: "subnets",
+        field: ".spec.subnetRef.name",
+      }],
+    }),
+  ]);
+  await applyObjects(kcp, networkPath, [subnetVpcRule(networkPath)]);
+  await grantWebhookReads(kcp);
+  await waitForRuleEnforced(
+    kcp,
+    { workspace: computePath, name: "vm-subnet" },
+    {
+      intervalMs: 200,
+    },
+  );
+  await waitForRuleEnforced(
+    kcp,
+    { workspace: networkPath, name: "subnet-vpc" },
+    {
+      intervalMs: 200,
+    },
+  );
 }

@@ -221,22 +221,8 @@ export class FrontProxyDependentSource implements DependentSource {
     query: ObjectQuery,
     signal: AbortSignal,
   ): Promise<string | undefined> {
-    try {
-      const object = await this.#client.get<KubeObject>(
-        objectUrl(this.#base, query),
-        {
-          signal,
-          accept: METADATA_ONLY,
-          maxBytes: this.#maxPageBytes,
-          measure: "memory",
-        },
-      );
-      const uid = object?.metadata?.uid;
-      return typeof uid === "string" ? uid : undefined;
-    } catch (error) {
-      if (error instanceof KubeApiError && error.notFound) return undefined;
-      throw error;
-    }
+    const uid = (await this.liveMetadata(query, signal))?.uid;
+    return typeof uid === "string" ? uid : undefined;
   }
 
   /** The live object's `metadata`, or `undefined` when it does not exist. */

@@ -8,13 +8,9 @@
  *
  * @module
  */
-import {
-  type KcpApi,
-  type KubectlResult,
-  type Topology,
-  waitFor,
-} from "../../testing/mod.ts";
+import type { KcpApi, Topology } from "../../testing/mod.ts";
 import { type Grant, runShell } from "./grant.ts";
+import { untilDryRun } from "./protection.ts";
 import {
   green,
   indent,
@@ -26,7 +22,7 @@ import {
   showFile,
   shown,
 } from "./output.ts";
-import { QUIET_MS, waitingFor } from "./waiting.ts";
+import { waitingFor } from "./waiting.ts";
 
 /** The label a Subnet names its VPC with. */
 export const OWNER_LABEL = "network.example.com/vpc";
@@ -180,19 +176,13 @@ export async function ownerWalkThrough(
   await kubectlOk(kcp, ["apply", "-f", shown(options.files.objects)], {
     workspace,
   });
-  const dryRun = (): Promise<KubectlResult> =>
-    kcp.kubectl(["delete", "subnet", "subnet-1", "--dry-run=server"], {
-      workspace,
-    });
-  await waitingFor(
-    "kcp to call the webhook for Subnet deletes",
-    waitFor(
-      "the owner rule to be enforced",
-      async () => /belongs to/.test((await dryRun()).stderr) || undefined,
-      { timeoutMs: 60_000, intervalMs: 200 },
-    ),
-    { quietMs: QUIET_MS },
-  );
+  await untilDryRun(kcp, {
+    workspace,
+    what: ["subnet", "subnet-1"],
+    answered: (dry) => /belongs to/.test(dry.stderr),
+    waiting: "kcp to call the webhook for Subnet deletes",
+    goal: "the owner rule to be enforced",
+  });
   const denied = await kubectl(kcp, ["delete", "subnet", "subnet-1"], {
     workspace,
   });

@@ -283,19 +283,13 @@ export async function lockWalkThrough(
   await kubectlOk(kcp, ["apply", "-f", shown(files.vpc)], { workspace });
   await showFile(files.lock);
   await kubectlOk(kcp, ["apply", "-f", shown(files.lock)], { workspace });
-  const dryRun = (): Promise<KubectlResult> =>
-    kcp.kubectl(["delete", "vpc", "vpc-prod", "--dry-run=server"], {
-      workspace,
-    });
-  await waitingFor(
-    "the webhook to enforce the Lock",
-    waitFor(
-      "the Lock to be enforced",
-      async () => /locked by Lock/.test((await dryRun()).stderr) || undefined,
-      { timeoutMs: 60_000, intervalMs: 200 },
-    ),
-    { quietMs: QUIET_MS },
-  );
+  await untilDryRun(kcp, {
+    workspace,
+    what: ["vpc", "vpc-prod"],
+    answered: (dry) => /locked by Lock/.test(dry.stderr),
+    waiting: "the webhook to enforce the Lock",
+    goal: "the Lock to be enforced",
+  });
   const locked = await kubectl(kcp, ["delete", "vpc", "vpc-prod"], {
     workspace,
   });
@@ -305,14 +299,50 @@ export async function lockWalkThrough(
   console.log(indent(locked.stderr, red));
   await kubectlOk(kcp, ["get", "locks"], { workspace });
   await kubectlOk(kcp, ["delete", "lock", "prod"], { workspace });
+  await untilDryRun(kcp, {
+    workspace,
+    what: ["vpc", "vpc-prod"],
+    answered: (dry) => dry.code === 0,
+    waiting: "the webhook to see the Lock deleted",
+    goal: "the VPC to be deletable once unlocked",
+  });
+  await deleteAndConfirm(kcp, { consumer, vpc: "vpc-prod" });
+}
+
+/** Options for {@linkcode untilDryRun}. */
+export interface UntilDryRunOptions {
+  /** The workspace. */
+  workspace: string;
+  /** What to delete, as kubectl's arguments (`["vpc", "vpc-prod"]`). */
+  what: readonly string[];
+  /** Whether the dry run's answer is the one waited for. */
+  answered: (dry: KubectlResult) => boolean;
+  /** What the walk-through says it waits for. */
+  waiting: string;
+  /** What the wait is for, in its timeout's message. */
+  goal: string;
+}
+
+/**
+ * Asks `kubectl delete <what> --dry-run=server` until its answer is the
+ * one waited for (kcp's admission and the webhook see a change within a
+ * second or so; at most 60 s), saying meanwhile what it waits for.
+ *
+ * @throws {Error} When the answer does not come in time.
+ */
+export async function untilDryRun(
+  kcp: KcpApi,
+  options: UntilDryRunOptions,
+): Promise<void> {
+  const { workspace, answered } = options;
+  const args = ["delete", ...options.what, "--dry-run=server"];
   await waitingFor(
-    "the webhook to see the Lock deleted",
+    options.waiting,
     waitFor(
-      "the VPC to be deletable once unlocked",
-      async () => (await dryRun()).code === 0 || undefined,
+      options.goal,
+      async () => answered(await kcp.kubectl(args, { workspace })) || undefined,
       { timeoutMs: 60_000, intervalMs: 200 },
     ),
     { quietMs: QUIET_MS },
   );
-  await deleteAndConfirm(kcp, { consumer, vpc: "vpc-prod" });
 }

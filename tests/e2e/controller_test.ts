@@ -19,6 +19,7 @@ import {
   type RuleDependency,
   startController,
   startWebhook,
+  stopComponents,
   type Topology,
   waitFor,
   type WebhookProcess,
@@ -762,15 +763,7 @@ kcpTest(
       );
       failed = false;
     } finally {
-      for (const process of [controller, ...others]) {
-        if (process === undefined) continue;
-        if (failed) {
-          console.error(
-            `--- ${process.logFile} ---\n${(await process.log()).slice(-4000)}`,
-          );
-        }
-        await process.stop();
-      }
+      await stopComponents([controller, ...others], { showLogs: failed });
       if (failed && webhook !== undefined) {
         console.error(`--- webhook ---\n${(await webhook.log()).slice(-2000)}`);
         await webhook.stop();

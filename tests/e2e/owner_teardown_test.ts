@@ -35,11 +35,10 @@
 import assert from "node:assert/strict";
 import {
   applyObjects,
+  applyOrderRules,
   assertDependencyOrder,
   assertStatusTruth,
-  buildProjectsTopology,
   type ComponentProcess,
-  dependencyRule,
   grantWebhookReads,
   kcpTest,
   ownedTree,
@@ -49,9 +48,7 @@ import {
   projectOwnerRule,
   projectPlace,
   reportDeletionOrder,
-  startController,
-  startWebhook,
-  subnetVpcRule,
+  startProjects,
   teardownDenials,
   type TeardownResource,
   waitForRuleEnforced,
@@ -72,49 +69,21 @@ kcpTest(
       await step(
         "the network provider exports Projects and Subnets that name their VPC; a consumer binds both providers",
         async () => {
-          await buildProjectsTopology(kcp, {
+          ({ webhook, controller } = await startProjects(kcp, {
             networkPath: NETWORK,
             computePath: COMPUTE,
             consumer: C1,
-          });
-          const schemas = await kcp.kubectlOk([
-            "get",
-            "apiexport",
-            "network.example.com",
-            "-o",
-            "jsonpath={.spec.resources[*].schema}",
-          ], { workspace: NETWORK });
-          assert.equal(
-            schemas,
-            "v1alpha1.vpcs.network.example.com owned.subnets.network.example.com v1alpha1.projects.network.example.com",
-          );
-          webhook = await startWebhook(kcp);
-          controller = await startController(kcp, { webhook });
+          }));
         },
       );
 
       await step(
         "rules of the default kind: a VirtualMachine refers to its Subnet, a Subnet to its VPC",
         async () => {
-          await applyObjects(kcp, COMPUTE, [
-            dependencyRule("vm-subnet", {
-              dependencies: [{
-                path: NETWORK,
-                resource: "subnets",
-                field: ".spec.subnetRef.name",
-              }],
-            }),
-          ]);
-          await applyObjects(kcp, NETWORK, [subnetVpcRule(NETWORK)]);
-          await grantWebhookReads(kcp);
-          await waitForRuleEnforced(kcp, {
-            workspace: COMPUTE,
-            name: "vm-subnet",
-          }, { intervalMs: 200 });
-          await waitForRuleEnforced(kcp, {
-            workspace: NETWORK,
-            name: "subnet-vpc",
-          }, { intervalMs: 200 });
+          await applyOrderRules(kcp, {
+            networkPath: NETWORK,
+            computePath: COMPUTE,
+          });
         },
       );
 

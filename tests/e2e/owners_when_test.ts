@@ -29,6 +29,7 @@ import {
   ownersProvider,
   startController,
   startWebhook,
+  stopComponents,
   subnetObject,
   subnetOwnedBy,
   waitFor,
@@ -367,15 +368,7 @@ kcpTest(
       );
       failed = false;
     } finally {
-      for (const process of [controller, webhook]) {
-        if (process === undefined) continue;
-        if (failed) {
-          console.error(
-            `--- ${process.logFile} ---\n${(await process.log()).slice(-4000)}`,
-          );
-        }
-        await process.stop();
-      }
+      await stopComponents([controller, webhook], { showLogs: failed });
     }
   },
 );

@@ -19,6 +19,7 @@ import {
   type KubectlResult,
   startController,
   startWebhook,
+  stopComponents,
   type Topology,
   waitFor,
   type WebhookProcess,
@@ -679,15 +680,7 @@ kcpTest(
       );
       failed = false;
     } finally {
-      for (const process of [controller, webhook]) {
-        if (process === undefined) continue;
-        if (failed) {
-          console.error(
-            `--- ${process.logFile} ---\n${(await process.log()).slice(-4000)}`,
-          );
-        }
-        await process.stop();
-      }
+      await stopComponents([controller, webhook], { showLogs: failed });
     }
   },
 );

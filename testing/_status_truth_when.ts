@@ -12,7 +12,7 @@
  */
 import assert from "node:assert/strict";
 import { compileCondition } from "../lib/rules/condition.ts";
-import { printable } from "../lib/webhook/review_owners.ts";
+import { printable } from "../lib/runtime/mod.ts";
 import { deepMerge, isRecord } from "./_status_truth_shared.ts";
 
 /** The rule whose `when` an object must satisfy, for the messages. */

@@ -22,6 +22,7 @@ export {
 } from "./log_values.ts";
 export * from "./metrics.ts";
 export * from "./pass_scheduler.ts";
+export * from "./printable.ts";
 export * from "./read_cache.ts";
 export * from "./semaphore.ts";
 export * from "./service_endpoints.ts";

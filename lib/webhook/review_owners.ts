@@ -24,7 +24,7 @@ import {
   CONDITION_COST_LIMIT,
   type ConditionBudget,
 } from "../rules/condition.ts";
-import { errorText } from "../runtime/mod.ts";
+import { errorText, printable } from "../runtime/mod.ts";
 import type { Protection } from "./rule_registry.ts";
 import { asRecord } from "./review_target.ts";
 
@@ -256,23 +256,4 @@ export function ownerHold(
       : { condition: protects.condition }),
     ...(protects.note === undefined ? {} : { note: protects.note }),
   };
-}
-
-/** Characters that must not reach a terminal as they are: controls and bidi overrides. */
-// deno-lint-ignore no-control-regex
-const UNPRINTABLE = new RegExp(
-  "[\\u0000-\\u001f\\u007f-\\u009f\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069]",
-  "g",
-);
-
-/**
- * `text` made safe for a message a terminal shows: every control or
- * direction-changing character written as `\u{...}`, cut at `max` characters.
- */
-export function printable(text: string, max = 300): string {
-  const shown = text.replace(
-    UNPRINTABLE,
-    (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`,
-  );
-  return shown.length > max ? `${shown.slice(0, max)}...` : shown;
 }

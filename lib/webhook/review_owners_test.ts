@@ -4,11 +4,7 @@ import type { ClusterRule } from "../rules/mod.ts";
 import type { AdmissionRequest } from "./admission_review.ts";
 import { DeletionValidator } from "./deletion_validator.ts";
 import { RuleRegistry } from "./rule_registry.ts";
-import {
-  MAX_OWNERS_LOOKED_UP,
-  ownersNamed,
-  printable,
-} from "./review_owners.ts";
+import { MAX_OWNERS_LOOKED_UP, ownersNamed } from "./review_owners.ts";
 import type { Outcome } from "./verdicts.ts";
 import { KubeApiError } from "../kcp/mod.ts";
 import {
@@ -384,14 +380,6 @@ Deno.test("ownersNamed() skips names that cannot be objects and counts past the 
   });
   assert.equal(named.owners.length, MAX_OWNERS_LOOKED_UP);
   assert.equal(named.more, 21 - MAX_OWNERS_LOOKED_UP);
-});
-
-Deno.test("printable() writes control and direction characters as escapes", () => {
-  assert.equal(
-    printable("a\u001b[31mb\u202ec\nd"),
-    "a\\u{1b}[31mb\\u{202e}c\\u{a}d",
-  );
-  assert.equal(printable("x".repeat(10), 4), "xxxx...");
 });
 
 Deno.test("ownersNamed() takes only valid names from any metadata, at most the bound, and never throws", () => {

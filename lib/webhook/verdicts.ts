@@ -9,11 +9,8 @@ import { GROUP, SKIP_PROTECTION_ANNOTATION } from "../rules/mod.ts";
 import { BYPASS_RESOURCE, BYPASS_VERB } from "./access_review.ts";
 import { type AdmissionResponse, allow, deny } from "./admission_review.ts";
 import { lockedMessage, type LockHold } from "../locks/mod.ts";
-import {
-  MAX_OWNERS_LOOKED_UP,
-  type OwnerHold,
-  printable,
-} from "./review_owners.ts";
+import { printable } from "../runtime/mod.ts";
+import { MAX_OWNERS_LOOKED_UP, type OwnerHold } from "./review_owners.ts";
 import {
   isNamespaceType,
   type ReviewTarget,

@@ -1,0 +1,140 @@
+/**
+ * What every command of `kubectl dependencies` works with: a client for the
+ * user's own kubeconfig context (nothing else), the namespace to use, where
+ * to write, and whether to colour; and {@linkcode PluginError}, a failure
+ * that ends the command with a message and an exit code.
+ *
+ * @module
+ */
+import { parse as parseYaml } from "yaml";
+import { join } from "node:path";
+import { KubeClient, loadKubeConnection } from "../kcp/mod.ts";
+import { errorText } from "../runtime/mod.ts";
+
+/** Exit code: nothing holds the object (or the command succeeded). */
+export const EXIT_OK = 0;
+/** Exit code: something holds the object. */
+export const EXIT_HELD = 1;
+/** Exit code: a usage or access error. */
+export const EXIT_ERROR = 2;
+
+/** A failure that ends a command: its message goes to stderr. */
+export class PluginError extends Error {
+  /** The exit code to end with. */
+  readonly exitCode: number;
+
+  /** A failure with `message` and, by default, {@linkcode EXIT_ERROR}. */
+  constructor(message: string, options: { exitCode?: number } = {}) {
+    super(message);
+    this.name = "PluginError";
+    this.exitCode = options.exitCode ?? EXIT_ERROR;
+  }
+}
+
+/** Where output goes; tests pass their own. */
+export interface PluginIo {
+  /** Writes to stdout (text as given, no newline added). */
+  out(text: string): void;
+  /** Writes to stderr (text as given, no newline added). */
+  err(text: string): void;
+  /** Whether stdout is a terminal and colour is not switched off (`NO_COLOR`). */
+  color: boolean;
+}
+
+/** What a command works with. */
+export interface PluginContext {
+  /** A client for the kubeconfig context, as the user. */
+  client: KubeClient;
+  /** The context's server URL, such as `https://host:6443/clusters/root:org:ws`. */
+  server: string;
+  /** `--namespace`, else the context's namespace, else `default`. */
+  namespace: string;
+  /** Output. */
+  io: PluginIo;
+}
+
+/** The kubeconfig flags every command takes. */
+export interface KubeconfigFlags {
+  /** `--kubeconfig`, else `$KUBECONFIG` (its first file), else `~/.kube/config`. */
+  kubeconfig?: string | undefined;
+  /** `--context`, else the current context. */
+  context?: string | undefined;
+  /** `-n`/`--namespace`. */
+  namespace?: string | undefined;
+}
+
+/** The kubeconfig file the flags and environment name. */
+export function kubeconfigPath(flags: KubeconfigFlags): string {
+  if (flags.kubeconfig !== undefined && flags.kubeconfig !== "") {
+    return flags.kubeconfig;
+  }
+  const fromEnv = Deno.env.get("KUBECONFIG");
+  if (fromEnv !== undefined && fromEnv !== "") {
+    return fromEnv.split(":").find((p) => p !== "") ?? fromEnv;
+  }
+  const home = Deno.env.get("HOME") ?? ".";
+  return join(home, ".kube", "config");
+}
+
+/**
+ * The context for `flags`, as the user: the kubeconfig's identity and
+ * trust, nothing else.
+ *
+ * @throws {PluginError} When the kubeconfig cannot be used (the message says why).
+ */
+export function pluginContext(
+  flags: KubeconfigFlags,
+  io: PluginIo,
+): PluginContext {
+  const path = kubeconfigPath(flags);
+  try {
+    const connection = loadKubeConnection(
+      path,
+      flags.context === undefined ? {} : { context: flags.context },
+    );
+    const client = new KubeClient(connection, {
+      userAgent: "kubectl-dependencies",
+    });
+    return {
+      client,
+      server: connection.server.replace(/\/+$/, ""),
+      namespace: flags.namespace ?? contextNamespace(path, flags.context) ??
+        "default",
+      io,
+    };
+  } catch (error) {
+    throw new PluginError(errorText(error));
+  }
+}
+
+/** The namespace a kubeconfig context names, if any. */
+function contextNamespace(
+  path: string,
+  context: string | undefined,
+): string | undefined {
+  try {
+    const config = parseYaml(Deno.readTextFileSync(path)) as {
+      "current-context"?: string;
+      contexts?: { name?: string; context?: { namespace?: unknown } }[];
+    };
+    const name = context ?? config["current-context"];
+    const namespace = config.contexts?.find((c) => c.name === name)?.context
+      ?.namespace;
+    return typeof namespace === "string" && namespace !== ""
+      ? namespace
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The io of a real process: colour on a terminal unless `NO_COLOR` is set. */
+export function processIo(): PluginIo {
+  const encoder = new TextEncoder();
+  const noColor = (Deno.env.get("NO_COLOR") ?? "") !== "";
+  return {
+    out: (text) => void Deno.stdout.writeSync(encoder.encode(text)),
+    err: (text) => void Deno.stderr.writeSync(encoder.encode(text)),
+    color: !noColor && Deno.stdout.isTerminal(),
+  };
+}

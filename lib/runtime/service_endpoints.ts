@@ -116,6 +116,11 @@ export interface ServiceEndpoints {
   collect: () => void;
   /** How long `shutdown()` lets in-flight requests finish. @default {8_000} */
   drainTimeoutMs?: number;
+  /**
+   * More routes on the metrics listener (such as the controller's `/graph`
+   * or the webhook's `/holds.json`), tried after `/metrics`.
+   */
+  metricsRoutes?: Hono | undefined;
 }
 
 /**
@@ -140,13 +145,11 @@ export function serveServiceEndpoints(
     );
   }
   if (binds.metricsBind !== undefined) {
-    servers.push(
-      servePlain(
-        binds.metricsBind,
-        createMetricsApp(endpoints.registry, endpoints.collect).fetch,
-        drain,
-      ),
-    );
+    const app = createMetricsApp(endpoints.registry, endpoints.collect);
+    if (endpoints.metricsRoutes !== undefined) {
+      app.route("/", endpoints.metricsRoutes);
+    }
+    servers.push(servePlain(binds.metricsBind, app.fetch, drain));
   }
   return servers;
 }

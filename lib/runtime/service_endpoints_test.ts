@@ -1,3 +1,4 @@
+import { Hono } from "hono";
 import assert from "node:assert/strict";
 import {
   assertRefused,
@@ -83,6 +84,31 @@ Deno.test("serveServiceEndpoints() serves probes and metrics on their own ports,
   }
   const none = serveServiceEndpoints({}, endpoints);
   assert.deepEqual(none, []);
+});
+
+Deno.test("serveServiceEndpoints() serves metricsRoutes on the metrics listener only, after /metrics", async () => {
+  const registry = new MetricsRegistry();
+  const extra = new Hono();
+  extra.get("/extra.json", (c) => c.json({ extra: true }));
+  extra.get("/metrics", (c) => c.text("shadowed"));
+  const servers = serveServiceEndpoints({
+    healthBind: { hostname: "127.0.0.1", port: 0 },
+    metricsBind: { hostname: "127.0.0.1", port: 0 },
+  }, { ready: () => true, registry, collect: () => {}, metricsRoutes: extra });
+  try {
+    const [health, metrics] = servers;
+    const got = await fetch(`http://127.0.0.1:${metrics!.port}/extra.json`);
+    assert.deepEqual(await got.json(), { extra: true });
+    const scrape = await fetch(`http://127.0.0.1:${metrics!.port}/metrics`);
+    assert.notEqual(await scrape.text(), "shadowed");
+    const elsewhere = await fetch(
+      `http://127.0.0.1:${health!.port}/extra.json`,
+    );
+    assert.equal(elsewhere.status, 404);
+    await elsewhere.body?.cancel();
+  } finally {
+    await Promise.all(servers.map((s) => s.shutdown()));
+  }
 });
 
 Deno.test("servePlain().shutdown() closes a silent client at once and resolves by drainTimeoutMs while a request still runs", async () => {

@@ -25,7 +25,10 @@ import {
   DeletionValidator,
   FrontProxyBypassAuthorizer,
   FrontProxyDependentSource,
+  holdsApp,
+  HoldTable,
   parseWebhookOptions,
+  registerHoldMetrics,
   RuleAdmitter,
   RuleRegistry,
   serveTls,
@@ -131,10 +134,17 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
       ? { bypass: new FrontProxyBypassAuthorizer(reviewClient, base) }
       : {}),
   });
+  const holds = options.holds
+    ? new HoldTable({ capacity: options.holdsMax })
+    : undefined;
+  const collectHolds = holds === undefined
+    ? () => {}
+    : registerHoldMetrics(metricsRegistry, holds);
   const admissionHandler = createAdmissionHandler({
     validator,
     log,
     observer: metrics,
+    ...(holds === undefined ? {} : { holds }),
     bodyBytes: new Semaphore(options.maxReviewBytesInFlight),
     queueTimeoutMs: options.reviewQueueTimeoutMs,
   });
@@ -166,8 +176,10 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
     collect() {
       metrics.collectProcess();
       metrics.watchesFailing(watcher.failingWatches());
+      collectHolds();
     },
     drainTimeoutMs: drainTimeoutWithin(options.shutdownTimeoutMs),
+    metricsRoutes: holds === undefined ? undefined : holdsApp(holds),
   });
   watcher.start();
   log.info("serving", {

@@ -23,6 +23,7 @@ import {
   parseDependencyRule,
 } from "../lib/rules/mod.ts";
 import { LockIndex } from "../lib/locks/mod.ts";
+import { statusCause } from "../lib/causes/mod.ts";
 import {
   type AdmissionRequest,
   type Blocker,
@@ -502,20 +503,38 @@ export function vmBlocker(
 ): Blocker {
   return {
     kind: "VirtualMachine",
+    type: gvrOf(VIRTUAL_MACHINES),
     namespace,
     name,
     paths: paths.length === 0 ? [".spec.vpcRef.name"] : paths,
+    rules: ["provider1/vm-needs-vpc"],
   };
 }
 
-/** A LoadBalancer blocker referring through `.spec.vpcRef.name`. */
-export function lbBlocker(name: string, namespace = "default"): Blocker {
+/** `blocker` referring under the rule `key` (`<cluster>/<name>`) instead. */
+export function underRule(key: string, blocker: Blocker): Blocker {
+  return { ...blocker, rules: [key] };
+}
+
+/** A LoadBalancer blocker referring through `.spec.vpcRef.name` under the rule `rule`. */
+export function lbBlocker(
+  name: string,
+  namespace = "default",
+  rule = "provider1/lb-needs-vpc",
+): Blocker {
   return {
     kind: "LoadBalancer",
+    type: gvrOf(LOAD_BALANCERS),
     namespace,
     name,
     paths: [".spec.vpcRef.name"],
+    rules: [rule],
   };
+}
+
+/** The group, version and resource of `type`, without its kind. */
+export function gvrOf(type: GroupVersionResource): GroupVersionResource {
+  return { group: type.group, version: type.version, resource: type.resource };
 }
 
 /** The verdict that allows the review, with `outcome`. */
@@ -538,6 +557,42 @@ export function deniedVerdict(
     },
     outcome,
   };
+}
+
+/**
+ * `verdict` without what it says machine-readably (`causes`, and
+ * `status.details` in its response), for tables that pin the message; each
+ * such table also runs {@linkcode assertCausesAgree}.
+ */
+export function withoutCauses(verdict: Verdict): Verdict {
+  const { causes: _causes, ...rest } = verdict;
+  const status = rest.response.status;
+  if (status?.details === undefined) return rest;
+  const { details: _details, ...plain } = status;
+  return { ...rest, response: { ...rest.response, status: plain } };
+}
+
+/**
+ * Asserts that a denial's causes are the ones its response carries, and
+ * that each object or Lock they name is named in its message too.
+ */
+export function assertCausesAgree(verdict: Verdict): void {
+  const causes = verdict.causes ?? [];
+  const carried = verdict.response.status?.details?.causes ?? [];
+  assert.deepEqual(carried, causes.map(statusCause));
+  if (causes.length > 0) assert.equal(verdict.response.allowed, false);
+  const message = verdict.response.status?.message ?? "";
+  for (const cause of causes) {
+    const named = cause.type === "Lock"
+      ? `Lock ${cause.lock.namespace}/${cause.lock.name}`
+      : cause.type === "More"
+      ? `${cause.count}`
+      : `${cause.object.kind}/`;
+    assert.ok(message.includes(named), `${named} not in: ${message}`);
+    if (cause.type === "Reference" || cause.type === "Owner") {
+      assert.ok(message.includes(cause.object.name), message);
+    }
+  }
 }
 
 /** The 409 denial naming `blockers` dependents with `message`. */

@@ -318,3 +318,43 @@ function _limitedList(items: readonly string[]): string {
   const rest = items.length - MAX_LISTED;
   return `${items.slice(0, MAX_LISTED).join(", ")} and ${rest} more`;
 }
+
+/**
+ * The sets of types that protect each other in a cycle across `rules`: each
+ * strongly connected component of two or more types of the graph that
+ * {@linkcode analyzeRules} checks (a rule's dependency on its own dependent
+ * type is no edge of it). Types are named `<resource>.<group>`. The result is
+ * the same for any order of `rules`.
+ *
+ * @example Usage
+ * ```ts
+ * import { typeCycles } from "./rule_graph.ts";
+ *
+ * typeCycles([]); // [] (or [["subnets.network.example.com", "vpcs.network.example.com"]])
+ * ```
+ *
+ * @param rules Schema-valid rules with their logical clusters. Keys are
+ * expected to be distinct; when one repeats, the last entry counts.
+ * @returns One entry per cycle, its type names sorted; the entries sorted by
+ * their first type.
+ */
+export function typeCycles(rules: readonly ClusterRule[]): string[][] {
+  const byKey = new Map<string, ClusterRule>();
+  for (const entry of rules) {
+    byKey.set(ruleKey(entry.cluster, entry.rule.metadata.name), entry);
+  }
+  const ruleEdges: RuleEdges[] = [...byKey].map(([key, { rule }]) => {
+    const { group, resource } = rule.spec.dependent;
+    const from = _typeName(group, resource);
+    const to = rule.spec.dependencies
+      .map((dependency) => _typeName(dependency.group, dependency.resource))
+      .filter((target) => target !== from);
+    return { key, from, to };
+  });
+  const graph = _buildGraph(ruleEdges);
+  const members = _componentMembers(_stronglyConnectedComponents(graph));
+  return members
+    .filter((types) => types.length > 1)
+    .map((types) => types.map((type) => graph.types[type]!))
+    .sort((a, b) => compareStrings(a[0]!, b[0]!));
+}

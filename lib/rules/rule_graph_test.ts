@@ -1,5 +1,10 @@
 import assert from "node:assert/strict";
-import { analyzeRules, enforcedRules, type RuleProblem } from "./rule_graph.ts";
+import {
+  analyzeRules,
+  enforcedRules,
+  type RuleProblem,
+  typeCycles,
+} from "./rule_graph.ts";
 import type { ClusterRule, GroupVersionResource } from "./types.ts";
 import {
   dependency,
@@ -283,4 +288,46 @@ Deno.test("analyzeRules() flags every rule of a 10,000-type cycle with a bounded
     problem.message,
     /^dependency cycle: t0\.chain\.example\.com -> t1\.chain\.example\.com -> .* -> \.\.\. \(9990 more\) -> t0\.chain\.example\.com \(rules c1\/r0, c1\/r1, .* and 9990 more\); /,
   );
+});
+
+Deno.test("typeCycles() lists each cycle of types once, sorted, and no self dependency", () => {
+  const selfRule = {
+    cluster: "c1",
+    rule: validRule("vm-self", VIRTUAL_MACHINES, [
+      dependency(VIRTUAL_MACHINES, ".spec.parentRef.name"),
+    ]),
+  };
+  const rules = [
+    entry("c1", "vm-vpc", VIRTUAL_MACHINES, [VPCS]),
+    entry("c2", "vpc-subnet", VPC_DEPENDENT, [SUBNETS]),
+    entry("c3", "subnet-vm", SUBNET_DEPENDENT, [VIRTUAL_MACHINES]),
+    entry("c1", "lb-vpc", LOAD_BALANCERS, [VPCS]),
+    selfRule,
+    ...chain(3, { closed: true }),
+  ];
+  const expected = [
+    [SUBNET, VM, VPC],
+    [
+      "t0.chain.example.com",
+      "t1.chain.example.com",
+      "t2.chain.example.com",
+    ],
+  ];
+  assert.deepEqual(typeCycles(rules), expected);
+  for (let seed = 1; seed <= 10; seed++) {
+    assert.deepEqual(typeCycles(shuffled(rules, seed)), expected);
+  }
+  assert.deepEqual(typeCycles([selfRule]), []);
+  assert.deepEqual(typeCycles([]), []);
+});
+
+Deno.test("typeCycles() finds a cycle exactly when analyzeRules() reports one", () => {
+  const rules = [
+    entry("c1", "vm-vpc", VIRTUAL_MACHINES, [VPCS]),
+    entry("c1", "vpc-vm", VPC_DEPENDENT, [VIRTUAL_MACHINES]),
+    entry("c1", "vpc-vm", VPC_DEPENDENT, [SUBNETS]),
+  ];
+  assert.deepEqual(typeCycles(rules), []);
+  assert.deepEqual(typeCycles(rules.slice(0, 2)), [[VM, VPC]]);
+  assert.equal(analyzeRules(rules.slice(0, 2)).size, 2);
 });

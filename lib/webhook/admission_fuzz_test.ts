@@ -1064,6 +1064,24 @@ Deno.test("createAdmissionHandler() fuzzed: malformed, adversarial, forged and g
               reason: "Conflict",
               message:
                 `cannot delete vpcs/vpc-a: still referenced by ${who} (.spec.vpcRef.name)`,
+              details: {
+                causes: [{
+                  reason: "ReferencedBy",
+                  field: ".spec.vpcRef.name",
+                  message: JSON.stringify({
+                    object: {
+                      group: "compute.example.com",
+                      version: "v1alpha1",
+                      resource: "virtualmachines",
+                      kind: "VirtualMachine",
+                      namespace: spec.namespace ?? "default",
+                      name: BLOCKER,
+                    },
+                    fields: [".spec.vpcRef.name"],
+                    rules: ["provider1/vm-needs-vpc"],
+                  }),
+                }],
+              },
             });
             assert.equal(reply.allowed, false);
             count("d:named");

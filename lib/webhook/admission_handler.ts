@@ -48,6 +48,11 @@ export interface AdmissionHandlerDeps {
   /** Metrics hooks. */
   observer: AdmissionObserver;
   /**
+   * Told every review with its verdict (the hold table of `--holds`).
+   * @default {none}
+   */
+  holds?: { observe(request: AdmissionRequest, verdict: Verdict): void };
+  /**
    * Bounds the bytes of review bodies read and parsed at once (one permit a
    * byte; a body without a length takes {@linkcode MAX_REVIEW_BYTES}).
    * @default {no bound}
@@ -175,6 +180,7 @@ export function createAdmissionHandler(
     );
     const seconds = (now() - started) / 1000;
     observer.reviewed(verdict, seconds);
+    deps.holds?.observe(request, verdict);
     if (request.operation === "DELETE") {
       logReview(log, request, verdict, { seconds, provider });
     }

@@ -24,6 +24,7 @@
 
 import { z } from "zod";
 import { errorText, isRecord, validateWith } from "../runtime/mod.ts";
+import type { StatusCause } from "../causes/mod.ts";
 
 /**
  * The largest AdmissionReview body the webhook reads, in bytes (3 MiB); the
@@ -107,7 +108,13 @@ export interface AdmissionResponse {
   /** Whether the operation may go ahead. */
   allowed: boolean;
   /** Why the operation was denied; the API server shows `message` to the user. */
-  status?: { code: number; reason?: string; message: string };
+  status?: {
+    code: number;
+    reason?: string;
+    message: string;
+    /** What the denial is about, machine-readable (`kubectl dependencies why` reads `causes`). */
+    details?: { causes: StatusCause[] };
+  };
   /** Warnings the API server passes on to the client. */
   warnings?: string[];
 }
@@ -234,15 +241,32 @@ export function allow(
  *
  * @param uid The `uid` of the request being answered.
  * @param options The status to deny with, such as
- * `{ code: 409, reason: "Conflict", message: "VPC vpc-a is referenced by ..." }`.
- * @returns `{ uid, allowed: false, status: { code, reason, message } }`.
+ * `{ code: 409, reason: "Conflict", message: "VPC vpc-a is referenced by ..." }`,
+ * and `causes`, one per blocker, which go to `status.details.causes`.
+ * @returns `{ uid, allowed: false, status: { code, reason, message, details? } }`.
  */
 export function deny(
   uid: string,
-  options: { code: number; reason: string; message: string },
+  options: {
+    code: number;
+    reason: string;
+    message: string;
+    causes?: readonly StatusCause[] | undefined;
+  },
 ): AdmissionResponse {
-  const { code, reason, message } = options;
-  return { uid, allowed: false, status: { code, reason, message } };
+  const { code, reason, message, causes } = options;
+  return {
+    uid,
+    allowed: false,
+    status: {
+      code,
+      reason,
+      message,
+      ...(causes === undefined || causes.length === 0
+        ? {}
+        : { details: { causes: [...causes] } }),
+    },
+  };
 }
 
 /**

@@ -14,6 +14,7 @@ import { RuleRegistry } from "./rule_registry.ts";
 import { LockIndex } from "../locks/mod.ts";
 import {
   allowedVerdict,
+  assertCausesAgree,
   deleteRequest,
   deniedVerdict,
   dependentRule,
@@ -32,6 +33,7 @@ import {
   VM_RULE,
   vpc,
   vpcLock,
+  withoutCauses,
 } from "../../testing/mod.ts";
 
 // The decisions themselves are table tests of their steps: the plan
@@ -239,7 +241,8 @@ Deno.test("DeletionValidator.validate() hands its options to the plan, the reads
         source,
         c.options,
       ).validate(c.request ?? deleteRequest(), c.validateOptions);
-      assert.deepEqual(verdict, c.want);
+      assertCausesAgree(verdict);
+      assert.deepEqual(withoutCauses(verdict), c.want);
       if (c.reads !== undefined) {
         assert.deepEqual({
           lists: source.listed,
@@ -267,12 +270,16 @@ Deno.test("DeletionValidator.validate() keeps the denial while the workspace is 
       virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
     });
     source.deletedAt = deletedAt;
+    const verdict = await validate(
+      registryOf(VM_RULE),
+      source,
+      deleteRequest(),
+      { timeoutMs: 50, locks: vpcLock(), teardownOrderMs: 0 },
+    );
+    assertCausesAgree(verdict);
+    assert.deepEqual(verdict.causes?.map((c) => c.type), ["Lock", "Reference"]);
     assert.deepEqual(
-      await validate(registryOf(VM_RULE), source, deleteRequest(), {
-        timeoutMs: 50,
-        locks: vpcLock(),
-        teardownOrderMs: 0,
-      }),
+      withoutCauses(verdict),
       deniedVerdict(
         409,
         "Conflict",

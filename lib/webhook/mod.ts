@@ -12,6 +12,8 @@ export * from "./binding_cache.ts";
 export * from "./bounded_server.ts";
 export * from "./deletion_validator.ts";
 export * from "./dependent_lister.ts";
+export * from "./hold_table.ts";
+export * from "./holds_endpoint.ts";
 export * from "./metrics.ts";
 export * from "./options.ts";
 export * from "./rbac.ts";

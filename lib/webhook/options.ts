@@ -160,6 +160,18 @@ export const WEBHOOK_FLAGS: readonly FlagSpec[] = [
     help:
       "annotation: the skip-protection annotation alone lets a delete through (as the reference); authorized: only for users kcp allows 'bypass' on protections.dependencies.opendefense.cloud in the workspace",
   },
+  {
+    name: "holds",
+    boolean: true,
+    help:
+      "Keep a table of the objects whose delete was denied recently because something holds them (what, since when) and serve it as /holds.json on the metrics listener, with the gauge dependency_webhook_oldest_hold_seconds; it names tenants' objects, so only operators should reach that port (--holds=true|false also works)",
+  },
+  {
+    name: "holds-max",
+    default: "1000",
+    help:
+      "Most objects the --holds table keeps (the one denied longest ago goes first; an entry keeps at most 4 KiB of causes and is forgotten an hour after its last denial)",
+  },
   LOG_LEVEL_FLAG,
   ALLOW_INSECURE_HTTP_FLAG,
 ];
@@ -204,6 +216,10 @@ export interface WebhookOptions extends ComponentOptions {
   maxConnections: number;
   /** Drain deadline after SIGTERM, ms. */
   shutdownTimeoutMs: number;
+  /** Whether to keep the hold table and serve `/holds.json`. */
+  holds: boolean;
+  /** Most entries of the hold table. */
+  holdsMax: number;
 }
 
 /** The result of {@linkcode parseWebhookOptions}: options, or a request for help. */
@@ -301,6 +317,8 @@ export function parseWebhookOptions(
         v["max-connections"]!,
       ),
       shutdownTimeoutMs: duration("shutdown-timeout"),
+      holds: v["holds"] === "true",
+      holdsMax: positiveInteger("holds-max", v["holds-max"]!),
     },
   };
 }

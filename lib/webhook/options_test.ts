@@ -34,9 +34,21 @@ Deno.test("parseWebhookOptions() applies the reference's defaults", () => {
     idleTimeoutMs: 60_000,
     maxConnections: 1_000,
     shutdownTimeoutMs: 8_000,
+    holds: false,
+    holdsMax: 1_000,
     logLevel: "info",
     allowInsecureHttp: false,
   });
+});
+
+Deno.test("parseWebhookOptions() turns the hold table on with --holds, sized by --holds-max", () => {
+  const o = parse(["--kubeconfig=/k", "--holds", "--holds-max=50"]);
+  assert.equal(o.holds, true);
+  assert.equal(o.holdsMax, 50);
+  assert.throws(
+    () => parse(["--kubeconfig=/k", "--holds-max=0"]),
+    /Cannot parse --holds-max/,
+  );
 });
 
 Deno.test("parseWebhookOptions() takes KUBECONFIG from the environment", () => {

@@ -39,6 +39,8 @@ const MAX_FIELDS_NAMED = 3;
 export interface Referring {
   /** The fields (concrete, `.spec.nics[1].subnetRef.name`), at most {@linkcode MAX_FIELDS_NAMED} and a count. */
   paths: string[];
+  /** The rules (their keys) under which it refers, in rule order. */
+  rules: string[];
   /** Why it protects though its rule's condition could not say, if so. */
   note?: string;
 }
@@ -57,6 +59,7 @@ export function referringFields(
   budget?: ConditionBudget,
 ): Referring {
   const paths: string[] = [];
+  const rules: string[] = [];
   let note: string | undefined;
   let more = 0;
   for (const p of group) {
@@ -70,13 +73,14 @@ export function referringFields(
       protects ??= protectsNow(item, p, budget);
       if (!protects.protects) break;
       note ??= protects.note;
+      if (!rules.includes(p.rule)) rules.push(p.rule);
       if (paths.length < MAX_FIELDS_NAMED) {
         paths.push(formatFieldPath(p.fieldPath, reference.indexes));
       } else more++;
     }
   }
   if (more > 0) paths.push(`and ${more} more`);
-  return note === undefined ? { paths } : { paths, note };
+  return note === undefined ? { paths, rules } : { paths, rules, note };
 }
 
 /** Keeps `named` the `max` smallest blockers in (kind, namespace, name) order, whatever order they come in. */

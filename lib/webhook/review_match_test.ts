@@ -61,10 +61,11 @@ Deno.test("referringFields() names the concrete fields that refer, in the object
       ".spec.nics[1].vpcRef.name",
       "and 2 more",
     ],
+    rules: ["p1/vm-vpc"],
   });
   assert.deepEqual(
     referringFields({ spec: { vpcRef: { name: "vpc-b" } } }, p, TARGET),
-    { paths: [] },
+    { paths: [], rules: [] },
   );
 });
 
@@ -93,9 +94,11 @@ Deno.test("referringFields() counts a dependent only while its rule's when and p
   const when = switched({ when: "object.spec.keep == true" });
   assert.deepEqual(referringFields(vm({ keep: true }), when, TARGET), {
     paths: [".spec.vpcRef.name"],
+    rules: ["p1/vm-vpc"],
   });
   assert.deepEqual(referringFields(vm({ keep: false }), when, TARGET), {
     paths: [],
+    rules: [],
   });
   const failed = referringFields(vm({}), when, TARGET);
   assert.deepEqual(failed.paths, [".spec.vpcRef.name"]);
@@ -103,9 +106,11 @@ Deno.test("referringFields() counts a dependent only while its rule's when and p
   const active = switched({ protectWhile: "Active" });
   assert.deepEqual(referringFields(vm({}, true), active, TARGET), {
     paths: [],
+    rules: [],
   });
   assert.deepEqual(referringFields(vm({}, true), protections(), TARGET), {
     paths: [".spec.vpcRef.name"],
+    rules: ["p1/vm-vpc"],
   });
 });
 
@@ -113,9 +118,11 @@ Deno.test("keepFirst() keeps the smallest blockers by kind, namespace and name, 
   const named: Blocker[] = [];
   const blocker = (name: string) => ({
     kind: "VirtualMachine",
+    type: VIRTUAL_MACHINES,
     namespace: "default",
     name,
     paths: [],
+    rules: [],
   });
   for (const name of ["vm-c", "vm-a", "vm-d", "vm-b"]) {
     keepFirst(named, blocker(name), 2);

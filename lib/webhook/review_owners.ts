@@ -200,6 +200,10 @@ export function protectsNow(
 export interface OwnerHold {
   /** Its kind. */
   kind: string;
+  /** Its type. */
+  type: GroupVersionResource;
+  /** The rule (its key) under which it holds. */
+  rule: string;
   /** Its namespace, `""` when cluster-scoped. */
   namespace: string;
   /** Its name. */
@@ -245,6 +249,12 @@ export function ownerHold(
     : "";
   return {
     kind: named.type.kind,
+    type: {
+      group: named.type.group,
+      version: named.type.version,
+      resource: named.type.resource,
+    },
+    rule: named.protection.rule,
     namespace,
     name: named.name,
     field: named.field,

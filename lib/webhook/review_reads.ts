@@ -370,7 +370,7 @@ export class ReviewReader {
           if (group.length === 0) return;
         }
         for (const item of items) {
-          const { paths, note } = referringFields(
+          const { paths, rules, note } = referringFields(
             item,
             group,
             target,
@@ -381,11 +381,17 @@ export class ReviewReader {
           found.total++;
           keepFirst(found.named, {
             kind: dependent.kind,
+            type: {
+              group: dependent.group,
+              version: dependent.version,
+              resource: dependent.resource,
+            },
             namespace: typeof metadata?.namespace === "string"
               ? metadata.namespace
               : "",
             name: typeof metadata?.name === "string" ? metadata.name : "",
             paths,
+            rules,
             ...(note === undefined ? {} : { note }),
           }, this.#maxNamed);
         }

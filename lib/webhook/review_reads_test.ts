@@ -23,6 +23,7 @@ import {
   dependentRule,
   FakeBypass,
   FakeDependentSource,
+  gvrOf,
   LABEL_OWNER_RULE,
   lb,
   lbBlocker,
@@ -41,6 +42,7 @@ import {
   planOf,
   registryOf,
   TWELVE_VMS as TWELVE,
+  underRule,
   untilAborted,
   validRule,
   VIRTUAL_MACHINES,
@@ -202,6 +204,12 @@ const LOOK_ALIKE: Pick<ReadCase, "rules" | "identities"> = {
   ]),
 };
 
+/** vm-1 referring through the other provider's field, under its rule. */
+const OTHER_PROVIDER_VM = underRule(
+  "provider1/other-provider",
+  vmBlocker("vm-1", "default", ".spec.altVpcRef.name"),
+);
+
 /** A VM in `namespace` whose NICs refer to `refs` (`name` or `namespace/name`). */
 function vmWithNics(
   name: string,
@@ -271,6 +279,8 @@ const NET_A = { "networks/net-a": network("net-a", { namespace: "default" }) };
 /** How net-a holds vpc-a when its label names it. */
 const NET_A_HOLDS: OwnerHold = {
   kind: "Network",
+  type: gvrOf(NETWORKS),
+  rule: "provider1/owned",
   namespace: "default",
   name: "net-a",
   field: OWNER_LABEL_PATH,
@@ -954,12 +964,18 @@ const READ_CASES: ReadCase[] = [
     want: {
       blockers: {
         named: [
-          vmBlocker("vm-1", "default", ".spec.nics[1].subnetRef.name"),
-          vmBlocker(
-            "vm-3",
-            "default",
-            ".spec.nics[0].subnetRef.name",
-            ".spec.nics[2].subnetRef.name",
+          underRule(
+            "provider1/nics",
+            vmBlocker("vm-1", "default", ".spec.nics[1].subnetRef.name"),
+          ),
+          underRule(
+            "provider1/nics",
+            vmBlocker(
+              "vm-3",
+              "default",
+              ".spec.nics[0].subnetRef.name",
+              ".spec.nics[2].subnetRef.name",
+            ),
           ),
         ],
         total: 2,
@@ -979,13 +995,16 @@ const READ_CASES: ReadCase[] = [
     source: vms([[vmWithNics("vm-1", Array(1000).fill("vpc-a"))]]),
     want: {
       blockers: {
-        named: [vmBlocker(
-          "vm-1",
-          "default",
-          ".spec.nics[0].subnetRef.name",
-          ".spec.nics[1].subnetRef.name",
-          ".spec.nics[2].subnetRef.name",
-          "and 997 more",
+        named: [underRule(
+          "provider1/nics",
+          vmBlocker(
+            "vm-1",
+            "default",
+            ".spec.nics[0].subnetRef.name",
+            ".spec.nics[1].subnetRef.name",
+            ".spec.nics[2].subnetRef.name",
+            "and 997 more",
+          ),
         )],
         total: 1,
       },
@@ -1013,8 +1032,14 @@ const READ_CASES: ReadCase[] = [
     want: {
       blockers: {
         named: [
-          vmBlocker("own-default", "default", ".spec.nics[1].subnetRef.name"),
-          vmBlocker("from-a", "team-a", ".spec.nics[1].subnetRef.name"),
+          underRule(
+            "provider1/cross",
+            vmBlocker("own-default", "default", ".spec.nics[1].subnetRef.name"),
+          ),
+          underRule(
+            "provider1/cross",
+            vmBlocker("from-a", "team-a", ".spec.nics[1].subnetRef.name"),
+          ),
         ],
         total: 2,
       },
@@ -1055,7 +1080,12 @@ const READ_CASES: ReadCase[] = [
     },
     want: withPath
       ? {
-        blockers: { named: [vmBlocker("named-in-default", "")], total: 1 },
+        blockers: {
+          named: [
+            underRule("provider1/cross", vmBlocker("named-in-default", "")),
+          ],
+          total: 1,
+        },
         queries: [{ cluster: "consumer1", dependent: VM_TYPE }],
       }
       : {
@@ -1079,7 +1109,12 @@ const READ_CASES: ReadCase[] = [
       ...vm("vm-1", "vpc-a", "team-a"),
       spec: { vpcRef: { name: "vpc-a", namespace: "elsewhere" } },
     }]]),
-    want: { blockers: { named: [vmBlocker("vm-1", "team-a")], total: 1 } },
+    want: {
+      blockers: {
+        named: [underRule("provider1/cross", vmBlocker("vm-1", "team-a"))],
+        total: 1,
+      },
+    },
   },
   {
     name:
@@ -1098,7 +1133,12 @@ const READ_CASES: ReadCase[] = [
     ]]),
     want: {
       blockers: {
-        named: [vmBlocker("alt-path", "team-a", ".spec.altVpcRef.name")],
+        named: [
+          underRule(
+            "provider1/cross",
+            vmBlocker("alt-path", "team-a", ".spec.altVpcRef.name"),
+          ),
+        ],
         total: 1,
       },
       queries: [{ cluster: "consumer1", dependent: VM_TYPE }],
@@ -1106,11 +1146,9 @@ const READ_CASES: ReadCase[] = [
   },
   // The provider whose configuration kcp called.
   ...([
-    [undefined, [vmBlocker("vm-1", "default", ".spec.altVpcRef.name")]],
+    [undefined, [OTHER_PROVIDER_VM]],
     ["root:providers:network", []],
-    ["root:providers:network2", [
-      vmBlocker("vm-1", "default", ".spec.altVpcRef.name"),
-    ]],
+    ["root:providers:network2", [OTHER_PROVIDER_VM]],
   ] as const).map(([provider, named]): ReadCase => ({
     name: `provider ${provider ?? "unset"}: the dependents of its rules`,
     rules: [VM_RULE, OTHER_PROVIDER_RULE],
@@ -1223,7 +1261,12 @@ const READ_CASES: ReadCase[] = [
     ),
     want: {
       blockers: {
-        named: [vmBlocker("vpc-a", "default", ".metadata.name")],
+        named: [
+          underRule(
+            "tenant1/look-alike",
+            vmBlocker("vpc-a", "default", ".metadata.name"),
+          ),
+        ],
         total: 1,
       },
     },
@@ -1315,7 +1358,11 @@ const READ_CASES: ReadCase[] = [
     want: {
       confirmed: true,
       owners: {
-        holding: [{ ...NET_A_HOLDS, viaNamespace: "default" }],
+        holding: [{
+          ...NET_A_HOLDS,
+          rule: "provider1/owned-via-namespace",
+          viaNamespace: "default",
+        }],
         unchecked: 0,
       },
       objectQueries: [VPC_A_QUERY, {

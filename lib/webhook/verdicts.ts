@@ -5,7 +5,12 @@
  *
  * @module
  */
-import { GROUP, SKIP_PROTECTION_ANNOTATION } from "../rules/mod.ts";
+import {
+  GROUP,
+  type GroupVersionResource,
+  SKIP_PROTECTION_ANNOTATION,
+} from "../rules/mod.ts";
+import { type Cause, statusCause } from "../causes/mod.ts";
 import { BYPASS_RESOURCE, BYPASS_VERB } from "./access_review.ts";
 import { type AdmissionResponse, allow, deny } from "./admission_review.ts";
 import { lockedMessage, type LockHold } from "../locks/mod.ts";
@@ -55,6 +60,8 @@ export interface Verdict {
   blockers?: number;
   /** The permission kcp refused our identity (denied_error only). */
   forbidden?: Permission;
+  /** What holds the object, as the denial's `status.details.causes` carry it. */
+  causes?: Cause[];
 }
 
 /** A permission on a type: what a 403 refused. */
@@ -71,12 +78,16 @@ export interface Permission {
 export interface Blocker {
   /** Its kind. */
   kind: string;
+  /** Its type. */
+  type: GroupVersionResource;
   /** Its namespace, `""` when cluster-scoped. */
   namespace: string;
   /** Its name. */
   name: string;
   /** The fields that refer, concrete (`.spec.nics[1].subnetRef.name`). */
   paths: string[];
+  /** The rules (their keys) under which it refers. */
+  rules: string[];
   /** Why it protects though its rule's condition could not say, if so. */
   note?: string;
 }
@@ -175,6 +186,7 @@ export function referenced(
   uid: string,
   found: { target: ReviewTarget; named: readonly Blocker[]; total: number },
 ): Verdict {
+  const causes = referenceCauses(found.named, found.total);
   return {
     response: deny(uid, {
       code: 409,
@@ -182,9 +194,11 @@ export function referenced(
       message: `cannot delete ${shownTarget(found.target)}: ${
         referencedBy(found.named, found.total, found.target.namespace)
       }`,
+      causes: causes.map(statusCause),
     }),
     outcome: "denied_referenced",
     blockers: found.total,
+    causes,
   };
 }
 
@@ -218,14 +232,20 @@ export function held(
   if (total > 0) {
     parts.push(referencedBy(found.named, total, target.namespace));
   }
+  const causes = [
+    ...ownerCauses(owners, unchecked),
+    ...referenceCauses(found.named, total),
+  ];
   return {
     response: deny(uid, {
       code: 409,
       reason: "Conflict",
       message: `cannot delete ${shownTarget(target)}: ${parts.join("; ")}`,
+      causes: causes.map(statusCause),
     }),
     outcome: total > 0 ? "denied_referenced" : "denied_owned",
     ...(total > 0 ? { blockers: total } : {}),
+    causes,
   };
 }
 
@@ -277,6 +297,14 @@ export function locked(
   const references = also !== undefined && also.total > 0
     ? `; also ${referencedBy(also.named, also.total, target.namespace)}`
     : "";
+  const causes: Cause[] = [
+    ...context.holds.map((h): Cause => ({
+      type: "Lock",
+      lock: { namespace: h.namespace, name: h.name },
+      reason: h.reason,
+    })),
+    ...(also === undefined ? [] : referenceCauses(also.named, also.total)),
+  ];
   return {
     response: deny(uid, {
       code: 409,
@@ -284,8 +312,10 @@ export function locked(
       message: `cannot ${context.verb} ${shownTarget(target)}: ${
         lockedMessage(context.holds)
       }${references}`,
+      causes: causes.map(statusCause),
     }),
     outcome: "denied_locked",
+    causes,
   };
 }
 
@@ -356,4 +386,57 @@ export function referencedBy(
   });
   const more = total > named.length ? ` and ${total - named.length} more` : "";
   return `still referenced by ${names.join(", ")}${more}`;
+}
+
+/** One cause per named dependent, and a count of the others. */
+export function referenceCauses(
+  named: readonly Blocker[],
+  total: number,
+): Cause[] {
+  const causes: Cause[] = named.map((b) => ({
+    type: "Reference",
+    object: causeObject(b.type, b),
+    // The last entry may count fields not named ("and 2 more"): not a field.
+    fields: b.paths.filter((p) => p.startsWith(".")),
+    rules: [...b.rules],
+    ...(b.note === undefined ? {} : { note: b.note }),
+  }));
+  if (total > named.length) {
+    causes.push({ type: "More", of: "Reference", count: total - named.length });
+  }
+  return causes;
+}
+
+/** One cause per owner that holds, and a count of those not looked up. */
+export function ownerCauses(
+  owners: readonly OwnerHold[],
+  unchecked: number,
+): Cause[] {
+  const causes: Cause[] = owners.map((o) => ({
+    type: "Owner",
+    object: causeObject(o.type, o),
+    field: o.field,
+    ...(o.viaNamespace === undefined ? {} : { viaNamespace: o.viaNamespace }),
+    rule: o.rule,
+    ...(o.condition === undefined ? {} : { when: o.condition }),
+    ...(o.note === undefined ? {} : { note: o.note }),
+  }));
+  if (unchecked > 0) {
+    causes.push({ type: "More", of: "Owner", count: unchecked });
+  }
+  return causes;
+}
+
+function causeObject(
+  type: GroupVersionResource,
+  object: { kind: string; namespace: string; name: string },
+) {
+  return {
+    group: type.group,
+    version: type.version,
+    resource: type.resource,
+    kind: object.kind,
+    namespace: object.namespace,
+    name: object.name,
+  };
 }

@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import {
+  type Blocker,
   busy,
+  held,
   locked,
   lockedUnreadable,
   referenced,
@@ -9,6 +11,7 @@ import {
   unavailable,
 } from "./verdicts.ts";
 import type { ReviewTarget } from "./review_target.ts";
+import { causesOf } from "../causes/mod.ts";
 import { VPCS } from "../../testing/mod.ts";
 
 const TARGET: ReviewTarget = {
@@ -19,11 +22,17 @@ const TARGET: ReviewTarget = {
   resource: { ...VPCS },
 };
 
-const VM = (name: string, namespace = "team-a") => ({
+const VM = (name: string, namespace = "team-a"): Blocker => ({
   kind: "VirtualMachine",
+  type: {
+    group: "compute.example.com",
+    version: "v1alpha1",
+    resource: "virtualmachines",
+  },
   namespace,
   name,
   paths: [".spec.vpcRef.name"],
+  rules: ["provider1/vm-needs-vpc"],
 });
 
 Deno.test("referencedBy() names dependents of the object's namespace by name, others with theirs, and counts the rest", () => {
@@ -96,4 +105,79 @@ Deno.test("each builder answers with its status code, reason and outcome", () =>
       .forbidden,
     forbidden,
   );
+});
+
+Deno.test("denials carry one cause per blocker, readable back from the response, and count the rest", () => {
+  const vm1 = { ...VM("vm-1"), paths: [".spec.vpcRef.name", "and 2 more"] };
+  const refs = referenced("u", { target: TARGET, named: [vm1], total: 3 });
+  assert.deepEqual(causesOf(refs.response.status), refs.causes);
+  assert.deepEqual(refs.causes, [
+    {
+      type: "Reference",
+      object: {
+        group: "compute.example.com",
+        version: "v1alpha1",
+        resource: "virtualmachines",
+        kind: "VirtualMachine",
+        namespace: "team-a",
+        name: "vm-1",
+      },
+      // "and 2 more" counts fields not named: not a field.
+      fields: [".spec.vpcRef.name"],
+      rules: ["provider1/vm-needs-vpc"],
+    },
+    { type: "More", of: "Reference", count: 2 },
+  ]);
+
+  const owned = held("u", {
+    target: TARGET,
+    owners: [{
+      kind: "Network",
+      type: {
+        group: "network.example.com",
+        version: "v1",
+        resource: "networks",
+      },
+      rule: "provider1/owned",
+      namespace: "team-a",
+      name: "net-a",
+      field: '.metadata.labels["network.example.com/owner"]',
+      condition: "object.spec.keep == true",
+    }],
+    unchecked: 1,
+    named: [],
+    total: 0,
+  });
+  assert.deepEqual(causesOf(owned.response.status), owned.causes);
+  assert.deepEqual(owned.causes?.map((c) => c.type), ["Owner", "More"]);
+  assert.deepEqual(owned.causes?.[0], {
+    type: "Owner",
+    object: {
+      group: "network.example.com",
+      version: "v1",
+      resource: "networks",
+      kind: "Network",
+      namespace: "team-a",
+      name: "net-a",
+    },
+    field: '.metadata.labels["network.example.com/owner"]',
+    rule: "provider1/owned",
+    when: "object.spec.keep == true",
+  });
+
+  const lock = locked("u", {
+    target: TARGET,
+    verb: "delete",
+    holds: [{ namespace: "team-a", name: "prod", reason: "keep\u001b[31m" }],
+  });
+  assert.deepEqual(causesOf(lock.response.status), [
+    {
+      type: "Lock",
+      lock: { namespace: "team-a", name: "prod" },
+      reason: "keep\u001b[31m",
+    },
+  ]);
+  // A denial that names nothing carries no causes.
+  const unreadable = lockedUnreadable("u", { target: TARGET, verb: "delete" });
+  assert.equal(unreadable.response.status?.details, undefined);
 });

@@ -1,0 +1,196 @@
+/**
+ * "Blocked by what, since when": the objects the webhook has denied
+ * recently, what held each at its last denial, and since when. Bounded: at
+ * most `capacity` entries (the one denied longest ago goes first), at most
+ * {@linkcode MAX_HOLD_CAUSE_BYTES} of causes per entry, and an entry not
+ * denied again for `ttlMs` is forgotten. An allowed delete of an object
+ * forgets it at once.
+ *
+ * @module
+ */
+import type { Cause, Hold, HoldsReport } from "../causes/mod.ts";
+import type { AdmissionRequest } from "./admission_review.ts";
+import { objectOf } from "./admission_review.ts";
+import { reviewTarget } from "./review_target.ts";
+import type { Outcome, Verdict } from "./verdicts.ts";
+
+/** The most bytes of causes (as JSON) one entry keeps; the rest are counted. */
+export const MAX_HOLD_CAUSE_BYTES = 4_096;
+
+/** How long an entry not denied again is kept, by default: one hour. */
+export const DEFAULT_HOLD_TTL_MS = 3_600_000;
+
+/** The outcomes that mean something holds the object. */
+const HELD: ReadonlySet<Outcome> = new Set([
+  "denied_referenced",
+  "denied_owned",
+  "denied_locked",
+]);
+
+/** The outcomes that let the delete through: nothing holds it now. */
+const RELEASED: ReadonlySet<Outcome> = new Set([
+  "allowed",
+  "allowed_skip",
+  "allowed_workspace_deleting",
+]);
+
+/** Options of {@linkcode HoldTable}. */
+export interface HoldTableOptions {
+  /** The most entries kept. */
+  capacity: number;
+  /** How long an entry not denied again is kept. @default {DEFAULT_HOLD_TTL_MS} */
+  ttlMs?: number;
+  /** The clock, ms since the epoch. @default {Date.now} */
+  now?: () => number;
+}
+
+interface Entry {
+  hold: Omit<Hold, "firstDenied" | "lastDenied">;
+  first: number;
+  last: number;
+}
+
+/** The table; see the module's description. */
+export class HoldTable {
+  readonly #capacity: number;
+  readonly #ttlMs: number;
+  readonly #now: () => number;
+  /** In order of last denial, oldest first (a Map keeps insertion order). */
+  readonly #entries = new Map<string, Entry>();
+  #dropped = 0;
+
+  /** An empty table. */
+  constructor(options: HoldTableOptions) {
+    if (!Number.isInteger(options.capacity) || options.capacity < 1) {
+      throw new RangeError(
+        `capacity must be a positive integer: current value is ${options.capacity}`,
+      );
+    }
+    this.#capacity = options.capacity;
+    this.#ttlMs = options.ttlMs ?? DEFAULT_HOLD_TTL_MS;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** How many entries it holds now. */
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /**
+   * Takes a DELETE review's verdict into account: a denial because
+   * something holds the object records it (a dry run does not: it asks, it
+   * does not wait), an allowed delete forgets it, anything else changes
+   * nothing.
+   */
+  observe(request: AdmissionRequest, verdict: Verdict): void {
+    if (request.operation !== "DELETE") return;
+    const held = HELD.has(verdict.outcome);
+    if (!held && !RELEASED.has(verdict.outcome)) return;
+    const object = objectOf(request);
+    if (object === undefined) return;
+    const target = reviewTarget(request, object);
+    if (typeof target === "string") return;
+    const { cluster, namespace = "", name, resource } = target;
+    const key = JSON.stringify([
+      cluster,
+      resource.group,
+      resource.resource,
+      namespace,
+      name,
+    ]);
+    const now = this.#now();
+    this.#expire(now);
+    if (!held) {
+      this.#entries.delete(key);
+      return;
+    }
+    if (request.dryRun === true) return;
+    const before = this.#entries.get(key);
+    this.#entries.delete(key);
+    this.#entries.set(key, {
+      hold: {
+        cluster,
+        group: resource.group,
+        resource: resource.resource,
+        namespace,
+        name,
+        outcome: verdict.outcome,
+        causes: boundedCauses(verdict.causes ?? []),
+        count: (before?.hold.count ?? 0) + 1,
+      },
+      first: before?.first ?? now,
+      last: now,
+    });
+    while (this.#entries.size > this.#capacity) {
+      const oldest = this.#entries.keys().next().value!;
+      this.#entries.delete(oldest);
+      this.#dropped++;
+    }
+  }
+
+  /** The report `/holds.json` answers: longest held first. */
+  report(): HoldsReport {
+    const now = this.#now();
+    this.#expire(now);
+    const holds = [...this.#entries.values()]
+      .sort((a, b) => a.first - b.first)
+      .map((e): Hold => ({
+        ...e.hold,
+        firstDenied: new Date(e.first).toISOString(),
+        lastDenied: new Date(e.last).toISOString(),
+      }));
+    return {
+      now: new Date(now).toISOString(),
+      capacity: this.#capacity,
+      dropped: this.#dropped,
+      holds,
+    };
+  }
+
+  /** Seconds since the first denial of the longest-held entry; 0 when none. */
+  oldestAgeSeconds(): number {
+    const now = this.#now();
+    this.#expire(now);
+    let first = Infinity;
+    for (const e of this.#entries.values()) first = Math.min(first, e.first);
+    return first === Infinity ? 0 : Math.max(0, (now - first) / 1000);
+  }
+
+  /** Forgets the entries last denied more than the TTL ago (oldest first). */
+  #expire(now: number): void {
+    for (const [key, entry] of this.#entries) {
+      if (now - entry.last <= this.#ttlMs) return;
+      this.#entries.delete(key);
+    }
+  }
+}
+
+/**
+ * The first causes that fit in {@linkcode MAX_HOLD_CAUSE_BYTES} as JSON,
+ * and a count of the references and owners left out.
+ */
+export function boundedCauses(causes: readonly Cause[]): Cause[] {
+  const kept: Cause[] = [];
+  let bytes = 0;
+  const more = { Reference: 0, Owner: 0 };
+  for (const cause of causes) {
+    const size = JSON.stringify(cause).length;
+    if (bytes + size <= MAX_HOLD_CAUSE_BYTES) {
+      kept.push(cause);
+      bytes += size;
+    } else if (cause.type === "More") {
+      more[cause.of] += cause.count;
+    } else if (cause.type !== "Lock") {
+      more[cause.type]++;
+    }
+  }
+  for (const  of of["Reference", "Owner"] as const) {
+    if (more[of] === 0) continue;
+    const at = kept.findIndex((c) => c.type === "More" && c.of === of);
+    const counted = at === -1 ? 0 : (kept[at] as { count: number }).count;
+    const merged: Cause = { type: "More", of, count: counted + more[of] };
+    if (at === -1) kept.push(merged);
+    else kept[at] = merged;
+  }
+  return kept;
+}

@@ -23,8 +23,11 @@ import {
   readLockTarget,
   readWebhookAccess,
   Reconciler,
-  WorkspaceResolver,
 } from "./lib/controller/mod.ts";
+import {
+  createGraphApp,
+  PathRecordingResolver,
+} from "./lib/controller/graph_endpoint.ts";
 import { readExport } from "./lib/exports/mod.ts";
 import { GRANTS_COMMAND, GRANTS_ENTRYPOINT } from "./lib/grants/mod.ts";
 import {
@@ -72,7 +75,7 @@ async function run(options: ControllerOptions, log: Logger): Promise<number> {
       reconciler?.trigger();
     },
   });
-  const resolver = new WorkspaceResolver({ client, base });
+  const resolver = new PathRecordingResolver({ client, base });
   const workspacePath = connection.server.replace(/^.*\/clusters\//, "");
   const newReconciler = () =>
     new Reconciler({
@@ -139,6 +142,16 @@ async function run(options: ControllerOptions, log: Logger): Promise<number> {
       metrics.collectProcess();
       metrics.watchesFailing(watcher.failingWatches());
     },
+    metricsRoutes: options.graph
+      ? createGraphApp({
+        watches: watcher,
+        workspaces: resolver,
+        title:
+          `DependencyRules through ${options.apiExportName} in ${workspacePath}`,
+        holdsUrl: options.graphHoldsUrl,
+        log,
+      })
+      : undefined,
   });
   watcher.start();
   if (elector === undefined) lead();

@@ -63,6 +63,17 @@ export const CONTROLLER_FLAGS: readonly FlagSpec[] = [
   },
   ...SERVICE_BIND_FLAGS,
   {
+    name: "graph",
+    boolean: true,
+    help:
+      "Also serve GET /graph (a page with a picture of the types the rules protect, each rule's state and the Locks per type) and GET /graph.json on the metrics listener; whoever reaches that port sees every rule's workspace and types",
+  },
+  {
+    name: "graph-holds-url",
+    help:
+      "With --graph: the webhook's /holds.json (http or https, e.g. http://dependency-webhook-metrics.<namespace>.svc:8080/holds.json), read each time the page is served to show what the webhook holds",
+  },
+  {
     name: "leader-elect",
     boolean: true,
     help:
@@ -96,6 +107,10 @@ export interface ControllerOptions extends ComponentOptions {
   resyncPeriodMs: number;
   /** Writes to kcp running at once. */
   maxWritesInFlight: number;
+  /** Whether the metrics listener also serves `/graph` and `/graph.json`. */
+  graph: boolean;
+  /** The webhook's `/holds.json` URL, read for the graph page; absent if not given. */
+  graphHoldsUrl?: string;
   /** Whether to run only as the elected leader. */
   leaderElect: boolean;
   /** Namespace of the leader Lease. */
@@ -129,6 +144,18 @@ export function parseControllerOptions(
   const common = parseComponentOptions(flags);
   const webhookUrlText = requiredFlag(flags, "webhook-url");
   const webhookCaBundlePath = requiredFlag(flags, "webhook-ca-bundle-path");
+  const graph = v.graph === "true";
+  const graphHoldsUrl = v["graph-holds-url"] === undefined
+    ? undefined
+    : parseFlag(
+      "graph-holds-url",
+      () => checkHoldsUrl(v["graph-holds-url"]!, graph),
+    );
+  if (graph && common.metricsBind === undefined) {
+    throw new TypeError(
+      "Cannot parse --graph: the page is served on the metrics listener, which --metrics-bind-address=0 turns off",
+    );
+  }
   return {
     help: false,
     options: {
@@ -161,6 +188,8 @@ export function parseControllerOptions(
         "max-writes-in-flight",
         () => parsePositiveInteger(v["max-writes-in-flight"]!),
       ),
+      graph,
+      ...(graphHoldsUrl === undefined ? {} : { graphHoldsUrl }),
       leaderElect: v["leader-elect"] === "true",
       leaderElectionNamespace: parseFlag(
         "leader-election-namespace",
@@ -214,6 +243,49 @@ function checkWebhookUrl(text: string): string {
   if (text.includes("?")) {
     throw new TypeError(
       `query parameters are not permitted in the URL: current value is '${text}'`,
+    );
+  }
+  return text;
+}
+
+/**
+ * Checks the webhook's `/holds.json` URL: http or https, a host, no user
+ * information and no fragment; only with `--graph`, which reads it.
+ * Returns it unchanged.
+ */
+function checkHoldsUrl(text: string, graph: boolean): string {
+  if (!graph) {
+    throw new TypeError(
+      "only the graph page reads it: add --graph or leave it out",
+    );
+  }
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new TypeError(
+      `want an absolute http:// or https:// URL: current value is '${text}'`,
+    );
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new TypeError(
+      `want an absolute http:// or https:// URL: current value is '${text}'`,
+    );
+  }
+  if (url.hostname === "") {
+    throw new TypeError(`want a host in the URL: current value is '${text}'`);
+  }
+  if (
+    url.username !== "" || url.password !== "" ||
+    /^https?:\/\/[^/?#]*@/i.test(text)
+  ) {
+    throw new TypeError(
+      `user information is not permitted in the URL: current value is '${text}'`,
+    );
+  }
+  if (text.includes("#")) {
+    throw new TypeError(
+      `fragments are not permitted in the URL: current value is '${text}'`,
     );
   }
   return text;

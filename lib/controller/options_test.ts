@@ -33,6 +33,7 @@ Deno.test("parseControllerOptions() applies the reference's defaults", () => {
     maxWritesInFlight: 8,
     healthBind: { hostname: "0.0.0.0", port: 8081 },
     metricsBind: { hostname: "0.0.0.0", port: 8080 },
+    graph: false,
     leaderElect: false,
     leaderElectionNamespace: "default",
     leaderElectionId: "dependency-controller",
@@ -56,6 +57,8 @@ Deno.test("parseControllerOptions() reads every flag", () => {
       "--max-writes-in-flight=3",
       "--health-probe-bind-address=127.0.0.1:9001",
       "--metrics-bind-address=[::1]:9002",
+      "--graph",
+      "--graph-holds-url=http://dependency-webhook-metrics.deps.svc:8080/holds.json",
       "--leader-elect",
       "--leader-election-namespace=kube-system",
       "--leader-election-id=dep-ctrl.example.com",
@@ -76,6 +79,9 @@ Deno.test("parseControllerOptions() reads every flag", () => {
         maxWritesInFlight: 3,
         healthBind: { hostname: "127.0.0.1", port: 9001 },
         metricsBind: { hostname: "::1", port: 9002 },
+        graph: true,
+        graphHoldsUrl:
+          "http://dependency-webhook-metrics.deps.svc:8080/holds.json",
         leaderElect: true,
         leaderElectionNamespace: "kube-system",
         leaderElectionId: "dep-ctrl.example.com",
@@ -222,6 +228,7 @@ Deno.test("parseControllerOptions() names the flag that is wrong", () => {
       /^Cannot parse --leader-election-id: want a DNS subdomain/,
     ],
     ["--log-level=loud", /^Cannot parse --log-level: /],
+    ["--graph=yes", /^Cannot parse --graph: want true or false/],
     ["--bogus", /^Cannot parse flags: /],
     ["positional", /^Cannot parse flags: /],
   ];
@@ -253,6 +260,8 @@ Deno.test("CONTROLLER_FLAGS lists the flags in --help order", () => {
     "max-writes-in-flight",
     "health-probe-bind-address",
     "metrics-bind-address",
+    "graph",
+    "graph-holds-url",
     "leader-elect",
     "leader-election-namespace",
     "leader-election-id",
@@ -272,4 +281,79 @@ Deno.test("parseControllerOptions() refuses a webhook user with spaces or contro
       /--webhook-user: must be a user name without spaces or control characters/,
     );
   }
+});
+
+Deno.test("parseControllerOptions() takes --graph and an http(s) --graph-holds-url with it", () => {
+  assert.equal(parse(["--graph"]).graph, true);
+  assert.equal(parse(["--graph=false"]).graph, false);
+  assert.equal("graphHoldsUrl" in parse(["--graph"]), false);
+  for (
+    const url of [
+      "http://dependency-webhook-metrics.deps.svc:8080/holds.json",
+      "https://10.0.0.7:8443/holds.json",
+      "http://[fd00::1]:8080/holds.json?limit=100",
+    ]
+  ) {
+    assert.equal(
+      parse(["--graph", `--graph-holds-url=${url}`]).graphHoldsUrl,
+      url,
+    );
+  }
+});
+
+Deno.test("parseControllerOptions() refuses a --graph-holds-url it could not read, or without --graph", () => {
+  const cases: [string[], RegExp][] = [
+    [["--graph-holds-url=http://webhook:8080/holds.json"], /add --graph/],
+    [
+      ["--graph=false", "--graph-holds-url=http://webhook:8080/holds.json"],
+      /add --graph/,
+    ],
+    [["--graph", "--graph-holds-url="], /want an absolute http/],
+    [
+      ["--graph", "--graph-holds-url=webhook:8080/holds.json"],
+      /want an absolute http/,
+    ],
+    [["--graph", "--graph-holds-url=/holds.json"], /want an absolute http/],
+    [
+      ["--graph", "--graph-holds-url=ftp://webhook/holds.json"],
+      /want an absolute http/,
+    ],
+    [
+      ["--graph", "--graph-holds-url=file:///holds.json"],
+      /want an absolute http/,
+    ],
+    [
+      ["--graph", "--graph-holds-url=http://user:pw@webhook:8080/holds.json"],
+      /user information/,
+    ],
+    [
+      ["--graph", "--graph-holds-url=http://@webhook:8080/holds.json"],
+      /user information/,
+    ],
+    [
+      ["--graph", "--graph-holds-url=http://webhook:8080/holds.json#top"],
+      /fragments/,
+    ],
+  ];
+  for (const [args, problem] of cases) {
+    assert.throws(
+      () => parse(args),
+      (error: unknown) =>
+        error instanceof TypeError &&
+        error.message.startsWith("Cannot parse --graph-holds-url: ") &&
+        problem.test(error.message),
+      args.join(" "),
+    );
+  }
+});
+
+Deno.test("parseControllerOptions() refuses --graph without a metrics listener to serve it", () => {
+  assert.throws(
+    () => parse(["--graph", "--metrics-bind-address=0"]),
+    {
+      message:
+        "Cannot parse --graph: the page is served on the metrics listener, which --metrics-bind-address=0 turns off",
+    },
+  );
+  assert.equal(parse(["--metrics-bind-address=0"]).graph, false);
 });

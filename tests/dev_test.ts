@@ -59,6 +59,14 @@ Deno.test("deno task dev --once walks through a denied and an allowed delete on 
     for (let step = 1; step <= STEPS; step++) {
       assert.match(stdout, new RegExp(`^\\[${step}/${STEPS}\\] `, "m"));
     }
+    // The plugin answers the dry run's question as a tree.
+    assert.match(
+      stdout,
+      /\$ kubectl dependencies --kubeconfig=\S+ why vpc\/vpc-a --recursive\n +VPC default\/vpc-a is held by:\n +\S+ referenced by VirtualMachine default\/vm-1 \(\.spec\.vpcRef\.name; rule /,
+    );
+    // Where the graph page and the holds are.
+    assert.match(stdout, /graph: +http:\/\/127\.0\.0\.1:\d+\/graph /);
+    assert.match(stdout, /holds: +http:\/\/127\.0\.0\.1:\d+\/holds\.json /);
     // The waits say what they wait for.
     assert.match(
       stdout,

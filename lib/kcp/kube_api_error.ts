@@ -32,6 +32,11 @@ export class KubeApiError extends Error {
    * says the URL serves nothing (no such type, or not at that scope).
    */
   readonly detailsName: string | undefined;
+  /**
+   * The answer's `Status` object as the server sent it (a denial's
+   * `details.causes` are in it), when the body was one; else `undefined`.
+   */
+  readonly statusBody: Record<string, unknown> | undefined;
 
   /** Builds the error. */
   constructor(
@@ -40,6 +45,7 @@ export class KubeApiError extends Error {
       status: number;
       reason?: string;
       detailsName?: string;
+      statusBody?: Record<string, unknown>;
       cause?: unknown;
     },
   ) {
@@ -48,6 +54,7 @@ export class KubeApiError extends Error {
     this.status = options.status;
     this.reason = options.reason ?? "";
     this.detailsName = options.detailsName;
+    this.statusBody = options.statusBody;
   }
 
   /** Whether the server said NotFound (404). */
@@ -75,13 +82,16 @@ export function statusError(
 ): KubeApiError {
   let reason: string | undefined;
   let detailsName: string | undefined;
+  let statusBody: Record<string, unknown> | undefined;
   let message = text.trim().slice(0, 500);
   try {
     const decoded = JSON.parse(text) as {
+      kind?: unknown;
       reason?: string;
       message?: string;
       details?: { name?: unknown };
     };
+    if (decoded.kind === "Status") statusBody = decoded;
     reason = decoded.reason;
     if (typeof decoded.details?.name === "string") {
       detailsName = decoded.details.name;
@@ -96,6 +106,7 @@ export function statusError(
       status,
       ...(reason === undefined ? {} : { reason }),
       ...(detailsName === undefined ? {} : { detailsName }),
+      ...(statusBody === undefined ? {} : { statusBody }),
     },
   );
 }

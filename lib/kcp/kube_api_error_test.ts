@@ -23,8 +23,19 @@ Deno.test("statusError() takes reason and message of a Status body, or the start
   assert.equal(status.status, 409);
   assert.equal(status.reason, "Conflict");
   assert.equal(status.message, "GET https://kcp/x: 409: taken");
+  assert.deepEqual(status.statusBody, {
+    kind: "Status",
+    reason: "Conflict",
+    message: "taken",
+  });
   const text = statusError("GET", "https://kcp/x", 502, ` ${"a".repeat(600)} `);
   assert.equal(text.reason, "");
+  assert.equal(text.statusBody, undefined);
+  assert.equal(
+    statusError("GET", "https://kcp/x", 500, '{"message":"not a Status"}')
+      .statusBody,
+    undefined,
+  );
   assert.equal(text.message, `GET https://kcp/x: 502: ${"a".repeat(500)}`);
   assert.equal(
     statusError("GET", "https://kcp/x", 500, "").message,

@@ -249,6 +249,7 @@ export function startDevWebhook(
   return startComponent("webhook", kcp, options, (ports) => [
     `--tls-cert-dir=${options.cert.dir}`,
     `--webhook-bind-address=127.0.0.1:${ports.admission}`,
+    "--holds",
   ]).then(({ process, admission }) => ({
     ...process,
     port: admission,
@@ -259,8 +260,8 @@ export function startDevWebhook(
 
 /** Options for {@linkcode startDevController}. */
 export interface StartDevControllerOptions extends DevComponentOptions {
-  /** The webhook kcp must call (its URL and CA). */
-  webhook: { url: string; cert: ServingCert };
+  /** The webhook kcp must call (its URL and CA), and its metrics port. */
+  webhook: { url: string; cert: ServingCert; metricsPort: number };
 }
 
 /**
@@ -276,6 +277,8 @@ export async function startDevController(
   const { process } = await startComponent("controller", kcp, options, () => [
     `--webhook-url=${options.webhook.url}`,
     `--webhook-ca-bundle-path=${options.webhook.cert.caFile}`,
+    "--graph",
+    `--graph-holds-url=http://127.0.0.1:${options.webhook.metricsPort}/holds.json`,
   ]);
   return process;
 }

@@ -51,6 +51,7 @@ import {
   writeOwnerFiles,
 } from "./owners.ts";
 import { QUIET_MS, waitingFor } from "./waiting.ts";
+import { whyWalkThrough } from "./why.ts";
 
 /** How many steps `deno task dev` numbers: the walk-through's and the last. */
 export const STEPS = 12;
@@ -104,6 +105,9 @@ export async function walkThrough(
   note(
     `probes:    http://127.0.0.1:${webhook.healthPort}/readyz   metrics: http://127.0.0.1:${webhook.metricsPort}/metrics`,
   );
+  note(
+    `holds:     http://127.0.0.1:${webhook.metricsPort}/holds.json (what its denials wait on, since when)`,
+  );
   note(`log:       ${shown(webhook.logFile)} (JSON lines)`);
 
   step("Starting the controller as user dependency-controller");
@@ -121,6 +125,9 @@ export async function walkThrough(
   );
   note(
     `probes:    http://127.0.0.1:${controller.healthPort}/readyz   metrics: http://127.0.0.1:${controller.metricsPort}/metrics`,
+  );
+  note(
+    `graph:     http://127.0.0.1:${controller.metricsPort}/graph (open it in a browser: the rules as a picture; /graph.json as data)`,
   );
   note(`log:       ${shown(controller.logFile)} (JSON lines)`);
 
@@ -155,11 +162,16 @@ export async function walkThrough(
   for (const consumer of consumers) {
     about(consumer);
     await dryRunDenied(kcp, consumer);
+    await whyWalkThrough(kcp, {
+      consumer,
+      object: "vpc/vpc-a",
+      expect: "VirtualMachine default/vm-1",
+    });
   }
   note(
     `${
       bold("Look:")
-    } --dry-run=server runs the admission webhooks and deletes nothing: the answer names what blocks the delete.`,
+    } --dry-run=server runs the admission webhooks and deletes nothing: the answer names what blocks the delete; kubectl dependencies why reads the same answer's causes and asks again about each blocker.`,
   );
 
   step("Deleting the VPC while the VM uses it is denied");

@@ -1,0 +1,203 @@
+/**
+ * `kubectl dependencies why`: what holds an object, as the dependency
+ * webhook says in its answer to a dry-run delete sent as the user
+ * ({@linkcode whyCommand}); with `--recursive`, what holds each of those in
+ * turn.
+ *
+ * ```sh
+ * kubectl dependencies why vpc/core -n team-a
+ * kubectl dependencies why subnets.network.example.com s-1 --recursive -o json
+ * ```
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import type { CauseObject } from "../causes/mod.ts";
+import { errorText, printable } from "../runtime/mod.ts";
+import {
+  EXIT_HELD,
+  EXIT_OK,
+  type PluginContext,
+  PluginError,
+} from "./context.ts";
+import { resolveType, workspaceOf } from "./discovery.ts";
+import { type HttpAnswer, objectUrl } from "./dry_run.ts";
+import { decide } from "./why_decision.ts";
+import { renderWhy, WHY_OUTPUTS, type WhyOutput } from "./why_render.ts";
+import {
+  type Ask,
+  MAX_WALK_OBJECTS,
+  WALK_CONCURRENCY,
+  walkWhy,
+} from "./why_walk.ts";
+
+/** `kubectl dependencies why --help`. */
+export const WHY_USAGE = `Usage: kubectl dependencies why <type>/<name> [flags]
+       kubectl dependencies why <type> <name> [flags]
+
+Says what holds an object: the objects that refer to it (with the fields that
+refer and the rules), the owners it names that hold it (with the field that
+names them and the rule's "when" that is true), and the Locks that hold it
+(with their reasons). It asks the API server for a dry-run delete, as you:
+nothing is deleted, and it takes your own permission to delete the object.
+
+Flags:
+  -R, --recursive        Ask the same about each object that holds it, in turn,
+                         as a tree: a repeated object is marked (see above), one
+                         on its own path (cycle); at most ${MAX_WALK_OBJECTS} objects
+  -o, --output <format>  tree (default), json, yaml or dot (Graphviz)
+  -n, --namespace <ns>   The object's namespace
+
+Exit codes: 0 nothing holds it (a delete would go through), 1 something holds
+it or it cannot be deleted now for another reason (the message says which),
+2 it could not be asked (no such type or object, no permission to delete it,
+a kubeconfig or connection error).
+`;
+
+/** The parsed arguments of `why`. */
+export interface WhyArgs {
+  /** The type, as typed (`vpc`, `vpcs.network.example.com`). */
+  type: string;
+  /** The object's name. */
+  name: string;
+  /** `--recursive`. */
+  recursive: boolean;
+  /** `-o`. */
+  output: WhyOutput;
+}
+
+/** Options for {@linkcode whyCommand}. */
+export interface WhyCommandOptions {
+  /** Sends a dry-run DELETE to an object's URL, as the user, and returns the answer. */
+  dryRun: (url: string) => Promise<HttpAnswer>;
+  /** The most objects a recursive walk asks about. @default {MAX_WALK_OBJECTS} */
+  limit?: number;
+  /** Questions in flight at once. @default {WALK_CONCURRENCY} */
+  concurrency?: number;
+}
+
+/**
+ * Parses the arguments of `why` (after the command name, without the
+ * kubeconfig flags).
+ *
+ * @throws {PluginError} With exit code 2 on a usage error.
+ */
+export function parseWhyArgs(
+  args: readonly string[],
+): WhyArgs | { help: true } {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: [...args],
+      options: {
+        recursive: { type: "boolean", short: "R" },
+        output: { type: "string", short: "o" },
+        help: { type: "boolean", short: "h" },
+      },
+      allowPositionals: true,
+      strict: true,
+    });
+  } catch (error) {
+    throw new PluginError(`why: ${errorText(error)} (see --help)`);
+  }
+  const { values, positionals } = parsed;
+  if (values.help === true) return { help: true };
+  const output = values.output ?? "tree";
+  if (!(WHY_OUTPUTS as readonly string[]).includes(output)) {
+    throw new PluginError(
+      `why: -o must be one of ${WHY_OUTPUTS.join(", ")}: current value is '${
+        printable(output)
+      }'`,
+    );
+  }
+  return {
+    ...objectArgument(positionals),
+    recursive: values.recursive === true,
+    output: output as WhyOutput,
+  };
+}
+
+/** `<type>/<name>`, or `<type> <name>` as kubectl also takes it. */
+function objectArgument(positionals: readonly string[]): {
+  type: string;
+  name: string;
+} {
+  const usage = "want <type>/<name> or <type> <name> (see --help)";
+  if (positionals.length === 1) {
+    const [argument] = positionals as [string];
+    const slash = argument.indexOf("/");
+    const type = argument.slice(0, slash);
+    const name = argument.slice(slash + 1);
+    if (slash > 0 && name !== "" && !name.includes("/")) return { type, name };
+    throw new PluginError(
+      `why: cannot read '${printable(argument)}': ${usage}`,
+    );
+  }
+  if (positionals.length === 2) {
+    const [type, name] = positionals as [string, string];
+    if (
+      type !== "" && name !== "" && !type.includes("/") && !name.includes("/")
+    ) {
+      return { type, name };
+    }
+    throw new PluginError(
+      `why: cannot read '${printable(type)} ${printable(name)}': ${usage}`,
+    );
+  }
+  throw new PluginError(
+    positionals.length === 0
+      ? `why: which object? ${usage}`
+      : `why: one object at a time: ${usage}`,
+  );
+}
+
+/**
+ * Runs `kubectl dependencies why` with its arguments (after the command
+ * name, without the kubeconfig flags), writes the answer to stdout in the
+ * format asked, and returns the exit code: 0 nothing holds the object, 1
+ * something holds it or it cannot be deleted now.
+ *
+ * @throws {PluginError} With exit code 2 on a usage error, an unknown type,
+ * a missing object, no permission to delete it, or no answer.
+ */
+export async function whyCommand(
+  args: readonly string[],
+  context: PluginContext,
+  options: WhyCommandOptions,
+): Promise<number> {
+  const parsed = parseWhyArgs(args);
+  if ("help" in parsed) {
+    context.io.out(WHY_USAGE);
+    return EXIT_OK;
+  }
+  const type = await resolveType(context, parsed.type);
+  const root: CauseObject = {
+    group: type.group,
+    version: type.version,
+    resource: type.resource,
+    kind: type.kind,
+    namespace: type.namespaced ? context.namespace : "",
+    name: parsed.name,
+  };
+  const workspace = workspaceOf(context.server);
+  const ask: Ask = async (object) => {
+    let url: string;
+    try {
+      url = objectUrl(context.server, object);
+    } catch (error) {
+      return { state: "error", message: errorText(error) };
+    }
+    return decide(await options.dryRun(url), object, { workspace });
+  };
+  const limit = options.limit ?? MAX_WALK_OBJECTS;
+  const node = await walkWhy(root, ask, {
+    recursive: parsed.recursive,
+    limit,
+    concurrency: options.concurrency ?? WALK_CONCURRENCY,
+  });
+  if (node.state === "error") throw new PluginError(node.error ?? "failed");
+  context.io.out(
+    renderWhy(node, parsed.output, { color: context.io.color, limit }),
+  );
+  return node.held === true ? EXIT_HELD : EXIT_OK;
+}

@@ -440,7 +440,10 @@ kcpTest(
           assert.equal(view.scripts, 0);
           assert.deepEqual(dialogs, []);
           assert.deepEqual(view.whenCells, [HOSTILE_WHEN]);
-          assert.match(view.title, /^DependencyRules of root:dep-ctrl:/);
+          assert.equal(
+            view.title,
+            "DependencyRules through dependencies.opendefense.cloud in root:dep-ctrl",
+          );
 
           // The denied delete, as the webhook's /holds.json reports it.
           assert.equal(view.holdsError, null);
@@ -449,6 +452,15 @@ kcpTest(
           const [, namespace, name, type, outcome] = view.holdsRows[0]!;
           assert.deepEqual([namespace, name, type], ["team-a", "core", VPCS]);
           assert.match(outcome ?? "", /^denied_(referenced|locked)$/);
+          // And its gauges: one object held, for some seconds by now.
+          const metrics = await fetch(
+            `http://127.0.0.1:${webhook!.metricsPort}/metrics`,
+          ).then((r) => r.text());
+          assert.match(metrics, /^dependency_webhook_holds 1$/m);
+          const oldest = metrics.match(
+            /^dependency_webhook_oldest_hold_seconds (\S+)$/m,
+          );
+          assert.ok(oldest !== null && Number(oldest[1]) > 0, metrics);
 
           const shot = await Deno.makeTempFile({
             prefix: "graph-page-",

@@ -1,6 +1,7 @@
 /**
  * Test helpers for `kubectl dependencies`: {@linkcode runPlugin} runs the
- * plugin as its own process (as kubectl runs it) against a kubeconfig;
+ * plugin through real kubectl, installed as `deno task plugin:install`
+ * installs it, against a kubeconfig;
  * {@linkcode capturedIo} collects what a command writes; and
  * {@linkcode FakeWorkspace} answers, on a {@linkcode FakeApi}, what the
  * plugin asks one workspace: discovery, APIBindings, objects, Locks and
@@ -18,6 +19,8 @@ import {
   status,
 } from "./fake_api.ts";
 import { type CommandResult, runCommand } from "./process.ts";
+import { findBinary } from "./kcp/binaries.ts";
+import { dirname } from "node:path";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 
@@ -32,25 +35,65 @@ export interface RunPluginOptions {
   env?: Record<string, string>;
 }
 
+let installing: Promise<string> | undefined;
+
 /**
- * Runs `kubectl dependencies <args>` as a process (`deno run -A
- * kubectl_dependencies.ts --kubeconfig=<kubeconfig> <args>`) with the
- * project's configuration and `NO_COLOR` set, and returns its exit code
- * and output.
+ * Installs the plugin once per test process, as `deno task plugin:install`
+ * does (its very command line, read from `deno.json`, with the permissions
+ * it grants), into a temporary root; returns the root's `bin` directory,
+ * which holds `kubectl-dependencies`. The root is removed at exit.
  */
-export function runPlugin(
+export function installedPlugin(): Promise<string> {
+  return installing ??= (async () => {
+    const config = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`));
+    const words = String(config.tasks["plugin:install"].command).split(" ");
+    if (words[0] !== "deno" || words[1] !== "install" || words[2] !== "-g") {
+      throw new Error(`plugin:install is not a deno install -g: ${words}`);
+    }
+    const root = await Deno.makeTempDir({ prefix: "kubectl-dependencies-" });
+    globalThis.addEventListener("unload", () => {
+      try {
+        Deno.removeSync(root, { recursive: true });
+      } catch {
+        // already gone
+      }
+    });
+    const installed = await runCommand(Deno.execPath(), [
+      "install",
+      "-g",
+      "--root",
+      root,
+      ...words.slice(3),
+    ], { cwd: ROOT });
+    if (installed.code !== 0) {
+      throw new Error(`deno task plugin:install failed: ${installed.stderr}`);
+    }
+    return `${root}/bin`;
+  })();
+}
+
+/**
+ * Runs `kubectl dependencies <args> --kubeconfig=<kubeconfig>` as a user
+ * does: real kubectl finds the plugin installed by
+ * {@linkcode installedPlugin} on the `PATH` and runs it, with `NO_COLOR`
+ * set; returns its exit code and output.
+ */
+export async function runPlugin(
   args: readonly string[],
   options: RunPluginOptions,
 ): Promise<CommandResult> {
-  return runCommand(Deno.execPath(), [
-    "run",
-    "--allow-all",
-    "--quiet",
-    `--config=${ROOT}deno.json`,
-    PLUGIN_ENTRY,
-    `--kubeconfig=${options.kubeconfig}`,
+  const bin = await installedPlugin();
+  const kubectl = await findBinary("kubectl");
+  if (kubectl === undefined) {
+    throw new Error("kubectl is not built: run deno task kcp:build");
+  }
+  const path = [bin, dirname(Deno.execPath()), Deno.env.get("PATH") ?? ""]
+    .join(":");
+  return await runCommand(kubectl, [
+    "dependencies",
     ...args,
-  ], { cwd: ROOT, env: { NO_COLOR: "1", ...options.env } });
+    `--kubeconfig=${options.kubeconfig}`,
+  ], { cwd: ROOT, env: { NO_COLOR: "1", PATH: path, ...options.env } });
 }
 
 /** A {@linkcode PluginIo} that keeps what is written. */

@@ -5,15 +5,15 @@
  *
  * ```sh
  * kubectl dependencies graph | dot -Tpng > rules.png
- * kubectl dependencies graph -o html --output-file rules.html
+ * kubectl dependencies graph -o html > rules.html
  * ```
  *
  * It lists every DependencyRule it may read in the kubeconfig context's
  * workspace, skips the ones that are not valid (a warning on stderr each),
  * and writes the graph (a node per type, an edge per rule dependency) as
- * DOT (the default), JSON, SVG or a self-contained HTML page, to stdout or
- * to `--output-file`. Exit codes: 0 written, 2 a usage, access or server
- * error.
+ * DOT (the default), JSON, SVG or a self-contained HTML page, to stdout
+ * (redirect it to a file: the plugin is installed without the right to
+ * write files). Exit codes: 0 written, 2 a usage, access or server error.
  *
  * @module
  */
@@ -54,8 +54,8 @@ skipped with a warning.
 
 Flags:
   -o, --output <format>  dot (default, for Graphviz), json, svg or html (one
-                         self-contained page with the picture and the rules)
-  --output-file <file>   Write to this file instead of stdout
+                         self-contained page with the picture and the rules);
+                         to stdout: redirect it to a file
 
 Exit codes: 0 written, 2 error (such as no permission to list
 dependencyrules.${GROUP}).
@@ -65,8 +65,6 @@ dependencyrules.${GROUP}).
 export interface GraphArgs {
   /** `-o`. */
   output: GraphOutput;
-  /** `--output-file`. */
-  outputFile?: string;
 }
 
 /**
@@ -84,7 +82,6 @@ export function parseGraphArgs(
       args: [...args],
       options: {
         output: { type: "string", short: "o" },
-        "output-file": { type: "string" },
         help: { type: "boolean", short: "h" },
         namespace: { type: "string", short: "n" },
         kubeconfig: { type: "string" },
@@ -106,14 +103,7 @@ export function parseGraphArgs(
       }: current value is '${printable(output)}'`,
     );
   }
-  const file = values["output-file"];
-  if (file === "") {
-    throw new PluginError("graph: --output-file must name a file");
-  }
-  return {
-    output: output as GraphOutput,
-    ...(file === undefined ? {} : { outputFile: file }),
-  };
+  return { output: output as GraphOutput };
 }
 
 /** The rules to draw, and a warning for each object that is not a valid rule. */
@@ -239,21 +229,6 @@ export async function graphCommand(
   } catch (error) {
     throw new PluginError(`Cannot draw the graph: ${errorText(error)}`);
   }
-  if (parsed.outputFile === undefined) {
-    context.io.out(text);
-    return EXIT_OK;
-  }
-  try {
-    await Deno.writeTextFile(parsed.outputFile, text);
-  } catch (error) {
-    throw new PluginError(
-      `Cannot write ${printable(parsed.outputFile)}: ${errorText(error)}`,
-    );
-  }
-  context.io.err(
-    `wrote ${graph.nodes.length} types and ${graph.edges.length} rule dependencies to ${
-      printable(parsed.outputFile)
-    }\n`,
-  );
+  context.io.out(text);
   return EXIT_OK;
 }

@@ -1,7 +1,7 @@
 /**
- * `kubectl dependencies why`, end to end on a real kcp: the plugin runs as a
- * process (`kubectl_dependencies.ts`, with the permissions it is installed
- * with) and a tenant's kubeconfig, against the real webhook and controller
+ * `kubectl dependencies why`, end to end on a real kcp: real kubectl runs
+ * the plugin as `deno task plugin:install` installs it (with the
+ * permissions it is installed with) and a tenant's kubeconfig, against the real webhook and controller
  * and the manifests users apply. It names the VM that refers to a VPC and
  * the field, the Network that owns a Subnet and its switch, the Lock that
  * holds a VM and its reason; with `--recursive` it follows a chain and stops
@@ -25,7 +25,6 @@ import {
   networkObject,
   ownerRule,
   ownersProvider,
-  runCommand,
   startController,
   startWebhook,
   stopComponents,
@@ -35,8 +34,8 @@ import {
   waitForRuleEnforced,
   type WebhookProcess,
 } from "../../testing/mod.ts";
+import { runPlugin } from "../../testing/plugin.ts";
 
-const ROOT = new URL("../../", import.meta.url).pathname;
 const NETWORK = "root:providers:network";
 const COMPUTE = "root:providers:compute";
 const OWNERS = "root:providers:owners";
@@ -51,29 +50,9 @@ const SWITCH = "object.spec.deletionProtection == true";
 const VM_LABEL = "example.com/vm";
 const REASON = "the VM of record, ask #compute";
 
-/**
- * The permissions `kubectl-dependencies` is installed with: the API server
- * (any host a kubeconfig names), the kubeconfig and the files it names, and
- * the variables read: `KUBECONFIG`, `HOME` and `NO_COLOR` by the plugin,
- * `LOG_TOKENS` and `LOG_STREAM` by the YAML parser that reads a kubeconfig.
- */
-const PLUGIN_PERMISSIONS = [
-  "--allow-net",
-  "--allow-read",
-  "--allow-env=KUBECONFIG,HOME,NO_COLOR,LOG_TOKENS,LOG_STREAM",
-];
-
-/** Runs `kubectl dependencies why <args>` as a process with `kubeconfig`. */
+/** Runs `kubectl dependencies why <args>` through kubectl with `kubeconfig`. */
 function why(kubeconfig: string, args: string[]): Promise<CommandResult> {
-  return runCommand(Deno.execPath(), [
-    "run",
-    "--quiet",
-    ...PLUGIN_PERMISSIONS,
-    `${ROOT}kubectl_dependencies.ts`,
-    "why",
-    ...args,
-    `--kubeconfig=${kubeconfig}`,
-  ], { cwd: ROOT, env: { NO_COLOR: "1" } });
+  return runPlugin(["why", ...args], { kubeconfig });
 }
 
 /** `result` as the assertion message: what the plugin printed. */

@@ -27,7 +27,7 @@ import {
   parseLockArgs,
   parseUnlockArgs,
   UNLOCK_USAGE,
-} from "./lock_spec.ts";
+} from "./lock_object.ts";
 import { parseWhyArgs, WHY_USAGE, whyCommand } from "./why.ts";
 
 /** One command of the plugin. */

@@ -50,7 +50,7 @@ import {
   parseUnlockArgs,
   readinessOf,
   UNLOCK_USAGE,
-} from "./lock_spec.ts";
+} from "./lock_object.ts";
 
 /** Between two reads of a Lock while waiting for its Ready condition. */
 const POLL_MS = 500;

@@ -13,7 +13,7 @@ export * from "./discovery.ts";
 export * from "./dry_run.ts";
 export * from "./graph_command.ts";
 export * from "./lock_command.ts";
-export * from "./lock_spec.ts";
+export * from "./lock_object.ts";
 export * from "./why.ts";
 export * from "./why_decision.ts";
 export * from "./why_render.ts";

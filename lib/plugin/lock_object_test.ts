@@ -14,7 +14,7 @@ import {
   parseOperations,
   parseUnlockArgs,
   readinessOf,
-} from "./lock_spec.ts";
+} from "./lock_object.ts";
 
 const VPCS = {
   group: "network.example.com",

@@ -6,7 +6,7 @@
  *
  * @example Usage
  * ```ts
- * import { buildLock, defaultLockName } from "./lock_spec.ts";
+ * import { buildLock, defaultLockName } from "./lock_object.ts";
  *
  * const lock = buildLock({
  *   namespace: "team-a",

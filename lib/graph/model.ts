@@ -21,6 +21,7 @@ import {
   type ReferenceSource,
   ruleKey,
   typeCycles,
+  typeName,
 } from "../rules/mod.ts";
 import { compareStrings, isRecord } from "../runtime/mod.ts";
 
@@ -180,7 +181,7 @@ export function buildGraph(
  * core group; the names `analyzeRules` gives types.
  */
 export function nodeId(group: string, resource: string): string {
-  return group === "" ? resource : `${resource}.${group}`;
+  return typeName({ group, resource });
 }
 
 /** The `version` of {@linkcode graphJson}'s document. */

@@ -23,7 +23,7 @@
  * @module
  */
 import type { Cause, Hold, HoldsReport } from "../causes/mod.ts";
-import { SKIP_PROTECTION_ANNOTATION } from "../rules/mod.ts";
+import { SKIP_PROTECTION_ANNOTATION, typeName } from "../rules/mod.ts";
 import { printable } from "../runtime/mod.ts";
 import { referenceLines } from "./dot.ts";
 import type { DependencyGraph, GraphEdge } from "./model.ts";
@@ -325,9 +325,7 @@ function _holdRow(hold: Hold, now: Date): string {
   const heldFor = Number.isNaN(first)
     ? ""
     : humanDuration(now.getTime() - first);
-  const type = hold.group === ""
-    ? hold.resource
-    : `${hold.resource}.${hold.group}`;
+  const type = typeName(hold);
   const causes = hold.causes.length === 0
     ? ""
     : `<ul class="causes">${

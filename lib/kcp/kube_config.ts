@@ -28,6 +28,8 @@ export interface KubeConnection {
   certPem?: string;
   /** PEM client key, with {@linkcode KubeConnection.certPem}. */
   keyPem?: string;
+  /** The context's namespace, when it names one. */
+  namespace?: string;
   /**
    * Whether plain `http://` URLs may be used, sending credentials in clear.
    * Never read from a kubeconfig: the caller sets it (`--allow-insecure-http`).
@@ -62,6 +64,7 @@ const UserSchema = z.object({
 const ContextSchema = z.object({
   cluster: z.string(),
   user: z.string().nullish(),
+  namespace: z.string().nullish(),
 }).loose();
 
 const KubeconfigSchema = z.object({
@@ -130,6 +133,7 @@ export function loadKubeConnection(
     base: baseUrl(cluster.server),
     insecureSkipTlsVerify: cluster["insecure-skip-tls-verify"] ?? false,
   };
+  if (context.namespace) connection.namespace = context.namespace;
   const caPem = pem(
     cluster["certificate-authority-data"],
     cluster["certificate-authority"],

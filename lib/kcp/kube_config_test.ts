@@ -195,3 +195,17 @@ Deno.test("loadKubeConnection() names what is wrong in a malformed kubeconfig", 
     },
   );
 });
+
+Deno.test("loadKubeConnection() keeps the context's namespace, when it names one", async () => {
+  const config = kubeconfig({ server: "https://kcp.example:6443" }, {
+    token: "t",
+  }) as { contexts: { context: Record<string, unknown> }[] };
+  config.contexts[1]!.context.namespace = "team-a";
+  await withKubeconfig(config, (path) => {
+    assert.equal(loadKubeConnection(path).namespace, undefined);
+    assert.equal(
+      loadKubeConnection(path, { context: "other" }).namespace,
+      "team-a",
+    );
+  });
+});

@@ -6,7 +6,6 @@
  *
  * @module
  */
-import { parse as parseYaml } from "yaml";
 import { join } from "node:path";
 import { KubeClient, loadKubeConnection } from "../kcp/mod.ts";
 import { errorText } from "../runtime/mod.ts";
@@ -98,33 +97,11 @@ export function pluginContext(
     return {
       client,
       server: connection.server.replace(/\/+$/, ""),
-      namespace: flags.namespace ?? contextNamespace(path, flags.context) ??
-        "default",
+      namespace: flags.namespace ?? connection.namespace ?? "default",
       io,
     };
   } catch (error) {
     throw new PluginError(errorText(error));
-  }
-}
-
-/** The namespace a kubeconfig context names, if any. */
-function contextNamespace(
-  path: string,
-  context: string | undefined,
-): string | undefined {
-  try {
-    const config = parseYaml(Deno.readTextFileSync(path)) as {
-      "current-context"?: string;
-      contexts?: { name?: string; context?: { namespace?: unknown } }[];
-    };
-    const name = context ?? config["current-context"];
-    const namespace = config.contexts?.find((c) => c.name === name)?.context
-      ?.namespace;
-    return typeof namespace === "string" && namespace !== ""
-      ? namespace
-      : undefined;
-  } catch {
-    return undefined;
   }
 }
 

@@ -24,6 +24,7 @@
  * @module
  */
 import { KubeApiError, pathSegment } from "../kcp/mod.ts";
+import { typeName } from "../rules/mod.ts";
 import { errorText, isRecord, printable } from "../runtime/mod.ts";
 import { EXIT_ERROR, type PluginContext, PluginError } from "./context.ts";
 
@@ -222,11 +223,6 @@ export function chooseType(
     kind: only.kind,
     namespaced: only.namespaced,
   };
-}
-
-/** `<resource>.<group>`, or `<resource>` for the core group. */
-export function typeName(type: { group: string; resource: string }): string {
-  return type.group === "" ? type.resource : `${type.resource}.${type.group}`;
 }
 
 /**

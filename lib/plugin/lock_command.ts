@@ -36,8 +36,8 @@ import {
   bindingFor,
   type ResolvedType,
   resolveType,
-  typeName,
 } from "./discovery.ts";
+import { typeName } from "../rules/mod.ts";
 import {
   buildLock,
   defaultLockName,

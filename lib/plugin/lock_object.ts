@@ -32,7 +32,7 @@ import {
   type LockOperation,
   parseLock,
 } from "../locks/mod.ts";
-import { API_VERSION, GROUP, READY_CONDITION } from "../rules/mod.ts";
+import { API_VERSION, GROUP, READY_CONDITION, typeName } from "../rules/mod.ts";
 import {
   errorText,
   isRecord,
@@ -40,7 +40,7 @@ import {
   printable,
 } from "../runtime/mod.ts";
 import { PluginError } from "./context.ts";
-import { type ResolvedType, typeName } from "./discovery.ts";
+import type { ResolvedType } from "./discovery.ts";
 
 /** `kubectl dependencies lock --help`. */
 export const LOCK_USAGE =

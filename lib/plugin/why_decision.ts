@@ -9,7 +9,7 @@
  */
 import { type Cause, type CauseObject, causesOf } from "../causes/mod.ts";
 import { isRecord } from "../runtime/mod.ts";
-import { typeName } from "./discovery.ts";
+import { typeName } from "../rules/mod.ts";
 import type { HttpAnswer } from "./dry_run.ts";
 
 /** Nothing holds the object: a delete would go through. */

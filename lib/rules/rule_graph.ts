@@ -17,7 +17,7 @@
  */
 import { compareStrings } from "../runtime/mod.ts";
 import { ruleKey, SKIP_PROTECTION_ANNOTATION } from "./api.ts";
-import type { ClusterRule } from "./types.ts";
+import { type ClusterRule, typeName } from "./types.ts";
 
 /** A problem with one rule that the schema cannot catch. */
 export interface RuleProblem {
@@ -42,10 +42,8 @@ export function enforcedRules(
 ): ClusterRule[] {
   return rules.filter(({ rule }) => {
     const { group, resource } = rule.spec.dependent;
-    const own = _typeName(group, resource);
-    return !rule.spec.dependencies.some((d) =>
-      _typeName(d.group, d.resource) === own
-    );
+    const own = typeName({ group, resource });
+    return !rule.spec.dependencies.some((d) => typeName(d) === own);
   });
 }
 
@@ -90,10 +88,10 @@ export function analyzeRules(
   for (const key of keys) {
     const { rule } = byKey.get(key)!;
     const dependent = rule.spec.dependent;
-    const from = _typeName(dependent.group, dependent.resource);
+    const from = typeName(dependent);
     const to: string[] = [];
     rule.spec.dependencies.forEach((dependency, index) => {
-      const target = _typeName(dependency.group, dependency.resource);
+      const target = typeName(dependency);
       if (target !== from) {
         to.push(target);
         return;
@@ -145,9 +143,6 @@ export function analyzeRules(
 }
 
 /** `<resource>.<group>`, or the resource alone for the core group. */
-function _typeName(group: string, resource: string): string {
-  return group === "" ? resource : `${resource}.${group}`;
-}
 
 function _add(
   problems: Map<string, RuleProblem[]>,
@@ -345,9 +340,9 @@ export function typeCycles(rules: readonly ClusterRule[]): string[][] {
   }
   const ruleEdges: RuleEdges[] = [...byKey].map(([key, { rule }]) => {
     const { group, resource } = rule.spec.dependent;
-    const from = _typeName(group, resource);
+    const from = typeName({ group, resource });
     const to = rule.spec.dependencies
-      .map((dependency) => _typeName(dependency.group, dependency.resource))
+      .map((dependency) => typeName(dependency))
       .filter((target) => target !== from);
     return { key, from, to };
   });

@@ -24,6 +24,14 @@ export interface ClusterRule {
   rule: DependencyRule;
 }
 
+/**
+ * How a type is named to people and in keys: `<resource>.<group>`, or
+ * `<resource>` for the core group (`vpcs.network.example.com`, `namespaces`).
+ */
+export function typeName(type: { group: string; resource: string }): string {
+  return type.group === "" ? type.resource : `${type.resource}.${type.group}`;
+}
+
 /** `group/version/resource` (the core group is empty: `/v1/configmaps`). */
 export function gvrKey(gvr: GroupVersionResource): string {
   return `${gvr.group}/${gvr.version}/${gvr.resource}`;

@@ -24,7 +24,7 @@
  *
  * @module
  */
-import type { DependencyRule } from "../rules/mod.ts";
+import { type DependencyRule, typeName } from "../rules/mod.ts";
 import type { Lock } from "../locks/mod.ts";
 import { compareStrings } from "../runtime/mod.ts";
 
@@ -57,11 +57,6 @@ export const NEVER_GRANTED: ReadonlySet<string> = new Set([
   "certificatesigningrequests.certificates.k8s.io",
   "tokenreviews.authentication.k8s.io",
 ]);
-
-/** `<resource>.<group>`, or `<resource>` for the core group. */
-export function typeName(group: string, resource: string): string {
-  return group === "" ? resource : `${resource}.${group}`;
-}
 
 /** One RBAC policy rule. */
 export interface PolicyRule {
@@ -116,7 +111,7 @@ export function webhookReadsRole(
 ): ClusterRole {
   const verbs = new Map<string, Set<string>>();
   const grant = (group: string, resource: string, ...add: string[]) => {
-    if (NEVER_GRANTED.has(typeName(group, resource))) return;
+    if (NEVER_GRANTED.has(typeName({ group, resource }))) return;
     const key = JSON.stringify([group, resource]);
     const set = verbs.get(key) ?? new Set<string>();
     for (const verb of add) set.add(verb);
@@ -145,7 +140,7 @@ export function webhookReadsRole(
   // the operator allowed its type.
   for (const lock of options.locks ?? []) {
     const { group, resource } = lock.spec.target;
-    if (options.lockTypes?.has(typeName(group, resource))) {
+    if (options.lockTypes?.has(typeName({ group, resource }))) {
       grant(group, resource, "get");
     }
   }

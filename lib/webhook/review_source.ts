@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { GroupVersionResource } from "../rules/mod.ts";
+import { type GroupVersionResource, typeName } from "../rules/mod.ts";
 import type { Permission } from "./verdicts.ts";
 import { quote } from "./review_target.ts";
 
@@ -106,9 +106,7 @@ export class Forbidden extends Error {
     verb: "get" | "list",
     type: { group: string; resource: string },
   ) {
-    const shown = type.group === ""
-      ? type.resource
-      : `${type.resource}.${type.group}`;
+    const shown = typeName(type);
     super(
       `the webhook's identity may not ${verb} ${shown} in this workspace (403 Forbidden): ` +
         `grant "${verb}" on ${shown} to it in system:admin of every shard (controller grants --kubeconfig=<webhook kubeconfig> | kubectl apply -f -)`,

@@ -11,7 +11,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { compileCondition } from "../lib/rules/condition.ts";
+import { compileCondition } from "../lib/when/mod.ts";
 import { printable } from "../lib/runtime/mod.ts";
 import { deepMerge, isRecord } from "./_status_truth_shared.ts";
 

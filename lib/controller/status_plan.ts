@@ -47,7 +47,7 @@ import {
   type RuleProblem,
   WEBHOOKS_INSTALLED_CONDITION,
 } from "../rules/mod.ts";
-import { compileCondition } from "../rules/condition.ts";
+import { compileCondition } from "../when/mod.ts";
 import { compareStrings, errorText, withArticle } from "../runtime/mod.ts";
 import type { Reading } from "../runtime/mod.ts";
 import type {

@@ -7,7 +7,7 @@ import {
 import { exportKey } from "../exports/mod.ts";
 import { planReconcile } from "./reconcile_plan.ts";
 import { accessKey } from "./webhook_access.ts";
-import { compileCondition } from "../rules/condition.ts";
+import { compileCondition } from "../when/mod.ts";
 import {
   dependency,
   LOAD_BALANCERS,

@@ -12,7 +12,7 @@ import type { Protection } from "./rule_registry.ts";
 import type { ReviewTarget } from "./review_target.ts";
 import type { Blocker } from "./verdicts.ts";
 import { type Protects, protectsNow } from "./review_owners.ts";
-import type { ConditionBudget } from "../rules/condition.ts";
+import type { ConditionBudget } from "../when/mod.ts";
 
 /**
  * The protections whose rule's dependent export is the one the workspace

@@ -10,7 +10,7 @@
  */
 import { KubeApiError } from "../kcp/mod.ts";
 import { Deadline, DeadlineExceeded, errorText } from "../runtime/mod.ts";
-import type { ConditionBudget } from "../rules/condition.ts";
+import type { ConditionBudget } from "../when/mod.ts";
 import type { Protection } from "./rule_registry.ts";
 import { ownDependents } from "./review_match.ts";
 import {

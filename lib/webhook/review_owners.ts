@@ -23,7 +23,7 @@ import { isDnsSubdomain } from "../kcp/mod.ts";
 import {
   CONDITION_COST_LIMIT,
   type ConditionBudget,
-} from "../rules/condition.ts";
+} from "../when/mod.ts";
 import { errorText, printable } from "../runtime/mod.ts";
 import type { Protection } from "./rule_registry.ts";
 import { asRecord } from "./review_target.ts";

@@ -20,7 +20,7 @@ import {
   type OwnerFindings,
   REVIEW_CONDITION_BUDGET,
 } from "./review_owners.ts";
-import { ConditionBudget } from "../rules/condition.ts";
+import { ConditionBudget } from "../when/mod.ts";
 import { readOwners } from "./review_owner_reads.ts";
 import {
   type DependentSource,

@@ -19,7 +19,7 @@ import {
 import {
   compileCondition,
   type CompiledCondition,
-} from "../rules/condition.ts";
+} from "../when/mod.ts";
 
 /**
  * A rule's `when`, compiled once per rule object: the condition, or why it

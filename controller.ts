@@ -17,17 +17,15 @@ import {
   type ControllerCollection,
   type ControllerOptions,
   createControllerMetrics,
+  createGraphApp,
   LeaderElector,
   parseControllerOptions,
+  PathRecordingResolver,
   readCaBundle,
   readLockTarget,
   readWebhookAccess,
   Reconciler,
 } from "./lib/controller/mod.ts";
-import {
-  createGraphApp,
-  PathRecordingResolver,
-} from "./lib/controller/graph_endpoint.ts";
 import { readExport } from "./lib/exports/mod.ts";
 import { GRANTS_COMMAND, GRANTS_ENTRYPOINT } from "./lib/grants/mod.ts";
 import {

@@ -33,7 +33,7 @@
  * @module
  */
 import type { Page } from "puppeteer-core";
-import type { DependencyGraphJson } from "../lib/graph/model.ts";
+import type { DependencyGraphJson } from "../lib/graph/mod.ts";
 import { launchBrowser, type TestBrowser } from "../testing/browser.ts";
 import {
   type ComponentProcess,

@@ -27,8 +27,7 @@
  *
  * @module
  */
-import type { WhyNode } from "../lib/plugin/why_walk.ts";
-import { nodesOf } from "../lib/plugin/why_walk.ts";
+import { nodesOf, type WhyNode } from "../lib/plugin/mod.ts";
 import {
   type CommandResult,
   isDenial,

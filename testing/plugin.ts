@@ -10,7 +10,7 @@
  * @module
  */
 import { KubeClient, type KubeObject } from "../lib/kcp/mod.ts";
-import type { PluginContext, PluginIo } from "../lib/plugin/context.ts";
+import type { PluginContext, PluginIo } from "../lib/plugin/mod.ts";
 import {
   connection,
   type FakeApi,

@@ -13,20 +13,24 @@
  * @module
  */
 import { Hono } from "hono";
-// Not lib/graph/mod.ts: it also loads Graphviz, which waits for the first
-// render (see renderWithGraphviz).
-import { graphDot } from "../graph/dot.ts";
 import {
   buildGraph,
   type DependencyGraph,
+  graphDot,
   graphJson,
+  graphPage,
   type GraphRuleInput,
+  Graphviz,
   nodeId,
-} from "../graph/model.ts";
-import { graphPage, PAGE_CSP } from "../graph/page.ts";
+  PAGE_CSP,
+} from "../graph/mod.ts";
 import { type HoldsReport, parseHoldsReport } from "../causes/mod.ts";
-import { clusterOf, type EndpointObject, type KubeObject } from "../kcp/mod.ts";
-import { boundedText } from "../kcp/response_body.ts";
+import {
+  boundedText,
+  clusterOf,
+  type EndpointObject,
+  type KubeObject,
+} from "../kcp/mod.ts";
 import { parseLock } from "../locks/mod.ts";
 import { type DependencyRule, parseDependencyRule } from "../rules/mod.ts";
 import { errorText, type Logger, Semaphore } from "../runtime/mod.ts";
@@ -74,7 +78,7 @@ export interface GraphAppOptions {
   holdsTimeoutMs?: number;
   /** The largest holds body read. @default {4 MiB} */
   holdsMaxBytes?: number;
-  /** Renders DOT to SVG. @default {Graphviz's `renderSvg`} */
+  /** Renders DOT to SVG. @default {one `Graphviz` per app, loaded at first} */
   render?: (dot: string) => Promise<string>;
   /** Reads the holds. @default {globalThis.fetch} */
   fetch?: typeof fetch;
@@ -104,7 +108,7 @@ interface Rendered {
  */
 export function createGraphApp(options: GraphAppOptions): Hono {
   const inputs = new GraphInputReader(options);
-  const render = options.render ?? renderWithGraphviz;
+  const render = options.render ?? graphvizRender();
   const renders = new Semaphore(1);
   const now = options.now ?? (() => new Date());
   let last: Rendered | undefined;
@@ -183,13 +187,13 @@ export function createGraphApp(options: GraphAppOptions): Hono {
 }
 
 /**
- * Renders with Graphviz (`lib/graph/svg.ts`), loaded at the first render:
- * its WebAssembly is over a megabyte of JavaScript that a controller
- * without `--graph` never needs.
+ * Renders with one Graphviz, which loads its WebAssembly (over a megabyte of
+ * JavaScript that a controller without `--graph` never needs) at the first
+ * render and keeps it.
  */
-async function renderWithGraphviz(dot: string): Promise<string> {
-  const { renderSvg } = await import("../graph/svg.ts");
-  return await renderSvg(dot);
+function graphvizRender(): (dot: string) => Promise<string> {
+  const graphviz = new Graphviz();
+  return (dot) => graphviz.render(dot);
 }
 
 /** Headers of every answer: never cached, never sniffed, nothing run. */

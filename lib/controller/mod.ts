@@ -2,12 +2,14 @@
  * The controller: the pure reconcile plan, the reconciler that feeds it from
  * caches and writes its result, ValidatingWebhookConfigurations, workspace
  * path resolution, the checks of rules against the APIExports they name,
- * keyed tasks, leader election and its metrics and options.
+ * keyed tasks, leader election, the live picture of the rules (`/graph`,
+ * {@linkcode createGraphApp}) and its metrics and options.
  *
  * @module
  */
 export * from "./ca_bundle.ts";
 export type { ConfigurationAction } from "./configuration_plan.ts";
+export * from "./graph_endpoint.ts";
 export * from "./leader_election.ts";
 export { type Lease, type LeaseSpec, microTime } from "./lease.ts";
 export * from "./lock_targets.ts";

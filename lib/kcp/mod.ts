@@ -16,5 +16,5 @@ export {
 export * from "./kube_client.ts";
 export * from "./kube_config.ts";
 export * from "./kube_types.ts";
-export { estimateMemory, formatBytes } from "./response_body.ts";
+export { boundedText, estimateMemory, formatBytes } from "./response_body.ts";
 export * from "./urls.ts";

@@ -14,7 +14,7 @@
  */
 import { Document, isScalar, visit } from "yaml";
 import type { Cause, CauseObject } from "../causes/mod.ts";
-import { dotString } from "../graph/dot.ts";
+import { dotString } from "../graph/mod.ts";
 import { printable } from "../runtime/mod.ts";
 import { typeName } from "../rules/mod.ts";
 import { WEBHOOK_DENIAL_PREFIX } from "./why_decision.ts";

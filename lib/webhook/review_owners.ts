@@ -20,10 +20,7 @@ import {
   referencesOf,
 } from "../rules/mod.ts";
 import { isDnsSubdomain } from "../kcp/mod.ts";
-import {
-  CONDITION_COST_LIMIT,
-  type ConditionBudget,
-} from "../when/mod.ts";
+import { CONDITION_COST_LIMIT, type ConditionBudget } from "../when/mod.ts";
 import { errorText, printable } from "../runtime/mod.ts";
 import type { Protection } from "./rule_registry.ts";
 import { asRecord } from "./review_target.ts";

@@ -16,10 +16,7 @@ import {
   type ReferenceSource,
   ruleKey,
 } from "../rules/mod.ts";
-import {
-  compileCondition,
-  type CompiledCondition,
-} from "../when/mod.ts";
+import { compileCondition, type CompiledCondition } from "../when/mod.ts";
 
 /**
  * A rule's `when`, compiled once per rule object: the condition, or why it

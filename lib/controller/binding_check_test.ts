@@ -8,7 +8,7 @@ import {
   OTHER_ENDPOINT,
   STORAGE,
   vwcClaim,
-} from "./testdata/plan_fixtures.ts";
+} from "../../testing/plan_fixtures.ts";
 
 Deno.test("bindingsByCluster() reads each cluster's binding with whether any binding there accepts the claim", () => {
   const bindings = bindingsByCluster([

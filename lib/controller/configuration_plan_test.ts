@@ -41,7 +41,7 @@ import {
   STORAGE_PATH,
   vmRule,
   VOLUMES,
-} from "./testdata/plan_fixtures.ts";
+} from "../../testing/plan_fixtures.ts";
 
 Deno.test("protectedTypesOf() lists every group/version/resource of every rule, with its operations", () => {
   assert.deepEqual(

@@ -16,7 +16,7 @@ import {
   networkInput,
   NOW,
   SETTINGS,
-} from "./testdata/plan_fixtures.ts";
+} from "../../testing/plan_fixtures.ts";
 
 Deno.test("planReconcile() writes a Lock's Ready once its configuration is in place, and why not otherwise", () => {
   const vpcLock = lockSource({

@@ -40,7 +40,7 @@ import {
   VM_RULE,
   vmRule,
   VOLUMES,
-} from "./testdata/plan_fixtures.ts";
+} from "../../testing/plan_fixtures.ts";
 
 /** Rules in every state, two providers, one of them still to be created. */
 function mixedInput(): PlanInput {

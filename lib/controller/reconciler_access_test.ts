@@ -24,7 +24,7 @@ import {
   NETWORK_PATH,
   SETTINGS,
   vmRule,
-} from "./testdata/plan_fixtures.ts";
+} from "../../testing/plan_fixtures.ts";
 import { VPCS } from "../../testing/mod.ts";
 
 /** What the stub watches show; the test changes it and triggers a pass. */

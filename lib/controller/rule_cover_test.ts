@@ -16,7 +16,7 @@ import {
   VM_RULE,
   vmRule,
   vmRuleAt,
-} from "./testdata/plan_fixtures.ts";
+} from "../../testing/plan_fixtures.ts";
 
 /** {@linkcode vmRule}, parsed. */
 function parsedVmRule() {

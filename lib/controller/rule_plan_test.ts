@@ -48,7 +48,7 @@ import {
   VOLUMES,
   VPCS_DEPENDENT,
   vwcClaim,
-} from "./testdata/plan_fixtures.ts";
+} from "../../testing/plan_fixtures.ts";
 
 Deno.test("planReconcile() reports a path that cannot be resolved without affecting other rules", () => {
   const message = "workspace root:providers:gone not found";

@@ -44,7 +44,7 @@ import {
   vmRuleAt,
   VPCS_DEPENDENT,
   withSpec,
-} from "./testdata/plan_fixtures.ts";
+} from "../../testing/plan_fixtures.ts";
 
 Deno.test("planReconcile() writes no status that the rule already shows, whatever the transition times", () => {
   const first = planReconcile(networkInput([vmRule()], [VPCS]));

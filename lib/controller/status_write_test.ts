@@ -10,7 +10,7 @@ import {
   networkInput,
   NOW,
   vmRule,
-} from "./testdata/plan_fixtures.ts";
+} from "../../testing/plan_fixtures.ts";
 
 Deno.test("statusUpToDate() compares generation, types, statuses, reasons and messages but not times", () => {
   const status = planReconcile(networkInput([vmRule()], [VPCS])).statuses[0]!

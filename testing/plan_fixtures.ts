@@ -1,5 +1,5 @@
 /**
- * What the plan's tests share: a consumer with rules, two providers
+ * What the controller plan's tests share: a consumer with rules, two providers
  * (network, storage) and a workspace that does not resolve, their bindings
  * and configurations, the exports they serve, and readers of a plan's
  * status writes. Test code only.
@@ -14,29 +14,31 @@ import {
   pruneSchema,
   READY_CONDITION,
   WEBHOOKS_INSTALLED_CONDITION,
-} from "../../rules/mod.ts";
-import type { EndpointObject, KubeObject } from "../../kcp/mod.ts";
+} from "../lib/rules/mod.ts";
+import type { EndpointObject, KubeObject } from "../lib/kcp/mod.ts";
 import {
   type ExportAnswer,
   type ExportedType,
   exportKey,
   type ExportReading,
-} from "../../exports/mod.ts";
-import { type Plan, type PlanInput, planReconcile } from "../reconcile_plan.ts";
-import type { Resolution } from "../path_cache.ts";
-import type { StatusAction } from "../status_plan.ts";
+} from "../lib/exports/mod.ts";
 import {
   desiredWebhookConfiguration,
+  type Plan,
+  type PlanInput,
+  planReconcile,
   type ProtectedType,
   providerUrl,
+  type Resolution,
+  type StatusAction,
   type WebhookClientSettings,
-} from "../webhook_config.ts";
+} from "../lib/controller/mod.ts";
 import {
   dependency,
   type DependentType,
   VIRTUAL_MACHINES,
   VPCS,
-} from "../../../testing/mod.ts";
+} from "./mod.ts";
 
 /** The time the plans are computed at. */
 export const NOW = "2025-06-01T12:00:00Z";

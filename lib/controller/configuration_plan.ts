@@ -22,6 +22,7 @@ import {
   updatedWebhookConfiguration,
   WEBHOOK_OPERATIONS,
   type WebhookClientSettings,
+  type WebhookConfigMemo,
   webhookConfigurationUpToDate,
 } from "./webhook_config.ts";
 
@@ -57,6 +58,33 @@ export interface ConfigurationContext {
   bindings: ReadonlyMap<string, BoundCluster>;
   /** Webhook client settings, or why they cannot be read (then only deletes are written). */
   settings: WebhookClientSettings | { error: string };
+  /** What earlier passes found, kept by whoever runs the passes (`PlanMemo`). */
+  memo: ConfigurationMemo;
+}
+
+/**
+ * What the configurations' part remembers between passes: for each
+ * configuration read (kept by the watch cache until a newer version
+ * replaces it), the desired one it was last found up to date with: a pass
+ * compares every configuration, and between passes what they must protect
+ * rarely changes. With the provider URLs and the configurations' canonical
+ * webhooks ({@linkcode WebhookConfigMemo}).
+ */
+export interface ConfigurationMemo extends WebhookConfigMemo {
+  /**
+   * The desired configuration each configuration read was last found up to
+   * date with: its types as the demand handed them out, the key they and
+   * the URL make, the URL and the settings.
+   */
+  readonly upToDate: WeakMap<
+    KubeObject,
+    {
+      types: readonly ProtectedType[];
+      key: string;
+      url: string;
+      settings: WebhookClientSettings;
+    }
+  >;
 }
 
 /**
@@ -96,7 +124,7 @@ export function planConfigurations(
   context: ConfigurationContext,
 ): { actions: ConfigurationAction[]; wanted: number } {
   const { desired, providerPaths, unsure } = context.demand;
-  const { settings } = context;
+  const { settings, memo } = context;
   const current = new Map<string, EndpointObject>();
   for (const source of configurations) {
     current.set(clusterOf(source.object), source);
@@ -128,10 +156,10 @@ export function planConfigurations(
     }
     wanted++;
     if ("error" in settings || path === undefined) continue;
-    const url = providerUrl(settings.url, path);
+    const url = providerUrl(settings.url, path, { memo });
     const known = existing === undefined
       ? undefined
-      : UP_TO_DATE.get(existing.object);
+      : memo.upToDate.get(existing.object);
     // Found up to date with the same desired configuration before: the
     // same types (the rules' parts hand out the same objects while they do
     // not change), or types that make the same configuration.
@@ -151,8 +179,8 @@ export function planConfigurations(
         action: "create",
         object: want,
       });
-    } else if (webhookConfigurationUpToDate(existing.object, want)) {
-      UP_TO_DATE.set(existing.object, {
+    } else if (webhookConfigurationUpToDate(existing.object, want, { memo })) {
+      memo.upToDate.set(existing.object, {
         types,
         key: desiredKey(types, url),
         url,
@@ -170,22 +198,6 @@ export function planConfigurations(
   }
   return { actions, wanted };
 }
-
-/**
- * For each configuration read (kept by the watch cache until a newer
- * version replaces it), the desired one it was last found up to date with,
- * by {@linkcode desiredKey}: a pass compares every configuration, and
- * between passes what they must protect rarely changes.
- */
-const UP_TO_DATE = new WeakMap<
-  KubeObject,
-  {
-    types: readonly ProtectedType[];
-    key: string;
-    url: string;
-    settings: WebhookClientSettings;
-  }
->();
 
 /** Whether two lists hold the same objects in the same order. */
 function sameItems(a: readonly unknown[], b: readonly unknown[]): boolean {

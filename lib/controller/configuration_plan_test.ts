@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { PlanMemo } from "./plan_memo.ts";
 import { READY_CONDITION } from "../rules/mod.ts";
 import { planReconcile } from "./reconcile_plan.ts";
 import {
@@ -361,6 +362,7 @@ Deno.test("planConfigurations() writes only deletes while the settings cannot be
     },
     bindings: new Map(),
     settings: { error: "no ca.crt" },
+    memo: new PlanMemo(),
   });
   assert.deepEqual(actions, [{
     cluster: "5orphan8q",

@@ -24,7 +24,7 @@ export function planLockStatuses(
   context: StatusContext & { placement: LockPlacement },
 ): PlannedStatuses {
   const { placement, settings } = context;
-  const planned = new StatusTally();
+  const planned = new StatusTally(context.memo);
   for (const source of locks) {
     const metadata = source.object.metadata ?? {};
     const cluster = clusterOf(source.object);

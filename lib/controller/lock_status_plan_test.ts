@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { PlanMemo } from "./plan_memo.ts";
 import { READY_CONDITION } from "../rules/mod.ts";
 import { exportKey } from "../exports/mod.ts";
 import { VPCS } from "../../testing/mod.ts";
@@ -86,6 +87,7 @@ Deno.test("planLockStatuses() says why a Lock is not placed, and waits for one w
     installErrors: new Map<string, string>(),
     pendingClusters: new Set([CONSUMER]),
     now: NOW,
+    memo: new PlanMemo(),
   };
   const failed = planLockStatuses([lock], {
     ...context,

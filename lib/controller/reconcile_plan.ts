@@ -4,7 +4,10 @@
  * configurations we own and the resolved workspace paths, which
  * configuration to create, update or delete in which provider workspace, and
  * which status each rule and Lock should show. Pure: the reconciler does the
- * I/O. Each input has its part: the rules (`rule_plan.ts`), the Locks
+ * I/O, and what the plan remembers between passes to compute less is in
+ * the {@linkcode PlanMemo} its caller passes (each `Reconciler` owns one),
+ * never in a module; the same input plans the same with any memo. Each
+ * input has its part: the rules (`rule_plan.ts`), the Locks
  * (`lock_plan.ts`), the configurations (`configuration_plan.ts`) and the
  * conditions (`status_plan.ts`); this puts them together.
  *
@@ -27,6 +30,7 @@ import {
   planConfigurations,
 } from "./configuration_plan.ts";
 import { planLockPlacement } from "./lock_plan.ts";
+import { PlanMemo } from "./plan_memo.ts";
 import type { LockTargetAnswer, LockTargetRef } from "./lock_targets.ts";
 import type { Resolution } from "./path_cache.ts";
 import { accessNeededBy, parseRules, planRuleCoverage } from "./rule_plan.ts";
@@ -37,6 +41,8 @@ import {
 } from "./status_plan.ts";
 import type { AccessRef } from "./webhook_access.ts";
 import type { WebhookClientSettings } from "./webhook_config.ts";
+
+export { PlanMemo } from "./plan_memo.ts";
 
 /** Everything the plan is computed from. */
 export interface PlanInput {
@@ -113,10 +119,19 @@ export interface Plan {
   boundClusters: string[];
 }
 
-/** Computes the whole desired state. */
-export function planReconcile(input: PlanInput): Plan {
+/**
+ * Computes the whole desired state. `memo` is what earlier passes found
+ * (the caller's, kept across its passes); without one, nothing is reused.
+ * It changes how much is computed, never the plan.
+ */
+export function planReconcile(
+  input: PlanInput,
+  memo: PlanMemo = new PlanMemo(),
+): Plan {
   // 1. Which rule objects are valid, and what is wrong between them.
-  const rules = parseRules(input.rules, input.parse ?? parseDependencyRule);
+  const rules = parseRules(input.rules, input.parse ?? parseDependencyRule, {
+    memo,
+  });
   // 2. Where the dep-ctrl export is bound, and with the claim accepted.
   const bindings = bindingsByCluster(input.bindings);
   // 3. Where each rule's dependencies are, and what their providers protect.
@@ -126,6 +141,7 @@ export function planReconcile(input: PlanInput): Plan {
     exports: input.exports,
     exportRef: input.exportRef,
     problems: rules.problems,
+    memo,
   });
   // 4. Where each Lock needs the webhook.
   const locks = input.locks ?? [];
@@ -141,6 +157,7 @@ export function planReconcile(input: PlanInput): Plan {
     demand: mergeDemands(coverage, placement),
     bindings,
     settings: input.settings,
+    memo,
   });
   // 6. The statuses, settled only where no configuration write is pending.
   const context = {
@@ -148,6 +165,7 @@ export function planReconcile(input: PlanInput): Plan {
     installErrors: input.installErrors,
     pendingClusters: new Set(actions.map((c) => c.cluster)),
     now: input.now,
+    memo,
   };
   const ruleStatuses = planRuleStatuses(rules, {
     ...context,
@@ -161,7 +179,7 @@ export function planReconcile(input: PlanInput): Plan {
     paths: [...new Set([...coverage.paths, ...placement.paths])].sort(),
     exports: [...new Map([...coverage.exports, ...placement.exports]).values()],
     lockTargets: [...placement.targets.values()],
-    webhookAccess: accessNeededBy(rules.valid),
+    webhookAccess: accessNeededBy(rules.valid, memo),
     stalePaths: [...coverage.stalePaths].sort(),
     configurations: actions,
     statuses: [...ruleStatuses.statuses, ...lockStatuses.statuses],

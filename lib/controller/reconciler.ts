@@ -39,7 +39,7 @@ import {
   exportKey,
   type ExportRef,
 } from "../exports/mod.ts";
-import { type Plan, planReconcile } from "./reconcile_plan.ts";
+import { type Plan, PlanMemo, planReconcile } from "./reconcile_plan.ts";
 import { accessKey, type AccessRef } from "./webhook_access.ts";
 import {
   MANAGED_BY_LABEL,
@@ -186,6 +186,11 @@ export class Reconciler {
   readonly #lockTargets: ReadCache<LockTargetRef, LockTargetAnswer> | undefined;
   readonly #access: ReadCache<AccessRef, boolean> | undefined;
   readonly #applier: Applier;
+  /**
+   * What the plan remembers between this reconciler's passes: its own, so
+   * a new leader's reconciler starts from nothing the old one found.
+   */
+  readonly #memo = new PlanMemo();
   /** Each rule object's validation, kept as long as the watch cache keeps the object. */
   readonly #parsed = new WeakMap<KubeObject, DependencyRuleParseResult>();
   /**
@@ -276,10 +281,10 @@ export class Reconciler {
     this.#access = options.webhookAccess === undefined
       ? undefined
       : new ReadCache({
-        key: accessKey,
+        key: (ref) => accessKey(ref, this.#memo),
         read: new ReadLimit(READS_AT_ONCE.access).wrap(
           options.webhookAccess.read,
-          (ref) => this.#accessWait.sent(accessKey(ref)),
+          (ref) => this.#accessWait.sent(accessKey(ref, this.#memo)),
         ),
         log: options.log,
         what: "whether the webhook may read a type",
@@ -382,7 +387,7 @@ export class Reconciler {
       exportRef: this.#options.exportRef,
       parse: (object) => this.#parse(object),
       now: new Date().toISOString().replace(/\.\d+Z$/, "Z"),
-    });
+    }, this.#memo);
     this.#paths.want({
       paths: plan.paths,
       stale: plan.stalePaths,
@@ -395,7 +400,9 @@ export class Reconciler {
     if (plan.webhookAccess !== this.#accessWanted) {
       this.#accessWanted = plan.webhookAccess;
       this.#access?.want(plan.webhookAccess);
-      this.#accessWait.want(plan.webhookAccess.map(accessKey));
+      this.#accessWait.want(
+        plan.webhookAccess.map((ref) => accessKey(ref, this.#memo)),
+      );
     }
     if (resync) {
       this.#paths.refresh();

@@ -4,7 +4,8 @@
  * protects where, and what its status must note. Computed from the rule and
  * a few lookups in the plan's inputs (the rule's problems, the exports it
  * names, the paths they are in, the bindings there), and kept per rule
- * object with the answers of those lookups: a pass reuses it while every
+ * object with the answers of those lookups, in the memo of whoever runs
+ * the passes ({@linkcode CoverMemo}): a pass reuses it while every
  * lookup answers the same (the same objects: the caches replace an answer
  * when it changes), so that a pass over thousands of rules of which few
  * changed costs little more than the lookups.
@@ -28,6 +29,7 @@ import {
   exportKey,
   type ExportReading,
   type ExportRef,
+  type PathCheckMemo,
   servedSchema,
 } from "../exports/mod.ts";
 import { bindingProblem, type BoundCluster } from "./binding_check.ts";
@@ -86,6 +88,18 @@ export interface RuleCoverageContext {
   exportRef: string;
   /** The rules' problems (`analyzeRules`), by rule key. */
   problems: ReadonlyMap<string, readonly RuleProblem[]>;
+  /** The covers earlier passes computed, kept by whoever runs the passes (`PlanMemo`). */
+  memo: CoverMemo;
+}
+
+/**
+ * What {@linkcode coverOf} remembers between passes: each rule object's
+ * last cover, with the lookups it was computed from, and the checks of
+ * field paths in each schema ({@linkcode PathCheckMemo}).
+ */
+export interface CoverMemo extends PathCheckMemo {
+  /** Each rule object's last cover. */
+  readonly covers: WeakMap<DependencyRule, KeptCover>;
 }
 
 /** What one rule adds to the coverage. */
@@ -121,29 +135,31 @@ export interface RuleCover {
   }[];
 }
 
-/** The lookups a cover was computed from, in the order made, with their answers. */
-type Lookup =
+/** A lookup a cover was computed from, with its answer. */
+export type CoverLookup =
   | { of: "problems"; key: string; answer: readonly RuleProblem[] | undefined }
   | { of: "export"; key: string; answer: ExportReading | undefined }
   | { of: "resolution"; key: string; answer: Resolution | undefined }
   | { of: "binding"; key: string; answer: BoundCluster | undefined };
 
 /** A cover, and what it was computed from. */
-interface Kept {
+export interface KeptCover {
+  /** The rule's logical cluster. */
   cluster: string;
+  /** `<path>:<name>` of the dep-ctrl export, as the messages name it. */
   exportRef: string;
   /** Whether exports were checked at all (`context.exports` given). */
   checked: boolean;
-  lookups: Lookup[];
+  /** The lookups made, in order, with their answers. */
+  lookups: CoverLookup[];
+  /** The cover. */
   cover: RuleCover;
 }
 
-/** Each rule object's last cover. */
-const KEPT = new WeakMap<DependencyRule, Kept>();
-
 /**
- * The cover of `rule` in `cluster`: the one kept for the rule object while
- * every lookup it was computed from answers the same, else a new one.
+ * The cover of `rule` in `cluster`: the one `context.memo` keeps for the
+ * rule object while every lookup it was computed from answers the same,
+ * else a new one (then kept).
  */
 export function coverOf(
   rule: DependencyRule,
@@ -151,7 +167,7 @@ export function coverOf(
   context: RuleCoverageContext,
 ): RuleCover {
   const checked = context.exports !== undefined;
-  const kept = KEPT.get(rule);
+  const kept = context.memo.covers.get(rule);
   if (
     kept !== undefined && kept.cluster === cluster &&
     kept.exportRef === context.exportRef && kept.checked === checked &&
@@ -161,7 +177,7 @@ export function coverOf(
   }
   const walk = new Walk(context, ruleKey(cluster, rule.metadata.name));
   coverRule(walk, rule, cluster);
-  KEPT.set(rule, {
+  context.memo.covers.set(rule, {
     cluster,
     exportRef: context.exportRef,
     checked,
@@ -212,7 +228,10 @@ export function addCover(coverage: RuleCoverage, cover: RuleCover): void {
 }
 
 /** Whether a lookup answers now what it answered then. */
-function answersSame(lookup: Lookup, context: RuleCoverageContext): boolean {
+function answersSame(
+  lookup: CoverLookup,
+  context: RuleCoverageContext,
+): boolean {
   switch (lookup.of) {
     case "problems":
       return context.problems.get(lookup.key) === lookup.answer;
@@ -235,7 +254,7 @@ function answersSame(lookup: Lookup, context: RuleCoverageContext): boolean {
 /** A cover being computed, and the lookups made for it. */
 class Walk {
   readonly context: RuleCoverageContext;
-  readonly lookups: Lookup[] = [];
+  readonly lookups: CoverLookup[] = [];
   readonly cover: RuleCover;
 
   constructor(context: RuleCoverageContext, key: string) {
@@ -322,7 +341,10 @@ function coverRule(walk: Walk, rule: DependencyRule, cluster: string): void {
       continue;
     }
     if (onDependent && schema !== undefined) {
-      const fields = checkFieldRef(schema, dependency.fieldRef, { index });
+      const fields = checkFieldRef(schema, dependency.fieldRef, {
+        index,
+        memo: walk.context.memo,
+      });
       cover.fieldProblems.push(...fields.problems);
       cover.uncheckedPaths.push(...fields.unchecked);
     }

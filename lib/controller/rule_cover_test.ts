@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { PlanMemo } from "./plan_memo.ts";
 import { parseDependencyRule, ruleKey } from "../rules/mod.ts";
 import type { ExportReading } from "../exports/mod.ts";
 import { addCover, coverOf, emptyCoverage } from "./rule_cover.ts";
@@ -33,6 +34,7 @@ function context(): RuleCoverageContext {
     exports: exportsRead({ answer: NETWORK_EXPORT }),
     exportRef: EXPORT_REF,
     problems: new Map(),
+    memo: new PlanMemo(),
   };
 }
 

@@ -3,7 +3,9 @@
  * dependency of every valid rule where its provider is (resolved path,
  * binding, accepted claim) and so which types each provider's configuration
  * must protect, with what the rule's status must say about each dependency.
- * Pure, like the rest of the plan.
+ * Pure, like the rest of the plan: what it remembers between passes is in
+ * the memo the caller passes ({@linkcode RulePlanMemo},
+ * {@linkcode CoverMemo}).
  *
  * Each dependency's `fieldRef.path` and `namespacePath` are also checked
  * against the dependent's schema, as its export serves it in
@@ -43,11 +45,17 @@ import {
 } from "./rule_cover.ts";
 
 export type {
+  CoverMemo,
   DependencyState,
   RuleCoverage,
   RuleCoverageContext,
 } from "./rule_cover.ts";
-import { accessKey, accessNeeded, type AccessRef } from "./webhook_access.ts";
+import {
+  accessKey,
+  type AccessMemo,
+  accessNeeded,
+  type AccessRef,
+} from "./webhook_access.ts";
 
 /** A schema-valid rule with where it came from. */
 export interface ValidRule {
@@ -77,10 +85,30 @@ export interface ParsedRules {
   problems: Map<string, RuleProblem[]>;
 }
 
-/** Validates every rule object with `parse`, and finds what is wrong between the valid ones. */
+/**
+ * What the rules' part remembers between passes, held by the plan's memo
+ * (`PlanMemo`): a pass analyzes every rule and asks for every rule's reads,
+ * and between two passes the parsed rules are mostly the same objects
+ * (`parse` keeps them while their spec does not change).
+ */
+export interface RulePlanMemo {
+  /** The last rules {@linkcode parseRules} analyzed, and what it found. */
+  analysis:
+    | { rules: readonly ValidRule[]; problems: Map<string, RuleProblem[]> }
+    | undefined;
+  /** The last rules {@linkcode accessNeededBy} was asked about, and its answer. */
+  accessNeeds: { rules: readonly ValidRule[]; refs: AccessRef[] } | undefined;
+}
+
+/**
+ * Validates every rule object with `parse`, and finds what is wrong between
+ * the valid ones (analyzed again only when they are not the rules `memo`
+ * saw last).
+ */
 export function parseRules(
   rules: readonly EndpointObject[],
   parse: (object: KubeObject) => DependencyRuleParseResult,
+  options: { memo: RulePlanMemo },
 ): ParsedRules {
   const valid: ValidRule[] = [];
   const invalid: InvalidRule[] = [];
@@ -96,26 +124,20 @@ export function parseRules(
       invalid.push({ source, error: parsed.error });
     }
   }
-  return { valid, invalid, problems: problemsOf(valid) };
+  return { valid, invalid, problems: problemsOf(valid, options.memo) };
 }
 
-/**
- * The last rules {@linkcode problemsOf} analyzed and what it found: a pass
- * analyzes every rule, and between two passes the parsed rules are mostly
- * the same objects (`parse` keeps them while their spec does not change).
- */
-let lastAnalysis:
-  | { rules: readonly ValidRule[]; problems: Map<string, RuleProblem[]> }
-  | undefined;
-
 /** `analyzeRules` of the valid rules, reused while they are the same rule objects in the same clusters and order. */
-function problemsOf(valid: readonly ValidRule[]): Map<string, RuleProblem[]> {
-  const last = lastAnalysis;
+function problemsOf(
+  valid: readonly ValidRule[],
+  memo: RulePlanMemo,
+): Map<string, RuleProblem[]> {
+  const last = memo.analysis;
   if (last !== undefined && sameRules(last.rules, valid)) return last.problems;
   const problems = analyzeRules(
     valid.map((v) => ({ cluster: v.cluster, rule: v.rule })),
   );
-  lastAnalysis = { rules: valid, problems };
+  memo.analysis = { rules: valid, problems };
   return problems;
 }
 
@@ -137,25 +159,25 @@ export function planRuleCoverage(
 
 /**
  * Every read the webhook must be allowed for the valid rules, once each.
- * The list is shared with the next call for the same rules: do not modify it.
+ * The list is shared with the next call with the same `memo` for the same
+ * rules: do not modify it.
  */
-export function accessNeededBy(valid: readonly ValidRule[]): AccessRef[] {
-  const last = lastAccess;
+export function accessNeededBy(
+  valid: readonly ValidRule[],
+  memo: RulePlanMemo & AccessMemo,
+): AccessRef[] {
+  const last = memo.accessNeeds;
   if (last !== undefined && sameRules(last.rules, valid)) return last.refs;
   const refs = new Map<string, AccessRef>();
   for (const { cluster, rule } of valid) {
-    for (const ref of accessNeeded(cluster, rule)) {
-      refs.set(accessKey(ref), ref);
+    for (const ref of accessNeeded(cluster, rule, { memo })) {
+      refs.set(accessKey(ref, memo), ref);
     }
   }
-  lastAccess = { rules: valid, refs: [...refs.values()] };
-  return lastAccess.refs;
+  const refList = [...refs.values()];
+  memo.accessNeeds = { rules: valid, refs: refList };
+  return refList;
 }
-
-/** The last rules {@linkcode accessNeededBy} was asked about, and its answer. */
-let lastAccess:
-  | { rules: readonly ValidRule[]; refs: AccessRef[] }
-  | undefined;
 
 /** Whether two lists hold the same rule objects in the same clusters and order. */
 function sameRules(

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { PlanMemo } from "./plan_memo.ts";
 import {
   parseDependencyRule,
   READY_CONDITION,
@@ -504,7 +505,9 @@ Deno.test("parseRules() keeps the valid rules with their cluster, the parse erro
   const self = rule("vpcs-need-vpcs", VPCS_DEPENDENT, [
     dependency(VPCS, ".spec.parentRef.name"),
   ]);
-  const parsed = parseRules([vmRule(), bad, self], parseDependencyRule);
+  const parsed = parseRules([vmRule(), bad, self], parseDependencyRule, {
+    memo: new PlanMemo(),
+  });
   assert.deepEqual(
     parsed.valid.map((v) => [v.cluster, v.rule.metadata.name]),
     [[CONSUMER, VM_RULE], [CONSUMER, "vpcs-need-vpcs"]],
@@ -521,17 +524,24 @@ Deno.test("parseRules() keeps the valid rules with their cluster, the parse erro
 });
 
 Deno.test("planRuleCoverage() protects each dependency's type in its provider's cluster, and is unsure while a path is not resolved", () => {
-  const rules = parseRules([
-    vmRule(),
-    rule("volumes", VIRTUAL_MACHINES, [
-      at(dependency(VOLUMES, ".spec.volumeRef.name"), STORAGE_PATH),
-    ]),
-  ], parseDependencyRule);
+  const rules = parseRules(
+    [
+      vmRule(),
+      rule("volumes", VIRTUAL_MACHINES, [
+        at(dependency(VOLUMES, ".spec.volumeRef.name"), STORAGE_PATH),
+      ]),
+    ],
+    parseDependencyRule,
+    {
+      memo: new PlanMemo(),
+    },
+  );
   const context = {
     resolutions: resolved({ [NETWORK_PATH]: NETWORK }),
     bindings: new Map([[NETWORK, { endpoint: ENDPOINT, claimAccepted: true }]]),
     exportRef: EXPORT_REF,
     problems: rules.problems,
+    memo: new PlanMemo(),
   };
   const coverage = planRuleCoverage(rules.valid, context);
   assert.deepEqual(
@@ -567,22 +577,32 @@ Deno.test("planRuleCoverage() protects each dependency's type in its provider's 
 });
 
 Deno.test("accessNeededBy() names each read the valid rules need once", () => {
-  const rules = parseRules([vmRule(), vmRule()], parseDependencyRule);
+  const rules = parseRules([vmRule(), vmRule()], parseDependencyRule, {
+    memo: new PlanMemo(),
+  });
   assert.deepEqual(
-    accessNeededBy(rules.valid).map((r) => `${r.verb} ${r.resource}`),
+    accessNeededBy(rules.valid, new PlanMemo()).map((r) =>
+      `${r.verb} ${r.resource}`
+    ),
     ["list virtualmachines", "get virtualmachines", "get vpcs"],
   );
   // Owners are read by name, and a Namespace that names one is read too.
   const label = ".metadata.labels.owner";
-  const owners = parseRules([
-    rule("by-namespace", VIRTUAL_MACHINES, [{
-      ...dependency(SUBNETS, label),
-      fieldRef: { from: "TargetNamespace", path: label },
-    }]),
-    vmRuleAt({ from: "Target", path: label }),
-  ], parseDependencyRule);
+  const owners = parseRules(
+    [
+      rule("by-namespace", VIRTUAL_MACHINES, [{
+        ...dependency(SUBNETS, label),
+        fieldRef: { from: "TargetNamespace", path: label },
+      }]),
+      vmRuleAt({ from: "Target", path: label }),
+    ],
+    parseDependencyRule,
+    {
+      memo: new PlanMemo(),
+    },
+  );
   assert.deepEqual(
-    accessNeededBy(owners.valid).map((r) =>
+    accessNeededBy(owners.valid, new PlanMemo()).map((r) =>
       `${r.verb} ${r.resource}.${r.group}`
     ),
     [

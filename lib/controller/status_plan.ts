@@ -11,9 +11,10 @@
  * `lock_status_plan.ts`, and both are written through `status_write.ts`.
  *
  * A rule's conditions are kept per rule object with what they were
- * computed from, and computed again only when any of it changes: a pass
- * over thousands of rules of which few changed costs little more than
- * looking that up.
+ * computed from, in the memo of whoever runs the passes
+ * ({@linkcode RuleStatusMemo}), and computed again only when any of it
+ * changes: a pass over thousands of rules of which few changed costs little
+ * more than looking that up.
  *
  * A rule whose `spec.when` does not compile is `InvalidCondition`: its
  * types stay in the webhook configurations, as a rule with a path its
@@ -22,7 +23,8 @@
  * every dependent (or owner), as though the rule had no `when`.
  * Dropping the types would let through every delete the rule is meant to
  * deny until its author fixes it. Each rule object's condition is compiled
- * once (the rule objects are kept while their spec does not change).
+ * once per memo (the rule objects are kept while their spec does not
+ * change).
  *
  * A rule's Ready reason is the first that applies of: WebhooksInstalled's
  * reason while that is False (`InvalidSpec` for a rule the schema rejects,
@@ -58,12 +60,14 @@ import type {
 } from "./rule_plan.ts";
 import {
   accessKey,
+  type AccessMemo,
   accessNeeded,
   type AccessProblems,
   accessProblems,
 } from "./webhook_access.ts";
 import {
   type PlannedStatuses,
+  type ShownMemo,
   type StatusContext,
   StatusTally,
 } from "./status_write.ts";
@@ -71,6 +75,7 @@ import {
 export { planLockStatuses } from "./lock_status_plan.ts";
 export {
   type PlannedStatuses,
+  type ShownMemo,
   type StatusAction,
   type StatusContext,
   statusUpToDate,
@@ -93,6 +98,35 @@ export interface RuleStatusContext extends StatusContext {
     readings: ReadonlyMap<string, Reading<boolean>>;
     user: string;
   } | undefined;
+  /** What earlier passes found, kept by whoever runs the passes (`PlanMemo`). */
+  memo: RuleStatusMemo;
+}
+
+/**
+ * What the rules' statuses remember between passes, held by the plan's
+ * memo (`PlanMemo`), each per rule object (a rule object does not change):
+ * its last settled conditions with what they were computed from, its
+ * `spec.when` problem and what it denies; with what the tally
+ * ({@linkcode ShownMemo}) and the access checks ({@linkcode AccessMemo})
+ * remember.
+ */
+export interface RuleStatusMemo extends ShownMemo, AccessMemo {
+  /**
+   * Each rule object's last settled conditions (or `undefined`: not
+   * settled), with what they were computed from.
+   */
+  readonly settled: WeakMap<
+    DependencyRule,
+    { inputs: unknown[]; conditions: RuleConditions | undefined }
+  >;
+  /**
+   * Each rule object's `spec.when` problem, `null` when it compiles (or
+   * there is none): compiling is not free, so it is compiled once, not at
+   * every pass.
+   */
+  readonly conditionProblems: WeakMap<DependencyRule, string | null>;
+  /** What each rule object denies, as its Enforced message starts. */
+  readonly denied: WeakMap<DependencyRule, string>;
 }
 
 /** A condition the plan writes: its reason is one it knows. */
@@ -106,7 +140,7 @@ export function planRuleStatuses(
   rules: { valid: readonly ValidRule[]; invalid: readonly InvalidRule[] },
   context: RuleStatusContext,
 ): PlannedStatuses {
-  const planned = new StatusTally();
+  const planned = new StatusTally(context.memo);
   for (const { source, error } of rules.invalid) {
     const ready = condition(READY_CONDITION, {
       status: "False",
@@ -126,9 +160,12 @@ export function planRuleStatuses(
       ],
     });
   }
+  // Where inputsOf() puts a rule's inputs: one list for every rule of the
+  // pass, copied only for the rules whose inputs changed.
+  const inputs: unknown[] = [];
   for (const valid of rules.valid) {
     const { source } = valid;
-    const conditions = settledConditions(valid, context);
+    const conditions = settledConditions(valid, { context, inputs });
     if (conditions === undefined) {
       // Settles in a later pass (its configuration is being written, or
       // whether the webhook may read its types is being asked: what kcp
@@ -149,29 +186,23 @@ export function planRuleStatuses(
 }
 
 /** A rule's settled conditions: WebhooksInstalled, then Ready. */
-type RuleConditions = [PlannedCondition, PlannedCondition];
-
-/**
- * Each rule object's last settled conditions (or `undefined`: not settled),
- * with what they were computed from (see {@linkcode inputsOf}).
- */
-const SETTLED = new WeakMap<
-  DependencyRule,
-  { inputs: unknown[]; conditions: RuleConditions | undefined }
->();
+export type RuleConditions = [PlannedCondition, PlannedCondition];
 
 /**
  * A rule's conditions, or `undefined` while they would not settle yet:
- * computed again only when something they are computed from is not the
- * same as at the last pass (most rules, most passes, nothing is).
+ * computed again only when something they are computed from (see
+ * {@linkcode inputsOf}, which fills `inputs`) is not the same as at the
+ * last pass with the same memo (most rules, most passes, nothing is).
  */
 function settledConditions(
   valid: ValidRule,
-  context: RuleStatusContext,
+  options: { context: RuleStatusContext; inputs: unknown[] },
 ): RuleConditions | undefined {
+  const { context, inputs } = options;
+  const { settled } = context.memo;
   const key = ruleKey(valid.cluster, valid.rule.metadata.name);
-  const inputs = inputsOf(valid, key, context);
-  const kept = SETTLED.get(valid.rule);
+  inputsOf(valid, { key, context, inputs });
+  const kept = settled.get(valid.rule);
   if (
     kept !== undefined && kept.inputs.length === inputs.length &&
     kept.inputs.every((input, i) => input === inputs[i])
@@ -179,33 +210,27 @@ function settledConditions(
     return kept.conditions;
   }
   const conditions = conditionsOf(valid, key, context);
-  SETTLED.set(valid.rule, { inputs: [...inputs], conditions });
+  settled.set(valid.rule, { inputs: [...inputs], conditions });
   return conditions;
 }
 
 /**
- * Where {@linkcode inputsOf} puts a rule's inputs: one list for every rule
- * of every pass, copied only for the rules whose inputs changed.
- */
-const INPUTS: unknown[] = [];
-
-/**
- * Everything {@linkcode conditionsOf} reads for a rule, as values or the
- * objects the plan's parts hand out (kept between passes while unchanged),
- * in order: the rule's cluster and problems, its dependencies' states and
- * notes, the settings, per installed dependency whether its configuration
- * is being written and why it failed, and what kcp answered about its
- * reads. The list is overwritten by the next call.
+ * Puts in `inputs` (emptied first) everything {@linkcode conditionsOf}
+ * reads for a rule, as values or the objects the plan's parts hand out
+ * (kept between passes while unchanged), in order: the rule's cluster and
+ * problems, its dependencies' states and notes, the settings, per
+ * installed dependency whether its configuration is being written and why
+ * it failed, and what kcp answered about its reads.
  */
 function inputsOf(
   { rule, cluster }: ValidRule,
-  key: string,
-  context: RuleStatusContext,
-): readonly unknown[] {
-  const { coverage } = context;
+  options: { key: string; context: RuleStatusContext; inputs: unknown[] },
+): void {
+  const { key, context, inputs } = options;
+  const { coverage, memo } = context;
   const states = coverage.states.get(key);
-  INPUTS.length = 0;
-  INPUTS.push(
+  inputs.length = 0;
+  inputs.push(
     cluster,
     context.problems.get(key),
     states,
@@ -216,19 +241,18 @@ function inputsOf(
   );
   for (const state of states ?? []) {
     if (state.state !== "ok") continue;
-    INPUTS.push(
+    inputs.push(
       context.pendingClusters.has(state.cluster),
       context.installErrors.get(state.cluster),
     );
   }
   const access = context.webhookAccess;
   if (access !== undefined) {
-    INPUTS.push(access.user);
-    for (const ref of accessNeeded(cluster, rule)) {
-      INPUTS.push(access.readings.get(accessKey(ref)));
+    inputs.push(access.user);
+    for (const ref of accessNeeded(cluster, rule, { memo })) {
+      inputs.push(access.readings.get(accessKey(ref, memo)));
     }
   }
-  return INPUTS;
 }
 
 /** A rule's conditions, computed; `undefined` while they would not settle yet. */
@@ -323,7 +347,7 @@ function readyConditionFor(
   const { installed, problems, access, context } = options;
   const key = ruleKey(cluster, rule.metadata.name);
   const fieldProblems = unique(context.coverage.fieldProblems.get(key) ?? []);
-  const invalidCondition = conditionProblemOf(rule);
+  const invalidCondition = conditionProblemOf(rule, context.memo);
   if (installed.status !== "True") {
     const added = [
       ...(problems[0] === undefined ? [] : [problems[0].message]),
@@ -362,6 +386,7 @@ function readyConditionFor(
     status: "True",
     reason: "Enforced",
     message: enforcedMessage(rule, {
+      memo: context.memo,
       unverified: context.coverage.unverified.get(key) ?? [],
       uncheckedPaths: context.coverage.uncheckedPaths.get(key) ?? [],
       accessUnverified: access.unverified,
@@ -370,19 +395,15 @@ function readyConditionFor(
 }
 
 /**
- * Each rule object's `spec.when` problem, `null` when it compiles (or
- * there is none): a rule object does not change, and compiling is not
- * free, so it is compiled once, not at every pass.
- */
-const CONDITION_PROBLEMS = new WeakMap<DependencyRule, string | null>();
-
-/**
  * Why the rule's `spec.when` does not compile, as its Ready message says
  * it (`spec.when: <the compiler's message>; ...`); `undefined` when it
- * compiles or there is none.
+ * compiles or there is none. Compiled once per rule object and memo.
  */
-function conditionProblemOf(rule: DependencyRule): string | undefined {
-  let problem = CONDITION_PROBLEMS.get(rule);
+function conditionProblemOf(
+  rule: DependencyRule,
+  memo: RuleStatusMemo,
+): string | undefined {
+  let problem = memo.conditionProblems.get(rule);
   if (problem === undefined) {
     problem = null;
     const source = rule.spec.when;
@@ -400,7 +421,7 @@ function conditionProblemOf(rule: DependencyRule): string | undefined {
           `spec.when: ${error}; until it compiles, the webhook counts it as true for every ${rule.spec.dependent.kind}`;
       }
     }
-    CONDITION_PROBLEMS.set(rule, problem);
+    memo.conditionProblems.set(rule, problem);
   }
   return problem ?? undefined;
 }
@@ -418,10 +439,11 @@ function accessOf(
   context: RuleStatusContext,
 ): AccessProblems {
   if (context.webhookAccess === undefined) return NOTHING_ASKED;
+  const { memo } = context;
   return accessProblems(
-    accessNeeded(cluster, rule),
+    accessNeeded(cluster, rule, { memo }),
     context.webhookAccess.readings,
-    { user: context.webhookAccess.user },
+    { user: context.webhookAccess.user, memo },
   );
 }
 
@@ -429,12 +451,13 @@ function accessOf(
 function enforcedMessage(
   rule: DependencyRule,
   notes: {
+    memo: RuleStatusMemo;
     unverified: readonly string[];
     uncheckedPaths: readonly string[];
     accessUnverified: readonly string[];
   },
 ): string {
-  const denied = deniedOf(rule);
+  const denied = deniedOf(rule, notes.memo);
   // Types that could not be checked are protected all the same: say so.
   const unchecked = notes.unverified.length === 0
     ? ""
@@ -456,9 +479,6 @@ function enforcedMessage(
   return `${denied}${unchecked}${open}${reads}`;
 }
 
-/** What each rule object denies, as its Enforced message starts. */
-const DENIED = new WeakMap<DependencyRule, string>();
-
 /**
  * `deleting <types> is denied while a <Kind> in the same workspace refers
  * to it`, or for the types whose reference is read on the protected object
@@ -467,8 +487,8 @@ const DENIED = new WeakMap<DependencyRule, string>();
  * with `(counting only one for which spec.when is true and that is not
  * being deleted)` as the rule's `when` and `protectWhile: Active` say.
  */
-function deniedOf(rule: DependencyRule): string {
-  let denied = DENIED.get(rule);
+function deniedOf(rule: DependencyRule, memo: RuleStatusMemo): string {
+  let denied = memo.denied.get(rule);
   if (denied === undefined) {
     const { dependent, dependencies, when, protectWhile } = rule.spec;
     const bySource = new Map<ReferenceSource, string[]>();
@@ -495,7 +515,7 @@ function deniedOf(rule: DependencyRule): string {
           : `the ${dependent.kind} its Namespace names exists`
       }${qualified}`
     ).join("; ");
-    DENIED.set(rule, denied);
+    memo.denied.set(rule, denied);
   }
   return denied;
 }

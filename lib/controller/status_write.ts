@@ -27,6 +27,19 @@ export interface StatusContext {
   pendingClusters: ReadonlySet<string>;
   /** The current time, RFC 3339, for new condition transitions. */
   now: string;
+  /** What earlier passes found, kept by whoever runs the passes (`PlanMemo`). */
+  memo: ShownMemo;
+}
+
+/**
+ * What the tally remembers between passes: the conditions each object was
+ * last found to show. The plan hands out the same conditions while they do
+ * not change, and the watch cache the same object while it does not
+ * change, so most objects are found up to date by one lookup.
+ */
+export interface ShownMemo {
+  /** The conditions each object was last found to show. */
+  readonly shown: WeakMap<KubeObject, readonly Condition[]>;
 }
 
 /** The desired status of one rule or Lock. */
@@ -71,36 +84,18 @@ export function statusUpToDate(
   });
 }
 
-/**
- * Whether the object shows `conditions` for its generation already, as
- * {@linkcode statusUpToDate} would find the status built from them.
- */
-function shows(object: KubeObject, conditions: readonly Condition[]): boolean {
-  // The plan hands out the same conditions while they do not change, and
-  // the watch cache the same object while it does not change.
-  if (SHOWN.get(object) === conditions) return true;
-  const generation = object.metadata?.generation;
-  const current = object.status as DependencyRuleStatus | undefined;
-  if (current?.observedGeneration !== generation) return false;
-  const have = currentConditions(object);
-  if (have.length !== conditions.length) return false;
-  const shown = conditions.every((w) => {
-    const h = have.find((c) => c.type === w.type);
-    return h !== undefined && h.status === w.status &&
-      h.reason === w.reason && h.message === w.message &&
-      h.observedGeneration === generation;
-  });
-  if (shown) SHOWN.set(object, conditions);
-  return shown;
-}
-
-/** The conditions each object was last found to show (see {@linkcode shows}). */
-const SHOWN = new WeakMap<KubeObject, readonly Condition[]>();
-
 /** Status writes being planned, and the Ready conditions counted. */
 export class StatusTally {
+  /** The status writes planned so far. */
   readonly statuses: StatusAction[] = [];
+  /** The objects counted so far, by their Ready condition's `<status>/<reason>`. */
   readonly ready = new Map<string, number>();
+  readonly #memo: ShownMemo;
+
+  /** Builds an empty tally that remembers in `memo` what objects show. */
+  constructor(memo: ShownMemo) {
+    this.#memo = memo;
+  }
 
   /** Counts one object as its Ready condition. */
   count(condition: Condition): void {
@@ -123,7 +118,7 @@ export class StatusTally {
   ): void {
     const { object } = source;
     // Most objects show their status already: compare before building one.
-    if (shows(object, options.conditions)) return;
+    if (this.#shows(object, options.conditions)) return;
     const status = statusFor(object, options);
     this.statuses.push({
       cluster: clusterOf(object),
@@ -135,6 +130,30 @@ export class StatusTally {
       resourceVersion: object.metadata?.resourceVersion ?? "",
       status,
     });
+  }
+
+  /**
+   * Whether the object shows `conditions` for its generation already, as
+   * {@linkcode statusUpToDate} would find the status built from them.
+   */
+  #shows(object: KubeObject, conditions: readonly Condition[]): boolean {
+    // The plan hands out the same conditions while they do not change, and
+    // the watch cache the same object while it does not change.
+    const { shown } = this.#memo;
+    if (shown.get(object) === conditions) return true;
+    const generation = object.metadata?.generation;
+    const current = object.status as DependencyRuleStatus | undefined;
+    if (current?.observedGeneration !== generation) return false;
+    const have = currentConditions(object);
+    if (have.length !== conditions.length) return false;
+    const found = conditions.every((w) => {
+      const h = have.find((c) => c.type === w.type);
+      return h !== undefined && h.status === w.status &&
+        h.reason === w.reason && h.message === w.message &&
+        h.observedGeneration === generation;
+    });
+    if (found) shown.set(object, conditions);
+    return found;
   }
 }
 

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { PlanMemo } from "./plan_memo.ts";
 import { READY_CONDITION } from "../rules/mod.ts";
 import type { KubeObject } from "../kcp/mod.ts";
 import { VPCS } from "../../testing/mod.ts";
@@ -60,7 +61,7 @@ Deno.test("StatusTally plans a write only where the object does not show the con
     message: "enforced",
     lastTransitionTime: "",
   };
-  const tally = new StatusTally();
+  const tally = new StatusTally(new PlanMemo());
   const fresh = vmRule();
   tally.count(ready);
   tally.write(fresh, { now: NOW, conditions: [ready] });

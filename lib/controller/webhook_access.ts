@@ -49,23 +49,41 @@ export interface AccessRef {
 }
 
 /**
+ * What the access checks remember between passes, held by the plan's memo
+ * (`PlanMemo`): a pass asks for every rule's reads and their keys, and a
+ * rule object (as parsed from the watch cache) does not change.
+ */
+export interface AccessMemo {
+  /** The keys of the frozen refs {@linkcode accessNeeded} returns, computed once each. */
+  readonly accessKeys: WeakMap<AccessRef, string>;
+  /** {@linkcode accessNeeded}'s last answer per rule object. */
+  readonly accessNeeded: WeakMap<
+    AccessRuleTypes,
+    { cluster: string; refs: readonly Readonly<AccessRef>[] }
+  >;
+}
+
+/**
  * The key of an {@linkcode AccessRef} in the cache's readings: its fields
  * joined by newlines, which none of them can hold (a logical cluster name,
- * a verb, a DNS subdomain and a DNS label).
+ * a verb, a DNS subdomain and a DNS label). With a `memo`, the key of a
+ * frozen ref is computed once.
  */
-export function accessKey(ref: AccessRef): string {
+export function accessKey(
+  ref: AccessRef,
+  memo?: Pick<AccessMemo, "accessKeys">,
+): string {
   // The refs accessNeeded() hands out are frozen: their keys are kept.
-  const frozen = Object.isFrozen(ref);
-  let key = frozen ? KEYS.get(ref) : undefined;
+  const keys = memo !== undefined && Object.isFrozen(ref)
+    ? memo.accessKeys
+    : undefined;
+  let key = keys?.get(ref);
   if (key === undefined) {
     key = `${ref.cluster}\n${ref.verb}\n${ref.group}\n${ref.resource}`;
-    if (frozen) KEYS.set(ref, key);
+    keys?.set(ref, key);
   }
   return key;
 }
-
-/** The keys of the frozen refs {@linkcode accessNeeded} returns, computed once each. */
-const KEYS = new WeakMap<AccessRef, string>();
 
 /**
  * Asks kcp whether `user` may `ref.verb` `ref.resource` in `ref.cluster`
@@ -107,7 +125,7 @@ export async function readWebhookAccess(
 }
 
 /** The types a rule names, as {@linkcode accessNeeded} reads them. */
-interface RuleTypes {
+export interface AccessRuleTypes {
   spec: {
     dependent: { group: string; resource: string };
     dependencies: readonly {
@@ -123,25 +141,18 @@ interface RuleTypes {
 const NAMESPACES = { group: "", resource: "namespaces" };
 
 /**
- * {@linkcode accessNeeded}'s last answer per rule object: a pass asks it
- * for every rule, and a rule object (as parsed from the watch cache) does
- * not change.
- */
-const NEEDED = new WeakMap<
-  RuleTypes,
-  { cluster: string; refs: readonly Readonly<AccessRef>[] }
->();
-
-/**
- * The reads a rule in `cluster` needs the webhook to be allowed, once each.
- * Remembered per `rule` object, which must not change afterwards: the same
- * frozen list is returned to every caller.
+ * The reads a rule in `cluster` needs the webhook to be allowed, once each,
+ * as frozen refs. With a `memo`, remembered per `rule` object, which must
+ * not change afterwards: the same frozen list is returned to every caller
+ * with that memo.
  */
 export function accessNeeded(
   cluster: string,
-  rule: RuleTypes,
+  rule: AccessRuleTypes,
+  options: { memo?: AccessMemo } = {},
 ): readonly Readonly<AccessRef>[] {
-  const known = NEEDED.get(rule);
+  const { memo } = options;
+  const known = memo?.accessNeeded.get(rule);
   if (known !== undefined && known.cluster === cluster) return known.refs;
   const { dependent, dependencies } = rule.spec;
   const sources = new Set(
@@ -162,7 +173,7 @@ export function accessNeeded(
     add({ cluster, verb: "get", ...NAMESPACES });
   }
   const frozen = Object.freeze([...refs.values()]);
-  NEEDED.set(rule, { cluster, refs: frozen });
+  memo?.accessNeeded.set(rule, { cluster, refs: frozen });
   return frozen;
 }
 
@@ -187,7 +198,7 @@ export interface AccessProblems {
 export function accessProblems(
   needed: readonly AccessRef[],
   readings: ReadonlyMap<string, Reading<boolean>>,
-  options: { user: string },
+  options: { user: string; memo?: Pick<AccessMemo, "accessKeys"> },
 ): AccessProblems {
   const problems: AccessProblems = {
     missing: [],
@@ -195,7 +206,7 @@ export function accessProblems(
     unanswered: 0,
   };
   for (const ref of needed) {
-    const reading = readings.get(accessKey(ref));
+    const reading = readings.get(accessKey(ref, options.memo));
     const type = ref.group === ""
       ? ref.resource
       : `${ref.resource}.${ref.group}`;

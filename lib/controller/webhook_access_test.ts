@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { PlanMemo } from "./plan_memo.ts";
 import { KubeClient } from "../kcp/mod.ts";
 import { connection, FakeApi, json } from "../../testing/fake_api.ts";
 import {
@@ -157,12 +158,19 @@ Deno.test("accessProblems() names each read kcp refused, notes each it could not
   assert.equal(problems.unanswered, 1, "subnets, not asked yet");
 });
 
-Deno.test("accessNeeded() hands out the same frozen list for a rule object, and accessKey() tells its reads apart", () => {
-  const needed = accessNeeded("c1", RULE);
-  assert.equal(accessNeeded("c1", RULE), needed);
+Deno.test("accessNeeded() hands out the same frozen list for a rule object with a memo, and accessKey() tells its reads apart", () => {
+  const memo = new PlanMemo();
+  const needed = accessNeeded("c1", RULE, { memo });
+  assert.equal(accessNeeded("c1", RULE, { memo }), needed);
   assert.ok(Object.isFrozen(needed) && needed.every(Object.isFrozen));
-  assert.notEqual(accessNeeded("c2", RULE), needed, "another cluster");
-  const keys = needed.map(accessKey);
+  assert.notEqual(
+    accessNeeded("c2", RULE, { memo }),
+    needed,
+    "another cluster",
+  );
+  assert.notEqual(accessNeeded("c1", RULE), needed, "no memo: a new list");
+  const keys = needed.map((ref) => accessKey(ref, memo));
+  assert.ok(needed.every((ref) => memo.accessKeys.has(ref)), "keys kept");
   assert.equal(new Set(keys).size, needed.length);
   assert.equal(
     accessKey({ ...needed[0]! }),

@@ -113,29 +113,55 @@ interface NormalisedWebhook {
 }
 
 /**
+ * What the configuration functions remember between passes, held by the
+ * plan's memo (`PlanMemo`): every pass asks for every provider's URL and
+ * compares every configuration we own.
+ */
+export interface WebhookConfigMemo {
+  /** {@linkcode providerUrl}'s answers, by webhook URL and provider path. */
+  readonly providerUrls: Map<string, string>;
+  /**
+   * The webhooks of each configuration read from the server
+   * ({@linkcode webhookConfigurationUpToDate}'s `current`), in the
+   * canonical form only that function reads: the watch cache keeps an
+   * object until a newer version replaces it.
+   */
+  readonly normalisedWebhooks: WeakMap<
+    KubeObject,
+    { webhooks: readonly unknown[] | undefined }
+  >;
+}
+
+/**
  * The URL a provider's VWC calls: the webhook URL with the provider's
  * workspace path as one more segment (`https://host/validate` and
  * `root:org:network` give `https://host/validate/root:org:network`), so the
- * webhook applies only the rules about that provider's exports.
+ * webhook applies only the rules about that provider's exports. With a
+ * `memo`, each answer is computed once.
  */
-export function providerUrl(webhookUrl: string, providerPath: string): string {
+export function providerUrl(
+  webhookUrl: string,
+  providerPath: string,
+  options: { memo?: Pick<WebhookConfigMemo, "providerUrls"> } = {},
+): string {
+  const known = options.memo?.providerUrls;
   const key = `${webhookUrl}\n${providerPath}`;
-  let known = _providerUrls.get(key);
-  if (known === undefined) {
-    const url = new URL(webhookUrl);
-    url.pathname = `${url.pathname.replace(/\/+$/, "")}/${providerPath}`;
-    known = url.toString();
-    // One entry per provider workspace; a changed webhook URL starts over.
-    if (_providerUrls.size >= MAX_PROVIDER_URLS) _providerUrls.clear();
-    _providerUrls.set(key, known);
+  let url = known?.get(key);
+  if (url === undefined) {
+    const parsed = new URL(webhookUrl);
+    parsed.pathname = `${parsed.pathname.replace(/\/+$/, "")}/${providerPath}`;
+    url = parsed.toString();
+    if (known !== undefined) {
+      // One entry per provider workspace; a changed webhook URL starts over.
+      if (known.size >= MAX_PROVIDER_URLS) known.clear();
+      known.set(key, url);
+    }
   }
-  return known;
+  return url;
 }
 
 /** How many provider URLs {@linkcode providerUrl} remembers. */
 const MAX_PROVIDER_URLS = 10_000;
-/** {@linkcode providerUrl}'s answers: every pass asks for every provider. */
-const _providerUrls = new Map<string, string>();
 
 /**
  * Builds the desired VWC for one provider workspace. A workspace where
@@ -213,17 +239,20 @@ export function desiredWebhookConfiguration(
  *
  * @param current The VWC as read from the server.
  * @param desired The VWC from {@linkcode desiredWebhookConfiguration}.
+ * @param options `memo` keeps the canonical webhooks of `current` for the
+ * next comparison of the same object.
  * @returns `true` when no update is needed.
  */
 export function webhookConfigurationUpToDate(
   current: KubeObject,
   desired: KubeObject,
+  options: { memo?: Pick<WebhookConfigMemo, "normalisedWebhooks"> } = {},
 ): boolean {
   const currentLabels = current.metadata?.labels ?? {};
   for (const [key, value] of Object.entries(desired.metadata?.labels ?? {})) {
     if (currentLabels[key] !== value) return false;
   }
-  const currentWebhooks = _normalisedOnce(current);
+  const currentWebhooks = _normalisedOnce(current, options.memo);
   const desiredWebhooks = _normalisedWebhooks(desired.webhooks);
   if (currentWebhooks === undefined || desiredWebhooks === undefined) {
     return false;
@@ -231,21 +260,15 @@ export function webhookConfigurationUpToDate(
   return _sameJson(currentWebhooks, desiredWebhooks);
 }
 
-/**
- * The canonical webhooks of each configuration read from the server: a
- * pass compares every configuration, and the watch cache keeps an object
- * until a newer version replaces it.
- */
-const _normalised = new WeakMap<
-  KubeObject,
-  { webhooks: NormalisedWebhook[] | undefined }
->();
-
-function _normalisedOnce(object: KubeObject): NormalisedWebhook[] | undefined {
-  let known = _normalised.get(object);
+/** The canonical webhooks of a configuration read from the server, remembered in `memo` if given. */
+function _normalisedOnce(
+  object: KubeObject,
+  memo: Pick<WebhookConfigMemo, "normalisedWebhooks"> | undefined,
+): readonly unknown[] | undefined {
+  let known = memo?.normalisedWebhooks.get(object);
   if (known === undefined) {
     known = { webhooks: _normalisedWebhooks(object.webhooks) };
-    _normalised.set(object, known);
+    memo?.normalisedWebhooks.set(object, known);
   }
   return known.webhooks;
 }

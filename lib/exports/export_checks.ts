@@ -223,12 +223,13 @@ export interface FieldRefCheck {
  * @param served The dependent's schema (see {@linkcode servedSchema}).
  * @param fieldRef The dependency's `fieldRef`.
  * @param options `index`: the dependency's index in `spec.dependencies`,
- * for messages.
+ * for messages; `memo`: where the checks of paths in a schema are kept for
+ * the next call with the same schema object (none: nothing is kept).
  */
 export function checkFieldRef(
   served: ServedSchema,
   fieldRef: Dependency["fieldRef"],
-  options: { index: number },
+  options: { index: number; memo?: PathCheckMemo },
 ): FieldRefCheck {
   const result: FieldRefCheck = { problems: [], unchecked: [] };
   const fields: [string, string | undefined][] = [
@@ -238,7 +239,7 @@ export function checkFieldRef(
   for (const [name, text] of fields) {
     if (text === undefined) continue;
     const check = served.schema !== undefined
-      ? pathCheck(served.schema, text)
+      ? pathCheck(served.schema, { text, memo: options.memo })
       : tryParseFieldPath(text) === undefined
       ? undefined
       : "no schema";
@@ -318,24 +319,30 @@ export function checkOwnerFieldRef(
 }
 
 /**
- * The checks of field paths against each schema, by the path as written:
- * every rule on one dependent type is checked against the same schema
- * object at every pass, and a schema read again is a new object.
+ * What {@linkcode checkFieldRef} remembers between calls, held by whoever
+ * runs them (the controller's plan memo): the checks of field paths
+ * against each schema, by the path as written. Every rule on one dependent
+ * type is checked against the same schema object at every pass, and a
+ * schema read again is a new object.
  */
-const PATH_CHECKS = new WeakMap<
-  SchemaNode,
-  Map<string, SchemaPathCheck | undefined>
->();
+export interface PathCheckMemo {
+  /** Per schema object, the check of each path as written (`undefined`: it does not parse). */
+  readonly pathChecks: WeakMap<
+    SchemaNode,
+    Map<string, SchemaPathCheck | undefined>
+  >;
+}
 
-/** `checkSchemaPath` of `text` in `schema`, remembered; `undefined` when `text` does not parse. */
+/** `checkSchemaPath` of `text` in `schema`, remembered in `memo` if given; `undefined` when `text` does not parse. */
 function pathCheck(
   schema: SchemaNode,
-  text: string,
+  options: { text: string; memo: PathCheckMemo | undefined },
 ): SchemaPathCheck | undefined {
-  let checks = PATH_CHECKS.get(schema);
+  const { text, memo } = options;
+  let checks = memo?.pathChecks.get(schema);
   if (checks === undefined) {
     checks = new Map();
-    PATH_CHECKS.set(schema, checks);
+    memo?.pathChecks.set(schema, checks);
   }
   if (checks.has(text)) return checks.get(text);
   const path = tryParseFieldPath(text);

@@ -150,6 +150,7 @@ async function main(args: string[]): Promise<number> {
           walked: await walkThrough(running, {
             dir,
             shards: options.shards,
+            kcpVersion: options.kcpVersion,
             onRestart: (component, path) => {
               if (reportRestarts) {
                 note(`${cyan(component)} restarted: ${shown(path)} changed`);

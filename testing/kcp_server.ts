@@ -8,7 +8,11 @@
 import { KubeConfig } from "@kubernetes/client-node";
 import { clusterUrl } from "../lib/kcp/mod.ts";
 import { errorText } from "../lib/runtime/mod.ts";
-import { type KcpBinaries, requireKcpBinaries } from "./kcp/binaries.ts";
+import {
+  type KcpBinaries,
+  type KcpVersion,
+  requireKcpBinaries,
+} from "./kcp/binaries.ts";
 import {
   appendTo,
   type CommandResult,
@@ -54,6 +58,11 @@ export const IDENTITY_USERS: Readonly<
 
 /** Options for {@linkcode startKcp}. */
 export interface StartKcpOptions {
+  /**
+   * The kcp release to run, when `binaries` is not given.
+   * @default `KCP_VERSION`, or the newest release built
+   */
+  version?: KcpVersion;
   /** Binaries to run. @default the cached build ({@linkcode requireKcpBinaries}) */
   binaries?: KcpBinaries;
   /** How long kcp may take to become ready. @default {180_000} */
@@ -385,7 +394,7 @@ export class KcpServer implements KcpApi {
   constructor(
     rootDir: string,
     ports: KcpPorts,
-    options: Required<Omit<StartKcpOptions, "rootDir">>,
+    options: Required<Omit<StartKcpOptions, "rootDir" | "version">>,
   ) {
     this.rootDir = rootDir;
     this.#ports = ports;
@@ -618,7 +627,10 @@ export async function readLogTail(
 export async function startKcp(
   options: StartKcpOptions = {},
 ): Promise<KcpServer> {
-  const binaries = options.binaries ?? await requireKcpBinaries();
+  const binaries = options.binaries ??
+    await requireKcpBinaries(
+      options.version === undefined ? {} : { version: options.version },
+    );
   const rootDir = options.rootDir ?? await Deno.makeTempDir({
     prefix: "dependency-controller-kcp-",
   });

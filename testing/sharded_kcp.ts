@@ -27,6 +27,7 @@
 import { createHash } from "node:crypto";
 import { errorText } from "../lib/runtime/mod.ts";
 import {
+  type KcpVersion,
   requireShardedKcpBinaries,
   type ShardedKcpBinaries,
 } from "./kcp/binaries.ts";
@@ -57,6 +58,11 @@ export type ShardName = (typeof SHARD_NAMES)[number];
 
 /** Options for {@linkcode startShardedKcp}. */
 export interface StartShardedKcpOptions {
+  /**
+   * The kcp release to run, when `binaries` is not given.
+   * @default `KCP_VERSION`, or the newest release built
+   */
+  version?: KcpVersion;
   /** Binaries to run. @default the cached build ({@linkcode requireShardedKcpBinaries}) */
   binaries?: ShardedKcpBinaries;
   /** How long each process may take to become ready. @default {240_000} */
@@ -684,7 +690,10 @@ export class ShardedKcp {
 export async function startShardedKcp(
   options: StartShardedKcpOptions = {},
 ): Promise<ShardedKcp> {
-  const binaries = options.binaries ?? await requireShardedKcpBinaries();
+  const binaries = options.binaries ??
+    await requireShardedKcpBinaries(
+      options.version === undefined ? {} : { version: options.version },
+    );
   const timeoutMs = options.startTimeoutMs ?? 240_000;
   const rootDir = options.rootDir ?? await Deno.makeTempDir({
     prefix: "dependency-controller-sharded-kcp-",

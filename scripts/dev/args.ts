@@ -6,6 +6,11 @@
  * @module
  */
 import { resolve } from "node:path";
+import {
+  DEFAULT_KCP_VERSION,
+  KCP_VERSIONS,
+  type KcpVersion,
+} from "../../testing/kcp/binaries.ts";
 
 /** What `deno task dev` was asked to do. */
 export interface DevOptions {
@@ -15,10 +20,13 @@ export interface DevOptions {
   shards: 1 | 2;
   /** Where kcp's root directory, kubeconfigs and logs go (absolute), if given. */
   dir: string | undefined;
+  /** The kcp release to run. */
+  kcpVersion: KcpVersion;
 }
 
 /** The text of `deno task dev --help`. */
-export const HELP = `Usage: deno task dev [--once] [--shards=1|2] [--dir=<path>]
+export const HELP =
+  `Usage: deno task dev [--once] [--shards=1|2] [--kcp-version=<v>] [--dir=<path>]
 
 Starts a local kcp with the demo topology, the controller and the webhook
 (restarted when their source changes), and shows a delete being denied while
@@ -30,6 +38,10 @@ another object refers to it, then allowed once it does not.
                   the providers and a consumer on each shard, the components
                   and kubectl going through the front-proxy ('--shards 2'
                   works too)
+  --kcp-version=<v>
+                  the kcp release to run: ${
+    KCP_VERSIONS.join(" (the default) or ")
+  }
   --dir=<path>    where kcp's root directory, kubeconfigs and logs go
                   (default .dev/ in the project; removed at exit)
   --help, -h      show this help
@@ -50,7 +62,12 @@ export function wantsHelp(args: readonly string[]): boolean {
  * relative `--dir` is resolved against the current directory.
  */
 export function parseDevArgs(args: readonly string[]): DevOptions | string {
-  const options: DevOptions = { once: false, shards: 1, dir: undefined };
+  const options: DevOptions = {
+    once: false,
+    shards: 1,
+    dir: undefined,
+    kcpVersion: DEFAULT_KCP_VERSION,
+  };
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
     if (arg === "--once") {
@@ -59,6 +76,19 @@ export function parseDevArgs(args: readonly string[]): DevOptions | string {
       const dir = arg.slice("--dir=".length);
       if (dir === "") return "--dir needs a path";
       options.dir = resolve(dir);
+    } else if (
+      arg === "--kcp-version" || arg.startsWith("--kcp-version=")
+    ) {
+      const value = arg === "--kcp-version"
+        ? args[++i]
+        : arg.slice("--kcp-version=".length);
+      const version = KCP_VERSIONS.find((v) => v === value);
+      if (version === undefined) {
+        return `--kcp-version must be ${KCP_VERSIONS.join(" or ")}${
+          value === undefined ? "" : `, not '${value}'`
+        }`;
+      }
+      options.kcpVersion = version;
     } else if (arg === "--shards" || arg.startsWith("--shards=")) {
       const value = arg === "--shards"
         ? args[++i]
@@ -80,8 +110,13 @@ export function parseDevArgs(args: readonly string[]): DevOptions | string {
  * The binaries `deno task dev` runs, as `testing/kcp/build.ts` names them:
  * built before anything starts unless they are cached.
  */
-export function binariesFor(options: Pick<DevOptions, "shards">): string[] {
-  return options.shards > 1
-    ? ["kcp", "kubectl", "kcp-front-proxy", "cache-server"]
-    : ["kcp", "kubectl"];
+export function binariesFor(
+  options: Pick<DevOptions, "shards" | "kcpVersion">,
+): string[] {
+  return [
+    `--kcp-version=${options.kcpVersion}`,
+    ...(options.shards > 1
+      ? ["kcp", "kubectl", "kcp-front-proxy", "cache-server"]
+      : ["kcp", "kubectl"]),
+  ];
 }

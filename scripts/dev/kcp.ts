@@ -6,6 +6,7 @@
  * @module
  */
 import { basename } from "node:path";
+import type { KcpVersion } from "../../testing/kcp/binaries.ts";
 import {
   type ComponentProcess,
   createWorkspace,
@@ -107,12 +108,13 @@ export const PLACEMENT = {
 /** Starts one kcp in `<dir>/kcp` (step 1). */
 export async function startSingle(
   running: Running,
-  dir: string,
+  options: { dir: string; kcpVersion: KcpVersion },
 ): Promise<KcpApi> {
+  const { dir, kcpVersion } = options;
   step("Starting kcp on loopback");
   const kcp = await waitingFor(
     "kcp to answer /readyz",
-    startKcp({ rootDir: `${dir}/kcp` }),
+    startKcp({ rootDir: `${dir}/kcp`, version: kcpVersion }),
     { hint: "(a first start takes about half a minute)" },
   );
   await running.addKcp({
@@ -131,14 +133,15 @@ export async function startSingle(
 /** Starts a sharded kcp in `<dir>/kcp` (step 1). */
 export async function startSharded(
   running: Running,
-  dir: string,
+  options: { dir: string; kcpVersion: KcpVersion },
 ): Promise<KcpApi> {
+  const { dir, kcpVersion } = options;
   step(
     "Starting a sharded kcp on loopback: a cache server, shards root and shard-1, kcp-front-proxy",
   );
   const sharded = await waitingFor(
     "the cache server, both shards and kcp-front-proxy to answer /readyz",
-    startShardedKcp({ rootDir: `${dir}/kcp` }),
+    startShardedKcp({ rootDir: `${dir}/kcp`, version: kcpVersion }),
     { hint: "(about a minute)" },
   );
   await running.addKcp({

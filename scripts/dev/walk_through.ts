@@ -8,6 +8,7 @@
  *
  * @module
  */
+import type { KcpVersion } from "../../testing/kcp/binaries.ts";
 import {
   buildTopology,
   createServingCert,
@@ -74,6 +75,8 @@ export interface WalkThroughOptions {
   dir: string;
   /** 1: one kcp process; 2: a sharded kcp. */
   shards: 1 | 2;
+  /** The kcp release to run. */
+  kcpVersion: KcpVersion;
   /** Called when a component restarts because `path` changed. */
   onRestart: (component: string, path: string) => void;
 }
@@ -85,8 +88,8 @@ export async function walkThrough(
 ): Promise<Walked> {
   const sharded = options.shards > 1;
   const kcp = sharded
-    ? await startSharded(running, options.dir)
-    : await startSingle(running, options.dir);
+    ? await startSharded(running, options)
+    : await startSingle(running, options);
   const { topology, shardOf } = await demoTopology(kcp, sharded);
 
   step("Starting the webhook as user dependency-webhook");

@@ -1,19 +1,101 @@
 /**
  * Where the binaries that the tests run come from: the `KCP_BIN` /
  * `KUBECTL_BIN` / `KCP_FRONT_PROXY_BIN` / `CACHE_SERVER_BIN` /
- * `MANIFEST_CHECK_BIN` / `HELM_BIN` overrides, or the
- * per-user cache that `deno task kcp:build` fills, keyed by version and by a
- * digest of the Go modules that pin the build. Each binary is found on its
- * own, so a cache directory that lacks one of them still serves the others.
+ * `MANIFEST_CHECK_BIN` / `HELM_BIN` overrides, or the per-user cache that
+ * `deno task kcp:build` fills, keyed by release and by a digest of the Go
+ * module that pins the build. Two kcp releases are built side by side
+ * ({@linkcode KCP_VERSIONS}); `KCP_VERSION` picks the one a test runs
+ * (default {@linkcode DEFAULT_KCP_VERSION}). Each binary is found on its own,
+ * so a cache directory that lacks one of them still serves the others.
  *
  * @module
  */
 
-/** The kcp release the test suite builds and runs. */
-export const KCP_VERSION = "v0.28.1";
+/** The kcp releases the tests build and run, newest first. */
+export const KCP_VERSIONS = ["v0.31.2", "v0.28.1"] as const;
+
+/** One of {@linkcode KCP_VERSIONS}. */
+export type KcpVersion = (typeof KCP_VERSIONS)[number];
+
+/**
+ * The kcp release the tests and `deno task dev` run unless `KCP_VERSION`
+ * (or an option) says otherwise: the newest this project can build, what
+ * new users install.
+ */
+export const DEFAULT_KCP_VERSION: KcpVersion = "v0.31.2";
 
 /** The helm release that renders the chart in the tests (`helm/go.mod`). */
 export const HELM_VERSION = "v3.22.0";
+
+/**
+ * The Kubernetes fork commit `kubectl/go.mod` pins kubectl to (kcp v0.32.3's
+ * pin): one kubectl for both kcp releases.
+ */
+export const KUBECTL_PIN = "e006560fc76a";
+
+/** What a kcp release is built from. */
+export interface KcpRelease {
+  /** The Go wrapper module beside this file that pins it. */
+  module: GoModule;
+  /** The Kubernetes release of its fork, for the version stamp. */
+  kubeVersion: string;
+}
+
+/** Every kcp release by version. */
+export const KCP_RELEASES: Readonly<Record<KcpVersion, KcpRelease>> = {
+  "v0.31.2": { module: "server-v0.31", kubeVersion: "v1.35.1" },
+  "v0.28.1": { module: "server", kubeVersion: "v1.32.3" },
+};
+
+/**
+ * The Go wrapper modules beside this file, by directory: the prefix of
+ * their cache directory and the release each pins. A binary is cached in
+ * `<prefix>-<release>-<digest>`, where the digest covers that module's
+ * `go.mod` and `go.sum`, so a new pin of one module rebuilds only its
+ * binaries.
+ */
+export const GO_MODULES = {
+  "server-v0.31": { prefix: "kcp", release: "v0.31.2" },
+  server: { prefix: "kcp", release: "v0.28.1" },
+  kubectl: { prefix: "kubectl", release: KUBECTL_PIN },
+  helm: { prefix: "helm", release: HELM_VERSION },
+} as const;
+
+/** A Go wrapper module beside this file. */
+export type GoModule = keyof typeof GO_MODULES;
+
+/**
+ * The kcp release named by `KCP_VERSION`, or {@linkcode DEFAULT_KCP_VERSION}
+ * when it is unset or empty.
+ *
+ * @throws {TypeError} If it names a release this project does not build.
+ */
+export function kcpVersionFromEnv(): KcpVersion {
+  return parseKcpVersion(Deno.env.get("KCP_VERSION") || DEFAULT_KCP_VERSION);
+}
+
+/**
+ * `text` as a kcp release this project builds.
+ *
+ * @throws {TypeError} If it names no such release.
+ */
+export function parseKcpVersion(text: string): KcpVersion {
+  const found = KCP_VERSIONS.find((v) => v === text);
+  if (found === undefined) {
+    throw new TypeError(
+      `Unknown kcp version ${JSON.stringify(text)}: this project builds ${
+        KCP_VERSIONS.join(" and ")
+      }`,
+    );
+  }
+  return found;
+}
+
+/** Which kcp release a lookup is for. */
+export interface KcpVersionOptions {
+  /** @default {@linkcode kcpVersionFromEnv} */
+  version?: KcpVersion;
+}
 
 /** Absolute paths of the two binaries the kcp harness runs. */
 export interface KcpBinaries {
@@ -61,42 +143,27 @@ export interface BinarySpec {
    */
   sources?: string;
   /**
-   * For a binary whose Go module is pinned apart from kcp's (a key of
-   * {@linkcode OWN_MODULES}): it is cached in a directory of its own,
-   * {@linkcode binaryDir}, keyed by that module alone, so that a new pin
-   * there rebuilds only this binary and a new kcp pin does not rebuild it.
+   * The Go module it is built from, whatever the kcp release; absent for
+   * the binaries of a kcp release (`kcp`, `kcp-front-proxy`, `cache-server`),
+   * built from that release's module ({@linkcode KcpRelease.module}).
    */
-  ownModule?: keyof typeof OWN_MODULES;
+  module?: GoModule;
 }
 
 /** Every binary by its key in {@linkcode Binaries}. */
 export const BINARIES: Readonly<Record<keyof Binaries, BinarySpec>> = {
   kcp: { file: "kcp", env: "KCP_BIN" },
-  kubectl: { file: "kubectl", env: "KUBECTL_BIN" },
+  kubectl: { file: "kubectl", env: "KUBECTL_BIN", module: "kubectl" },
   kcpFrontProxy: { file: "kcp-front-proxy", env: "KCP_FRONT_PROXY_BIN" },
   cacheServer: { file: "cache-server", env: "CACHE_SERVER_BIN" },
   manifestCheck: {
     file: "manifest-check",
     env: "MANIFEST_CHECK_BIN",
     sources: "server/manifestcheck",
+    module: "server",
   },
-  helm: { file: "helm", env: "HELM_BIN", ownModule: "helm" },
+  helm: { file: "helm", env: "HELM_BIN", module: "helm" },
 };
-
-/**
- * The Go modules whose `go.mod`/`go.sum` decide what gets built into
- * {@linkcode cacheDir}.
- */
-export const GO_MODULES = ["server", "kubectl"] as const;
-
-/**
- * Go modules pinned apart from kcp, by directory, with the release each
- * pins; their binaries are cached in {@linkcode binaryDir}.
- */
-export const OWN_MODULES = { helm: HELM_VERSION } as const;
-
-/** A Go wrapper module beside this file. */
-export type GoModule = (typeof GO_MODULES)[number] | keyof typeof OWN_MODULES;
 
 const HERE = new URL(".", import.meta.url);
 
@@ -105,26 +172,38 @@ export function moduleDir(name: GoModule): string {
   return new URL(`${name}/`, HERE).pathname;
 }
 
-/**
- * The cache directory for the binaries built from the current Go modules:
- * `${XDG_CACHE_HOME:-$HOME/.cache}/dependency-controller/kcp-<version>-<digest>`.
- */
-export async function cacheDir(): Promise<string> {
-  return `${cacheBase()}/kcp-${KCP_VERSION}-${await modulesDigest()}`;
+/** The Go module a binary is built from, for a kcp release. */
+export function binaryModule(
+  name: keyof Binaries,
+  options: KcpVersionOptions = {},
+): GoModule {
+  return BINARIES[name].module ??
+    KCP_RELEASES[options.version ?? kcpVersionFromEnv()].module;
 }
 
 /**
- * The cache directory of one binary: {@linkcode cacheDir}, or for a binary of
- * its own module (see {@linkcode BinarySpec.ownModule})
- * `${XDG_CACHE_HOME:-$HOME/.cache}/dependency-controller/<module>-<release>-<digest>`,
- * where the digest covers that module's `go.mod` and `go.sum`.
+ * The cache directory of a kcp release's binaries:
+ * `${XDG_CACHE_HOME:-$HOME/.cache}/dependency-controller/kcp-<version>-<digest>`,
+ * where the digest covers the `go.mod` and `go.sum` of its module.
  */
-export async function binaryDir(name: keyof Binaries): Promise<string> {
-  const own = BINARIES[name].ownModule;
-  if (own === undefined) return await cacheDir();
-  return `${cacheBase()}/${own}-${OWN_MODULES[own]}-${await ownModuleDigest(
-    own,
-  )}`;
+export async function cacheDir(
+  options: KcpVersionOptions = {},
+): Promise<string> {
+  return await binaryDir("kcp", options);
+}
+
+/**
+ * The cache directory of one binary,
+ * `${XDG_CACHE_HOME:-$HOME/.cache}/dependency-controller/<prefix>-<release>-<digest>`
+ * for the module it is built from ({@linkcode GO_MODULES}).
+ */
+export async function binaryDir(
+  name: keyof Binaries,
+  options: KcpVersionOptions = {},
+): Promise<string> {
+  const module = binaryModule(name, options);
+  const { prefix, release } = GO_MODULES[module];
+  return `${cacheBase()}/${prefix}-${release}-${await moduleDigest(module)}`;
 }
 
 function cacheBase(): string {
@@ -141,6 +220,7 @@ function cacheBase(): string {
  */
 export async function findBinary(
   name: keyof Binaries,
+  options: KcpVersionOptions = {},
 ): Promise<string | undefined> {
   const { file, env } = BINARIES[name];
   const override = Deno.env.get(env);
@@ -148,7 +228,7 @@ export async function findBinary(
     if (await isFile(override)) return override;
     throw new Deno.errors.NotFound(`Cannot use ${env}: no file at ${override}`);
   }
-  const path = `${await binaryDir(name)}/${file}`;
+  const path = `${await binaryDir(name, options)}/${file}`;
   if (!(await isFile(path))) return undefined;
   const digest = await sourcesDigest(name);
   if (digest !== undefined) {
@@ -186,10 +266,12 @@ export async function sourcesDigest(
  *
  * @throws {Deno.errors.NotFound} If an override names a file that does not exist.
  */
-export async function findKcpBinaries(): Promise<KcpBinaries | undefined> {
-  const kcp = await findBinary("kcp");
+export async function findKcpBinaries(
+  options: KcpVersionOptions = {},
+): Promise<KcpBinaries | undefined> {
+  const kcp = await findBinary("kcp", options);
   if (kcp === undefined) return undefined;
-  const kubectl = await findBinary("kubectl");
+  const kubectl = await findBinary("kubectl", options);
   if (kubectl === undefined) return undefined;
   return { kcp, kubectl };
 }
@@ -200,11 +282,14 @@ export async function findKcpBinaries(): Promise<KcpBinaries | undefined> {
  *
  * @throws {Error} If no binaries are found.
  */
-export async function requireKcpBinaries(): Promise<KcpBinaries> {
-  const found = await findKcpBinaries();
+export async function requireKcpBinaries(
+  options: KcpVersionOptions = {},
+): Promise<KcpBinaries> {
+  const version = options.version ?? kcpVersionFromEnv();
+  const found = await findKcpBinaries({ version });
   if (found === undefined) {
     throw new Error(
-      `Cannot find kcp ${KCP_VERSION}: run 'deno task kcp:build' or set KCP_BIN and KUBECTL_BIN`,
+      `Cannot find kcp ${version}: run 'deno task kcp:build' or set KCP_BIN and KUBECTL_BIN`,
     );
   }
   return found;
@@ -217,14 +302,14 @@ export async function requireKcpBinaries(): Promise<KcpBinaries> {
  *
  * @throws {Deno.errors.NotFound} If an override names a file that does not exist.
  */
-export async function findShardedKcpBinaries(): Promise<
-  ShardedKcpBinaries | undefined
-> {
-  const base = await findKcpBinaries();
+export async function findShardedKcpBinaries(
+  options: KcpVersionOptions = {},
+): Promise<ShardedKcpBinaries | undefined> {
+  const base = await findKcpBinaries(options);
   if (base === undefined) return undefined;
-  const kcpFrontProxy = await findBinary("kcpFrontProxy");
+  const kcpFrontProxy = await findBinary("kcpFrontProxy", options);
   if (kcpFrontProxy === undefined) return undefined;
-  const cacheServer = await findBinary("cacheServer");
+  const cacheServer = await findBinary("cacheServer", options);
   if (cacheServer === undefined) return undefined;
   return { ...base, kcpFrontProxy, cacheServer };
 }
@@ -235,13 +320,14 @@ export async function findShardedKcpBinaries(): Promise<
  *
  * @throws {Error} If any of the four binaries is not found.
  */
-export async function requireShardedKcpBinaries(): Promise<
-  ShardedKcpBinaries
-> {
-  const found = await findShardedKcpBinaries();
+export async function requireShardedKcpBinaries(
+  options: KcpVersionOptions = {},
+): Promise<ShardedKcpBinaries> {
+  const version = options.version ?? kcpVersionFromEnv();
+  const found = await findShardedKcpBinaries({ version });
   if (found === undefined) {
     throw new Error(
-      `Cannot find the sharded kcp ${KCP_VERSION} binaries: run 'deno task kcp:build' or set KCP_BIN, KUBECTL_BIN, KCP_FRONT_PROXY_BIN and CACHE_SERVER_BIN`,
+      `Cannot find the sharded kcp ${version} binaries: run 'deno task kcp:build' or set KCP_BIN, KUBECTL_BIN, KCP_FRONT_PROXY_BIN and CACHE_SERVER_BIN`,
     );
   }
   return found;
@@ -278,24 +364,14 @@ export async function requireHelm(): Promise<string> {
   return found;
 }
 
-let modulesDigestOnce: Promise<string> | undefined;
-const ownModuleDigests = new Map<GoModule, Promise<string>>();
+const moduleDigests = new Map<GoModule, Promise<string>>();
 
-/** The digest of the Go modules' go.mod and go.sum, read once per process. */
-function modulesDigest(): Promise<string> {
-  return modulesDigestOnce ??= readModulesDigest();
-}
-
-async function readModulesDigest(): Promise<string> {
-  return await digestOf(await moduleFiles(GO_MODULES));
-}
-
-/** The digest of one own module's go.mod and go.sum, read once per process. */
-function ownModuleDigest(name: keyof typeof OWN_MODULES): Promise<string> {
-  let digest = ownModuleDigests.get(name);
+/** The digest of one module's go.mod and go.sum, read once per process. */
+function moduleDigest(name: GoModule): Promise<string> {
+  let digest = moduleDigests.get(name);
   if (digest === undefined) {
     digest = moduleFiles([name]).then(digestOf);
-    ownModuleDigests.set(name, digest);
+    moduleDigests.set(name, digest);
   }
   return digest;
 }

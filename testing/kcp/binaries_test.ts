@@ -5,18 +5,28 @@ import {
   type Binaries,
   binaryDir,
   cacheDir,
+  DEFAULT_KCP_VERSION,
   findBinary,
   findKcpBinaries,
   findShardedKcpBinaries,
   HELM_VERSION,
-  KCP_VERSION,
+  KCP_RELEASES,
+  KCP_VERSIONS,
+  kcpVersionFromEnv,
   moduleDir,
+  parseKcpVersion,
   requireHelm,
   requireManifestCheck,
   requireShardedKcpBinaries,
   sourcesDigest,
 } from "./binaries.ts";
-import { HELM_KUBE_MINOR, planBuild, TARGETS } from "./build.ts";
+import {
+  HELM_KUBE_MINOR,
+  parseBuildArgs,
+  planBuild,
+  type PlanBuildOptions,
+  TARGETS,
+} from "./build.ts";
 import { runCommand } from "../mod.ts";
 
 function withEnv(
@@ -36,17 +46,84 @@ function withEnv(
   return fn().finally(() => apply(saved));
 }
 
-Deno.test("cacheDir() is keyed by kcp version and a digest of the Go modules", async () => {
-  await withEnv({ XDG_CACHE_HOME: "/var/cache/x" }, async () => {
-    const dir = await cacheDir();
-    assert.match(
-      dir,
-      new RegExp(
-        `^/var/cache/x/dependency-controller/kcp-${KCP_VERSION}-[0-9a-f]{12}$`,
-      ),
-    );
-    assert.equal(await cacheDir(), dir);
+Deno.test("cacheDir() is keyed by kcp version and a digest of that release's Go module", async () => {
+  await withEnv(
+    { XDG_CACHE_HOME: "/var/cache/x", KCP_VERSION: undefined },
+    async () => {
+      const dirs = [];
+      for (const version of KCP_VERSIONS) {
+        const dir = await cacheDir({ version });
+        assert.match(
+          dir,
+          new RegExp(
+            `^/var/cache/x/dependency-controller/kcp-${version}-[0-9a-f]{12}$`,
+          ),
+        );
+        dirs.push(dir);
+      }
+      assert.equal(new Set(dirs).size, KCP_VERSIONS.length);
+      assert.equal(await cacheDir(), await cacheDir({ version: "v0.31.2" }));
+      assert.match(
+        await binaryDir("kubectl"),
+        /\/dependency-controller\/kubectl-[0-9a-f]{12}-[0-9a-f]{12}$/,
+      );
+    },
+  );
+  await withEnv({ KCP_VERSION: "v0.28.1" }, async () => {
+    assert.equal(await cacheDir(), await cacheDir({ version: "v0.28.1" }));
   });
+});
+
+Deno.test("KCP_VERSION picks the kcp release; the newest is the default; an unknown one is refused", async () => {
+  assert.equal(DEFAULT_KCP_VERSION, KCP_VERSIONS[0]);
+  await withEnv({ KCP_VERSION: undefined }, async () => {
+    assert.equal(kcpVersionFromEnv(), "v0.31.2");
+  });
+  await withEnv({ KCP_VERSION: "" }, async () => {
+    assert.equal(kcpVersionFromEnv(), "v0.31.2");
+  });
+  await withEnv({ KCP_VERSION: "v0.28.1" }, async () => {
+    assert.equal(kcpVersionFromEnv(), "v0.28.1");
+  });
+  await withEnv({ KCP_VERSION: "v0.32.3" }, async () => {
+    assert.throws(
+      () => kcpVersionFromEnv(),
+      /Unknown kcp version "v0\.32\.3": this project builds v0\.31\.2 and v0\.28\.1/,
+    );
+  });
+  assert.equal(parseKcpVersion("v0.28.1"), "v0.28.1");
+  assert.deepEqual(parseBuildArgs(["kcp", "--kcp-version=v0.28.1"]), {
+    only: ["kcp"],
+    versions: ["v0.28.1"],
+  });
+  assert.deepEqual(parseBuildArgs([]), {});
+  assert.throws(() => parseBuildArgs(["--kcp-version=0.28"]), TypeError);
+});
+
+Deno.test("each kcp release is built from its own module with its own version stamp", async () => {
+  for (const version of KCP_VERSIONS) {
+    const { module, kubeVersion } = KCP_RELEASES[version];
+    const goMod = await Deno.readTextFile(`${moduleDir(module)}go.mod`);
+    assert.match(
+      goMod,
+      new RegExp(`^require github\\.com/kcp-dev/kcp ${version}$`, "m"),
+    );
+    const targets = TARGETS.filter((t) => t.version === version);
+    assert.deepEqual(targets.map((t) => t.name), [
+      "kcp",
+      "kcpFrontProxy",
+      "cacheServer",
+    ]);
+    for (const target of targets) {
+      assert.equal(target.module, module);
+      assert.match(
+        target.ldflags,
+        new RegExp(
+          `gitVersion=${kubeVersion.replaceAll(".", "\\.")}\\+kcp-${version}`,
+        ),
+      );
+    }
+  }
 });
 
 Deno.test("findKcpBinaries() takes KCP_BIN and KUBECTL_BIN over the cache", async () => {
@@ -58,6 +135,10 @@ Deno.test("findKcpBinaries() takes KCP_BIN and KUBECTL_BIN over the cache", asyn
       { KCP_BIN: `${dir}/kcp`, KUBECTL_BIN: `${dir}/kubectl` },
       async () => {
         assert.deepEqual(await findKcpBinaries(), {
+          kcp: `${dir}/kcp`,
+          kubectl: `${dir}/kubectl`,
+        });
+        assert.deepEqual(await findKcpBinaries({ version: "v0.28.1" }), {
           kcp: `${dir}/kcp`,
           kubectl: `${dir}/kubectl`,
         });
@@ -111,6 +192,7 @@ async function withCache(
       CACHE_SERVER_BIN: undefined,
       MANIFEST_CHECK_BIN: undefined,
       HELM_BIN: undefined,
+      KCP_VERSION: undefined,
       ...env,
     }, async () => {
       for (const file of files) {
@@ -127,6 +209,16 @@ async function withCache(
   }
 }
 
+/** Where the cache keeps one binary (for the default kcp release). */
+async function cached(name: keyof Binaries): Promise<string> {
+  return `${await binaryDir(name)}/${BINARIES[name].file}`;
+}
+
+/** Plans the binaries of the default kcp release and the others. */
+function planDefault(options: PlanBuildOptions = {}) {
+  return planBuild({ ...options, versions: [DEFAULT_KCP_VERSION] });
+}
+
 /** The binaries built from kcp's module beside kcp itself. */
 const SHARDED = ["kcp-front-proxy", "cache-server"];
 
@@ -134,17 +226,17 @@ Deno.test("a cache from before manifest-check still serves kcp and kubectl, and 
   await withCache(["kcp", "kubectl", ...SHARDED, "helm"], async (dir) => {
     assert.deepEqual(await findKcpBinaries(), {
       kcp: `${dir}/kcp`,
-      kubectl: `${dir}/kubectl`,
+      kubectl: await cached("kubectl"),
     });
     assert.equal(await findBinary("manifestCheck"), undefined);
     await assert.rejects(
       requireManifestCheck(),
       /Cannot find manifest-check: run 'deno task kcp:build' or set MANIFEST_CHECK_BIN/,
     );
-    const plan = await planBuild();
+    const plan = await planDefault();
     assert.deepEqual(plan.found, {
       kcp: `${dir}/kcp`,
-      kubectl: `${dir}/kubectl`,
+      kubectl: await cached("kubectl"),
       kcpFrontProxy: `${dir}/kcp-front-proxy`,
       cacheServer: `${dir}/cache-server`,
       helm: `${await binaryDir("helm")}/helm`,
@@ -159,27 +251,33 @@ Deno.test("a cache from before the sharded binaries still serves the others, and
   await withCache(["kcp", "kubectl", "helm"], async (dir) => {
     assert.deepEqual(await findKcpBinaries(), {
       kcp: `${dir}/kcp`,
-      kubectl: `${dir}/kubectl`,
+      kubectl: await cached("kubectl"),
     });
     assert.equal(await findShardedKcpBinaries(), undefined);
     await assert.rejects(
       requireShardedKcpBinaries(),
       /Cannot find the sharded kcp v\d+\.\d+\.\d+ binaries: run 'deno task kcp:build' or set KCP_BIN, KUBECTL_BIN, KCP_FRONT_PROXY_BIN and CACHE_SERVER_BIN/,
     );
-    await Deno.writeTextFile(`${dir}/manifest-check`, "");
+    const manifestCheck = await cached("manifestCheck");
+    await Deno.mkdir(dirname(manifestCheck), { recursive: true });
+    await Deno.writeTextFile(manifestCheck, "");
     await Deno.writeTextFile(
-      `${dir}/manifest-check.sources`,
+      `${manifestCheck}.sources`,
       `${await sourcesDigest("manifestCheck")}\n`,
     );
     assert.deepEqual(
-      (await planBuild()).missing.map((t) => [t.name, t.module, t.pkg]),
+      (await planDefault()).missing.map((t) => [t.name, t.module, t.pkg]),
       [
         [
           "kcpFrontProxy",
-          "server",
+          "server-v0.31",
           "github.com/kcp-dev/kcp/cmd/kcp-front-proxy",
         ],
-        ["cacheServer", "server", "github.com/kcp-dev/kcp/cmd/cache-server"],
+        [
+          "cacheServer",
+          "server-v0.31",
+          "github.com/kcp-dev/kcp/cmd/cache-server",
+        ],
       ],
     );
     assert.equal(await binaryDir("kcpFrontProxy"), dir, "beside kcp");
@@ -189,11 +287,11 @@ Deno.test("a cache from before the sharded binaries still serves the others, and
     await Deno.writeTextFile(`${dir}/cache-server`, "");
     assert.deepEqual(await requireShardedKcpBinaries(), {
       kcp: `${dir}/kcp`,
-      kubectl: `${dir}/kubectl`,
+      kubectl: await cached("kubectl"),
       kcpFrontProxy: `${dir}/kcp-front-proxy`,
       cacheServer: `${dir}/cache-server`,
     });
-    assert.deepEqual((await planBuild()).missing, []);
+    assert.deepEqual((await planDefault()).missing, []);
   });
 });
 
@@ -205,12 +303,12 @@ Deno.test("KCP_FRONT_PROXY_BIN and CACHE_SERVER_BIN override the cache", async (
     await withCache(["kcp", "kubectl"], async (dir) => {
       assert.deepEqual(await findShardedKcpBinaries(), {
         kcp: `${dir}/kcp`,
-        kubectl: `${dir}/kubectl`,
+        kubectl: await cached("kubectl"),
         kcpFrontProxy: `${other}/proxy`,
         cacheServer: `${other}/cache`,
       });
       assert.deepEqual(
-        (await planBuild({ only: ["kcp-front-proxy", "cache-server"] }))
+        (await planDefault({ only: ["kcp-front-proxy", "cache-server"] }))
           .missing,
         [],
       );
@@ -230,37 +328,41 @@ Deno.test("KCP_FRONT_PROXY_BIN and CACHE_SERVER_BIN override the cache", async (
 });
 
 Deno.test("the sharded binaries are built from kcp's module with kcp's version stamp", () => {
-  const kcp = TARGETS.find((t) => t.name === "kcp");
-  assert.ok(kcp);
-  for (const name of ["kcpFrontProxy", "cacheServer"] as const) {
-    const target = TARGETS.find((t) => t.name === name);
-    assert.ok(target);
-    assert.equal(target.module, "server");
-    assert.equal(target.ldflags, kcp.ldflags);
+  for (const version of KCP_VERSIONS) {
+    const kcp = TARGETS.find((t) => t.name === "kcp" && t.version === version);
+    assert.ok(kcp);
+    for (const name of ["kcpFrontProxy", "cacheServer"] as const) {
+      const target = TARGETS.find((t) =>
+        t.name === name && t.version === version
+      );
+      assert.ok(target);
+      assert.equal(target.module, kcp.module);
+      assert.equal(target.ldflags, kcp.ldflags);
+    }
+    assert.match(
+      kcp.ldflags,
+      new RegExp(`gitVersion=v1\\.\\d+\\.\\d+\\+kcp-${version}`),
+    );
   }
-  assert.match(
-    kcp.ldflags,
-    new RegExp(`gitVersion=v1\\.\\d+\\.\\d+\\+kcp-${KCP_VERSION}`),
-  );
 });
 
 Deno.test("planBuild({ only }) plans just the named binaries, as deno task dev asks for kcp and kubectl", async () => {
   await withCache(["kcp", "kubectl"], async (dir) => {
-    const plan = await planBuild({ only: ["kcp", "kubectl"] });
+    const plan = await planDefault({ only: ["kcp", "kubectl"] });
     assert.deepEqual(plan.found, {
       kcp: `${dir}/kcp`,
-      kubectl: `${dir}/kubectl`,
+      kubectl: await cached("kubectl"),
     });
     assert.deepEqual(plan.missing, []);
     assert.deepEqual(
-      (await planBuild({ only: ["manifest-check"] })).missing.map((t) =>
+      (await planDefault({ only: ["manifest-check"] })).missing.map((t) =>
         t.name
       ),
       ["manifestCheck"],
     );
     await assert.rejects(
       planBuild({ only: ["kcp", "kpc"] }),
-      /Cannot build kpc: the binaries are kcp, kubectl, kcp-front-proxy, cache-server, manifest-check, helm$/,
+      /Cannot build kpc: the binaries are kcp, kcp-front-proxy, cache-server, kubectl, manifest-check, helm$/,
     );
   });
 });
@@ -275,19 +377,20 @@ Deno.test("a cached manifest-check counts only while its sources digest matches"
     ...SHARDED,
     "manifest-check",
     "helm",
-  ], async (dir) => {
+  ], async () => {
+    const path = await cached("manifestCheck");
     // No stamp: built by something else, or interrupted before the stamp.
     assert.equal(await findBinary("manifestCheck"), undefined);
-    await Deno.writeTextFile(`${dir}/manifest-check.sources`, "000000000000\n");
+    await Deno.writeTextFile(`${path}.sources`, "000000000000\n");
     assert.equal(await findBinary("manifestCheck"), undefined);
     assert.deepEqual(
-      (await planBuild()).missing.map((t) => t.name),
+      (await planDefault()).missing.map((t) => t.name),
       ["manifestCheck"],
     );
-    await Deno.writeTextFile(`${dir}/manifest-check.sources`, `${digest}\n`);
-    assert.equal(await findBinary("manifestCheck"), `${dir}/manifest-check`);
-    assert.equal(await requireManifestCheck(), `${dir}/manifest-check`);
-    assert.deepEqual((await planBuild()).missing, []);
+    await Deno.writeTextFile(`${path}.sources`, `${digest}\n`);
+    assert.equal(await findBinary("manifestCheck"), path);
+    assert.equal(await requireManifestCheck(), path);
+    assert.deepEqual((await planDefault()).missing, []);
   });
 });
 
@@ -300,7 +403,7 @@ Deno.test("MANIFEST_CHECK_BIN overrides the cache, and kcp:build then builds not
         await findBinary("manifestCheck"),
         `${other}/manifest-check`,
       );
-      assert.deepEqual((await planBuild()).missing, []);
+      assert.deepEqual((await planDefault()).missing, []);
       const { code, stdout: out } = await runCommand(Deno.execPath(), [
         "run",
         "--allow-run",
@@ -308,6 +411,7 @@ Deno.test("MANIFEST_CHECK_BIN overrides the cache, and kcp:build then builds not
         "--allow-read",
         "--allow-write",
         new URL("./build.ts", import.meta.url).pathname,
+        `--kcp-version=${DEFAULT_KCP_VERSION}`,
       ], { env: { NO_COLOR: "1", PATH: "" } });
       assert.equal(code, 0);
       assert.match(out, /^kcp:build: found in .* ms: kcp .*manifest-check /);
@@ -316,7 +420,7 @@ Deno.test("MANIFEST_CHECK_BIN overrides the cache, and kcp:build then builds not
         await Array.fromAsync(Deno.readDir(dir), (e) => e.name).then((n) =>
           n.sort()
         ),
-        ["cache-server", "kcp", "kcp-front-proxy", "kubectl"],
+        ["cache-server", "kcp", "kcp-front-proxy"],
       );
     }, { MANIFEST_CHECK_BIN: `${other}/manifest-check` });
     await withEnv(
@@ -344,14 +448,18 @@ Deno.test("helm is cached apart from kcp, keyed by its own module: a cache from 
     );
     assert.equal(dirname(helmDir), dirname(dir), "beside kcp's cache");
     assert.equal(await binaryDir("kcp"), dir);
-    assert.equal(await binaryDir("manifestCheck"), dir);
+    assert.equal(
+      await binaryDir("manifestCheck"),
+      await cacheDir({ version: "v0.28.1" }),
+      "built from kcp v0.28.1's module",
+    );
     assert.equal(await findBinary("helm"), undefined);
     await assert.rejects(
       requireHelm(),
       /Cannot find helm v\d+\.\d+\.\d+: run 'deno task kcp:build' or set HELM_BIN/,
     );
     assert.deepEqual(
-      (await planBuild({ only: ["kcp", "kubectl", "helm"] })).missing.map((
+      (await planDefault({ only: ["kcp", "kubectl", "helm"] })).missing.map((
         t,
       ) => [t.name, t.module, t.pkg]),
       [["helm", "helm", "helm.sh/helm/v3/cmd/helm"]],
@@ -359,12 +467,12 @@ Deno.test("helm is cached apart from kcp, keyed by its own module: a cache from 
     await Deno.mkdir(helmDir, { recursive: true });
     await Deno.writeTextFile(`${helmDir}/helm`, "");
     assert.equal(await requireHelm(), `${helmDir}/helm`);
-    // kcp's cache holds no helm.
+    // kcp's cache holds no helm (and kubectl is cached apart too).
     assert.deepEqual(
       await Array.fromAsync(Deno.readDir(dir), (e) => e.name).then((n) =>
         n.sort()
       ),
-      ["kcp", "kubectl"],
+      ["kcp"],
     );
   });
 });
@@ -376,7 +484,7 @@ Deno.test("HELM_BIN overrides the cache", async () => {
     await withCache(["kcp", "kubectl"], async () => {
       assert.equal(await requireHelm(), `${other}/helm`);
       assert.deepEqual(
-        (await planBuild({ only: ["helm"] })).missing,
+        (await planDefault({ only: ["helm"] })).missing,
         [],
       );
     }, { HELM_BIN: `${other}/helm` });

@@ -10,6 +10,9 @@
  * compiled out of those to compile (`build_progress.ts`): every 10 s, or one
  * line redrawn in place on a terminal. Arguments name the binaries to
  * provide (`kcp kubectl` for `deno task dev`); none means all.
+ * `--kcp-version=<v>` (repeatable) limits the binaries of a kcp release
+ * (`kcp`, `kcp-front-proxy`, `cache-server`) to those releases; by default
+ * both releases of {@linkcode KCP_VERSIONS} are built.
  *
  * @module
  */
@@ -20,8 +23,11 @@ import {
   findBinary,
   type GoModule,
   HELM_VERSION,
-  KCP_VERSION,
+  KCP_RELEASES,
+  KCP_VERSIONS,
+  type KcpVersion,
   moduleDir,
+  parseKcpVersion,
   sourcesDigest,
 } from "./binaries.ts";
 import { buildWithProgress } from "./build_progress.ts";
@@ -32,20 +38,48 @@ export interface Target {
   module: GoModule;
   pkg: string;
   ldflags: string;
+  /** For a binary of a kcp release: which release. */
+  version?: KcpVersion;
 }
-
-const KUBE_VERSION = "v1.32.3";
 
 /**
  * The version stamp of kcp's Makefile (`LDFLAGS`), for every binary built
- * from the kcp module: what `/version` reports.
+ * from a kcp release's module: what `/version` reports.
  */
-const KCP_LDFLAGS = [
-  `-X k8s.io/component-base/version.gitVersion=${KUBE_VERSION}+kcp-${KCP_VERSION}`,
-  "-X k8s.io/component-base/version.gitMajor=1",
-  "-X k8s.io/component-base/version.gitMinor=32",
-  `-X k8s.io/client-go/pkg/version.gitVersion=${KUBE_VERSION}+kcp-${KCP_VERSION}`,
-].join(" ");
+export function kcpLdflags(version: KcpVersion): string {
+  const kube = KCP_RELEASES[version].kubeVersion;
+  const minor = kube.split(".")[1];
+  return [
+    `-X k8s.io/component-base/version.gitVersion=${kube}+kcp-${version}`,
+    "-X k8s.io/component-base/version.gitMajor=1",
+    `-X k8s.io/component-base/version.gitMinor=${minor}`,
+    `-X k8s.io/client-go/pkg/version.gitVersion=${kube}+kcp-${version}`,
+  ].join(" ");
+}
+
+/** The binaries of one kcp release, built from its module. */
+function releaseTargets(version: KcpVersion): Target[] {
+  const module = KCP_RELEASES[version].module;
+  const ldflags = kcpLdflags(version);
+  const cmd = "github.com/kcp-dev/kcp/cmd";
+  return [
+    { name: "kcp", module, pkg: `${cmd}/kcp`, ldflags, version },
+    {
+      name: "kcpFrontProxy",
+      module,
+      pkg: `${cmd}/kcp-front-proxy`,
+      ldflags,
+      version,
+    },
+    {
+      name: "cacheServer",
+      module,
+      pkg: `${cmd}/cache-server`,
+      ldflags,
+      version,
+    },
+  ];
+}
 
 /**
  * The Kubernetes minor release of the `k8s.io/*` modules `helm/go.mod`
@@ -55,31 +89,17 @@ const KCP_LDFLAGS = [
  */
 export const HELM_KUBE_MINOR = 37;
 
-/** Every binary `kcp:build` provides, in build order. */
+/**
+ * Every binary `kcp:build` provides, in build order: the newest kcp release
+ * and kubectl first (what `deno task dev` needs), then the rest.
+ */
 export const TARGETS: readonly Target[] = [
-  {
-    name: "kcp",
-    module: "server",
-    pkg: "github.com/kcp-dev/kcp/cmd/kcp",
-    ldflags: KCP_LDFLAGS,
-  },
+  ...releaseTargets(KCP_VERSIONS[0]),
   {
     name: "kubectl",
     module: "kubectl",
     pkg: "k8s.io/kubernetes/cmd/kubectl",
     ldflags: "",
-  },
-  {
-    name: "kcpFrontProxy",
-    module: "server",
-    pkg: "github.com/kcp-dev/kcp/cmd/kcp-front-proxy",
-    ldflags: KCP_LDFLAGS,
-  },
-  {
-    name: "cacheServer",
-    module: "server",
-    pkg: "github.com/kcp-dev/kcp/cmd/cache-server",
-    ldflags: KCP_LDFLAGS,
   },
   {
     name: "manifestCheck",
@@ -99,18 +119,35 @@ export const TARGETS: readonly Target[] = [
       ]),
     ].join(" "),
   },
+  ...KCP_VERSIONS.slice(1).flatMap(releaseTargets),
 ];
 
-/** What a build would do: the binaries found, and the targets to build. */
+/**
+ * What a build would do: the binaries found, by key (a kcp release's
+ * binaries other than the newest's as `<key>@<version>`), and the targets to
+ * build.
+ */
 export interface BuildPlan {
-  found: Partial<Binaries>;
+  found: Record<string, string>;
   missing: Target[];
+}
+
+/** The key of a target in {@linkcode BuildPlan.found}. */
+export function foundKey(target: Target): string {
+  return target.version === undefined || target.version === KCP_VERSIONS[0]
+    ? target.name
+    : `${target.name}@${target.version}`;
 }
 
 /** Options for {@linkcode planBuild}. */
 export interface PlanBuildOptions {
   /** Only these binaries (file names, e.g. `kcp`). @default every target */
   only?: readonly string[];
+  /**
+   * Only these kcp releases' binaries (`kcp`, `kcp-front-proxy`,
+   * `cache-server`). @default every release
+   */
+  versions?: readonly KcpVersion[];
 }
 
 /**
@@ -123,7 +160,7 @@ export interface PlanBuildOptions {
 export async function planBuild(
   options: PlanBuildOptions = {},
 ): Promise<BuildPlan> {
-  const known = TARGETS.map((t) => BINARIES[t.name].file);
+  const known = [...new Set(TARGETS.map((t) => BINARIES[t.name].file))];
   const unknown = (options.only ?? []).filter((f) => !known.includes(f));
   if (unknown.length > 0) {
     throw new TypeError(
@@ -132,14 +169,24 @@ export async function planBuild(
       }`,
     );
   }
-  const found: Partial<Binaries> = {};
+  const found: Record<string, string> = {};
   const missing: Target[] = [];
   for (const target of TARGETS) {
     const file = BINARIES[target.name].file;
     if (options.only !== undefined && !options.only.includes(file)) continue;
-    const path = await findBinary(target.name);
+    const version = target.version;
+    if (
+      version !== undefined &&
+      !(options.versions ?? [version]).includes(version)
+    ) {
+      continue;
+    }
+    const path = await findBinary(
+      target.name,
+      version === undefined ? {} : { version },
+    );
     if (path === undefined) missing.push(target);
-    else found[target.name] = path;
+    else found[foundKey(target)] = path;
   }
   return { found, missing };
 }
@@ -148,16 +195,17 @@ async function main(args: string[]): Promise<number> {
   const started = performance.now();
   let plan: BuildPlan;
   try {
-    plan = await planBuild(args.length > 0 ? { only: args } : {});
+    plan = await planBuild(parseBuildArgs(args));
   } catch (error) {
     console.error(
       `kcp:build: ${error instanceof Error ? error.message : error}`,
     );
     return 1;
   }
-  const found = Object.entries(plan.found).map(([name, path]) =>
-    `${BINARIES[name as keyof Binaries].file} ${path}`
-  );
+  const found = TARGETS.flatMap((target) => {
+    const path = plan.found[foundKey(target)];
+    return path === undefined ? [] : [`${label(target)} ${path}`];
+  });
   if (found.length > 0) {
     const ms = (performance.now() - started).toFixed(1);
     console.log(`kcp:build: found in ${ms} ms: ${found.join(", ")}`);
@@ -166,14 +214,17 @@ async function main(args: string[]): Promise<number> {
   const built = new Map<string, string[]>();
   for (const target of plan.missing) {
     const file = BINARIES[target.name].file;
-    const dir = await binaryDir(target.name);
+    const dir = await binaryDir(
+      target.name,
+      target.version === undefined ? {} : { version: target.version },
+    );
     await Deno.mkdir(dir, { recursive: true });
     // Built beside its final name and renamed when complete, so the cache
     // never holds a partial binary under the name the harness looks for.
     const staging = `${dir}/${file}.partial-${Deno.pid}`;
     const t0 = performance.now();
     console.log(
-      `kcp:build: building ${file} (${target.pkg})${
+      `kcp:build: building ${label(target)} (${target.pkg})${
         target.name === "manifestCheck" ? "" : "; a cold build takes minutes"
       }`,
     );
@@ -192,15 +243,12 @@ async function main(args: string[]): Promise<number> {
       return 1;
     }
     console.log(
-      `kcp:build: built ${file} in ${seconds(performance.now() - t0)}`,
+      `kcp:build: built ${label(target)} in ${seconds(performance.now() - t0)}`,
     );
     built.set(dir, [...built.get(dir) ?? [], file]);
   }
   for (const [dir, files] of built) {
-    const release = files.includes("helm")
-      ? `helm ${HELM_VERSION}`
-      : `kcp ${KCP_VERSION}`;
-    console.log(`kcp:build: ${files.join(", ")} (${release}) in ${dir}`);
+    console.log(`kcp:build: ${files.join(", ")} in ${dir}`);
   }
   console.log(`kcp:build: total ${seconds(performance.now() - started)}`);
   return 0;
@@ -245,6 +293,32 @@ async function goBuild(target: Target, output: string): Promise<void> {
     }
     throw new Error(`Cannot build ${file}: ${errorMessage(error)}`);
   }
+}
+
+/** A binary's file name, with its kcp release for a release's binary. */
+function label(target: Target): string {
+  const file = BINARIES[target.name].file;
+  return target.version === undefined ? file : `${file} ${target.version}`;
+}
+
+/**
+ * The command line of `kcp:build`: binary names, and `--kcp-version=<v>`
+ * (repeatable) to build only those kcp releases' binaries.
+ *
+ * @throws {TypeError} If a version is unknown.
+ */
+export function parseBuildArgs(args: readonly string[]): PlanBuildOptions {
+  const only: string[] = [];
+  const versions: KcpVersion[] = [];
+  for (const arg of args) {
+    const match = /^--kcp-version=(.*)$/.exec(arg);
+    if (match) versions.push(parseKcpVersion(match[1] ?? ""));
+    else only.push(arg);
+  }
+  return {
+    ...(only.length > 0 ? { only } : {}),
+    ...(versions.length > 0 ? { versions } : {}),
+  };
 }
 
 function errorMessage(error: unknown): string {

@@ -25,20 +25,11 @@ import type {
 import { Applier } from "./applier.ts";
 import { PathCache } from "./path_cache.ts";
 import { LOCKS_PATH } from "../locks/mod.ts";
-import {
-  type LockTargetAnswer,
-  lockTargetKey,
-  type LockTargetRef,
-} from "./lock_targets.ts";
+import type { LockTargetAnswer, LockTargetRef } from "./lock_targets.ts";
 import { PassScheduler, ReadCache, type Reading } from "../runtime/mod.ts";
 import { AccessWait } from "./access_wait.ts";
-import { ReadLimit } from "./read_limit.ts";
-import {
-  describeExportReading,
-  type ExportAnswer,
-  exportKey,
-  type ExportRef,
-} from "../exports/mod.ts";
+import { readCache } from "./read_caches.ts";
+import type { ExportAnswer, ExportRef } from "../exports/mod.ts";
 import { type Plan, PlanMemo, planReconcile } from "./reconcile_plan.ts";
 import { accessKey, type AccessRef } from "./webhook_access.ts";
 import {
@@ -153,13 +144,6 @@ export interface ReconcilerOptions {
 }
 
 /**
- * How often answers that are expected to change soon (an export or a
- * binding not there yet, a grant not applied yet) are read again, besides
- * the resync.
- */
-const RECHECK_MS = 15_000;
-
-/**
  * How long a status waits for the first answers about the webhook's reads
  * once they are sent: longer than one read that times out (the client's
  * 10 s) and its retry.
@@ -167,13 +151,6 @@ const RECHECK_MS = 15_000;
 const ACCESS_WAIT_MS = 20_000;
 /** How long a status waits for them at most, sent or still in line. */
 const ACCESS_MAX_WAIT_MS = 60_000;
-
-/**
- * How many reads of each kind run at once (see `read_limit.ts`): an export
- * read makes one request for the export and a few at a time for its
- * schemas; an access review is one request.
- */
-const READS_AT_ONCE = { exports: 8, lockTargets: 8, access: 16 } as const;
 
 /** The webhook settings last read, or why they could not be. */
 type Settings = WebhookClientSettings | { error: string };
@@ -245,62 +222,27 @@ export class Reconciler {
       onChange: () => this.trigger(),
       onResolved: (failure) => observer?.wrote("resolve", failure),
     });
-    this.#exports = options.readExport === undefined
-      ? undefined
-      : new ReadCache({
-        key: exportKey,
-        read: new ReadLimit(READS_AT_ONCE.exports).wrap(options.readExport),
-        log: options.log,
-        what: "APIExport",
-        describe: describeExportReading,
-        backoff,
-        // An export not there yet is often being created: look again soon.
-        recheck: { when: (answer) => !answer.found, everyMs: RECHECK_MS },
-        onChange: () => this.trigger(),
-      });
-    this.#lockTargets = options.readLockTarget === undefined
-      ? undefined
-      : new ReadCache({
-        key: lockTargetKey,
-        read: new ReadLimit(READS_AT_ONCE.lockTargets).wrap(
-          options.readLockTarget,
-        ),
-        log: options.log,
-        what: "a Lock's target type",
-        // A type not served yet is often being bound: look again soon.
-        recheck: { when: (answer) => !answer.served, everyMs: RECHECK_MS },
-        describe: (ref, reading) => ({
-          cluster: ref.cluster,
-          type: `${ref.resource}.${ref.group}`,
-          version: ref.version,
-          ...reading,
-        }),
-        backoff,
-        onChange: () => this.trigger(),
-      });
-    this.#access = options.webhookAccess === undefined
-      ? undefined
-      : new ReadCache({
-        key: (ref) => accessKey(ref, this.#memo),
-        read: new ReadLimit(READS_AT_ONCE.access).wrap(
-          options.webhookAccess.read,
-          (ref) => this.#accessWait.sent(accessKey(ref, this.#memo)),
-        ),
-        log: options.log,
-        what: "whether the webhook may read a type",
-        // A grant an operator is about to apply: look again soon.
-        recheck: { when: (allowed) => !allowed, everyMs: RECHECK_MS },
-        describe: (ref, reading) => ({
-          cluster: ref.cluster,
-          verb: ref.verb,
-          type: `${ref.resource}.${ref.group}`,
-          allowed: reading.answer,
-          error: reading.error,
-        }),
-        backoff,
-        onChange: () => this.trigger(),
-      });
-
+    // The background reads, each kind built from its row of the table
+    // (read_caches.ts).
+    const reads = {
+      log: options.log,
+      memo: this.#memo,
+      backoff,
+      onChange: () => this.trigger(),
+    };
+    this.#exports = readCache("exports", {
+      read: options.readExport,
+      ...reads,
+    });
+    this.#lockTargets = readCache("lockTargets", {
+      read: options.readLockTarget,
+      ...reads,
+    });
+    this.#access = readCache("access", {
+      read: options.webhookAccess?.read,
+      onStart: (ref) => this.#accessWait.sent(accessKey(ref, this.#memo)),
+      ...reads,
+    });
     this.#applier = new Applier({
       client: options.client,
       log: options.log,

@@ -1,7 +1,14 @@
 /**
  * A weighted semaphore with a deadline on waiting: how the webhook bounds
  * the bytes of review bodies being parsed and the reviews that list
- * dependents at once, so that no burst of clients can exhaust its memory.
+ * dependents at once, so that no burst of clients can exhaust its memory,
+ * and how the controller's background reads of one kind take turns
+ * ({@linkcode Semaphore.wrap}). A cold start wants thousands of reads in
+ * one pass: sent at once, they queue on the one connection to kcp behind
+ * each other, and those at the back reach their deadline before kcp even
+ * sees them. In turns, each read's deadline covers only its own exchange,
+ * and the reads that settle the first configurations and statuses are not
+ * held up behind the rest.
  *
  * @example Usage
  * ```ts
@@ -20,6 +27,16 @@
  * }
  * ```
  *
+ * @example Reads in turns
+ * ```ts
+ * import { Semaphore } from "./semaphore.ts";
+ *
+ * const read = new Semaphore(2).wrap((name: string) =>
+ *   Promise.resolve(name.length)
+ * );
+ * await read("vpcs", new AbortController().signal); // 4
+ * ```
+ *
  * @module
  */
 
@@ -30,7 +47,11 @@ interface Waiter {
 
 /** Options of {@linkcode Semaphore.acquire}. */
 export interface AcquireOptions {
-  /** How long to wait for the permits; `0` does not wait. */
+  /**
+   * How long to wait for the permits; `0` does not wait. A semaphore
+   * (not a `FairQueue`) takes `Infinity`: it waits until they come or the
+   * signal aborts.
+   */
   timeoutMs: number;
   /** Gives up waiting when aborted. */
   signal?: AbortSignal;
@@ -112,10 +133,36 @@ export class Semaphore {
         // A heavy waiter leaving may let lighter ones behind it go.
         this.#grant();
       };
-      const timer = setTimeout(giveUp, options.timeoutMs);
+      const timer = Number.isFinite(options.timeoutMs)
+        ? setTimeout(giveUp, options.timeoutMs)
+        : undefined;
       options.signal?.addEventListener("abort", giveUp, { once: true });
       this.#queue.push(waiter);
     });
+  }
+
+  /**
+   * `task` made to wait for its turn: each call takes one permit, waiting
+   * without a deadline, in the order the calls came, and gives it back
+   * when the task ends, whether it succeeded or threw (`onStart` is told
+   * when a call gets its turn). A call whose signal has aborted, or aborts
+   * while it waits, is rejected with the signal's reason and never runs.
+   */
+  wrap<R, A>(
+    task: (ref: R, signal: AbortSignal) => Promise<A>,
+    options: { onStart?: (ref: R) => void } = {},
+  ): (ref: R, signal: AbortSignal) => Promise<A> {
+    return async (ref, signal) => {
+      signal.throwIfAborted();
+      const release = await this.acquire(1, { timeoutMs: Infinity, signal });
+      if (release === undefined) throw signal.reason;
+      try {
+        options.onStart?.(ref);
+        return await task(ref, signal);
+      } finally {
+        release();
+      }
+    };
   }
 
   #releaser(weight: number): () => void {

@@ -105,3 +105,96 @@ Deno.test("new Semaphore() refuses a capacity that is not a positive integer", (
     assert.throws(() => new Semaphore(capacity), RangeError);
   }
 });
+
+/** A task that ends when the test says, recording the order tasks start in. */
+function controlled(): {
+  task: (name: string, signal: AbortSignal) => Promise<string>;
+  started: string[];
+  finish: (name: string) => void;
+} {
+  const started: string[] = [];
+  const pending = new Map<string, () => void>();
+  return {
+    started,
+    task: (name) =>
+      new Promise((resolve) => {
+        started.push(name);
+        pending.set(name, () => resolve(name));
+      }),
+    finish: (name) => pending.get(name)!(),
+  };
+}
+
+/** Lets promise callbacks run. */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 5; i++) await Promise.resolve();
+}
+
+Deno.test("Semaphore.wrap() runs at most the capacity of tasks at once, the others in the order they came", async () => {
+  const semaphore = new Semaphore(2);
+  const { task, started, finish } = controlled();
+  const limited = semaphore.wrap(task);
+  const signal = new AbortController().signal;
+  const answers = ["a", "b", "c", "d"].map((name) => limited(name, signal));
+  await settle();
+  assert.deepEqual(started, ["a", "b"]);
+  assert.equal(semaphore.used, 2);
+  assert.equal(semaphore.waiting, 2);
+  finish("b");
+  await settle();
+  assert.deepEqual(started, ["a", "b", "c"]);
+  finish("a");
+  finish("c");
+  await settle();
+  finish("d");
+  assert.deepEqual(await Promise.all(answers), ["a", "b", "c", "d"]);
+  assert.equal(semaphore.used, 0);
+  assert.equal(semaphore.waiting, 0);
+});
+
+Deno.test("Semaphore.wrap() rejects a waiting task whose signal aborts, which never runs, and frees the permit of a task that throws", async () => {
+  const semaphore = new Semaphore(1);
+  const { task, started, finish } = controlled();
+  const limited = semaphore.wrap(task);
+  const first = limited("a", new AbortController().signal);
+  const abort = new AbortController();
+  const second = limited("b", abort.signal);
+  const third = limited("c", new AbortController().signal);
+  abort.abort(new Error("stopped"));
+  await assert.rejects(second, /stopped/);
+  finish("a");
+  await first;
+  await settle();
+  assert.deepEqual(started, ["a", "c"]);
+  finish("c");
+  await third;
+  const failing = semaphore.wrap(() => Promise.reject(new Error("403")));
+  await assert.rejects(failing("x", new AbortController().signal), /403/);
+  assert.equal(semaphore.used, 0);
+  await assert.rejects(
+    limited("d", AbortSignal.abort(new Error("gone"))),
+    /gone/,
+  );
+  assert.deepEqual(started, ["a", "c"], "an aborted signal never runs");
+});
+
+Deno.test("Semaphore.wrap() tells when each task gets its turn, and waits without a deadline", async () => {
+  const semaphore = new Semaphore(1);
+  const { task, finish } = controlled();
+  const turns: string[] = [];
+  const limited = semaphore.wrap(task, {
+    onStart: (name) => turns.push(name),
+  });
+  const signal = new AbortController().signal;
+  const answers = [limited("a", signal), limited("b", signal)];
+  await settle();
+  assert.deepEqual(turns, ["a"]);
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.deepEqual(turns, ["a"], "b still waits, no timer gave up on it");
+  assert.equal(semaphore.waiting, 1);
+  finish("a");
+  await settle();
+  assert.deepEqual(turns, ["a", "b"]);
+  finish("b");
+  await Promise.all(answers);
+});

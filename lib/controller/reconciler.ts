@@ -1,9 +1,11 @@
 /**
  * The controller's reconcile loop: caches, then a pure plan, then writes.
- * Each pass reads what the caches show (the watches, the workspace paths,
+ * Each pass reads what the caches show (the watches, the four read caches:
+ * workspace paths, APIExports, Lock targets and the webhook's access, and
  * the webhook settings), computes the desired state from scratch
- * ({@linkcode planReconcile}), tells the path cache which paths are wanted
- * and hands the writes to the applier. A pass runs after every change the
+ * ({@linkcode planReconcile}, with the reconciler's own {@linkcode PlanMemo}
+ * of what earlier passes found), tells the read caches what is wanted and
+ * hands the writes to the applier. A pass runs after every change the
  * caches report, when the applier asks (a retry, a failed write), and every
  * resync period; passes never overlap and triggers coalesce.
  *

@@ -1,0 +1,521 @@
+/**
+ * The house rules of the code's layout, kept by a test (see "Components and
+ * packages" in docs/architecture.md):
+ *
+ * - outside a package `lib/<pkg>/`, only its `mod.ts` is imported (a
+ *   package's own files, its tests among them, import each other freely);
+ * - every module under `lib/` with code has a `*_test.ts` beside it (a
+ *   module of types and re-exports only, such as most `mod.ts`, needs none);
+ * - no import cycle between files, and no import from a package of `lib/`
+ *   to one of a higher layer ({@linkcode LAYERS}).
+ *
+ * The checks are pure functions of the files (path and source), tested on
+ * small in-memory trees that break each rule, and then run on this
+ * repository. Imports are found by a plain scan of the relative specifiers
+ * of `import ... from "..."`, `export ... from "..."`, `import "..."` and
+ * `import("...")`. No kcp, no network.
+ */
+import assert from "node:assert/strict";
+
+/**
+ * The packages of `lib/`, lowest layer first: a package imports only
+ * packages before it in this list. Derived from the imports: `runtime`
+ * needs nothing, `causes` and `when` need nothing of `lib/` either, the
+ * controller draws the graph, and grants reads as the webhook does. The
+ * same order is the package table of docs/architecture.md.
+ */
+const LAYERS: readonly string[] = [
+  "runtime",
+  "causes",
+  "kcp",
+  "when",
+  "rules",
+  "exports",
+  "locks",
+  "graph",
+  "webhook",
+  "controller",
+  "grants",
+  "plugin",
+];
+
+/** The top-level files and directories whose `.ts` files are checked. */
+const CHECKED = [
+  "controller.ts",
+  "webhook.ts",
+  "kubectl_dependencies.ts",
+  "lib",
+  "testing",
+  "tests",
+  "bench",
+  "scripts",
+];
+
+/** One source file: its path from the repository root, with `/`, and text. */
+interface SourceFile {
+  path: string;
+  source: string;
+}
+
+/** One relative import of a file: what it says and the path it names. */
+interface Import {
+  specifier: string;
+  target: string;
+}
+
+/** `import ... from "x"`, `export ... from "x"`, over several lines too. */
+const STATIC_IMPORT =
+  /^[ \t]*(?:import|export)\s+(?:type\s+)?(?:[\w$]+\s*,?\s*)?(?:\{[^}]*\}|\*(?:\s+as\s+[\w$]+)?)?\s*from\s*["']([^"']+)["']/gm;
+/** `import "x"`, for its effects. */
+const BARE_IMPORT = /^[ \t]*import\s*["']([^"']+)["']/gm;
+/** `import("x")` with a literal specifier. */
+const DYNAMIC_IMPORT = /\bimport\(\s*["']([^"']+)["']\s*\)/g;
+
+/** `a/b/../c/./d.ts` as `a/c/d.ts`. */
+function normalize(path: string): string {
+  const parts: string[] = [];
+  for (const part of path.split("/")) {
+    if (part === "" || part === ".") continue;
+    if (part === ".." && parts.length > 0 && parts.at(-1) !== "..") {
+      parts.pop();
+    } else {
+      parts.push(part);
+    }
+  }
+  return parts.join("/");
+}
+
+/** The directory of a path, `""` at the root. */
+function dirname(path: string): string {
+  const slash = path.lastIndexOf("/");
+  return slash < 0 ? "" : path.slice(0, slash);
+}
+
+/**
+ * The relative imports of a file, in the order written. Dynamic imports on
+ * comment lines (starting with `//`, `/*` or `*`) are not imports.
+ */
+function relativeImports(file: SourceFile): Import[] {
+  const specifiers: string[] = [];
+  for (const pattern of [STATIC_IMPORT, BARE_IMPORT]) {
+    for (const match of file.source.matchAll(pattern)) {
+      specifiers.push(match[1]!);
+    }
+  }
+  for (const line of file.source.split("\n")) {
+    if (/^\s*(?:\/\/|\/\*|\*)/.test(line)) continue;
+    for (const match of line.matchAll(DYNAMIC_IMPORT)) {
+      specifiers.push(match[1]!);
+    }
+  }
+  return specifiers
+    .filter((specifier) => /^\.\.?\//.test(specifier))
+    .map((specifier) => ({
+      specifier,
+      target: normalize(`${dirname(file.path)}/${specifier}`),
+    }));
+}
+
+/** The package of a path under `lib/` (`lib/kcp/urls.ts` is `kcp`). */
+function packageOf(path: string): string | undefined {
+  return /^lib\/([^/]+)\/./.exec(path)?.[1];
+}
+
+/**
+ * (a) Imports from outside a package `lib/<pkg>/` of any of its files but
+ * its `mod.ts`.
+ */
+function deepImports(files: readonly SourceFile[]): string[] {
+  const violations: string[] = [];
+  for (const file of files) {
+    const own = packageOf(file.path);
+    for (const { target } of relativeImports(file)) {
+      const pkg = packageOf(target);
+      if (pkg === undefined || pkg === own) continue;
+      if (target === `lib/${pkg}/mod.ts`) continue;
+      violations.push(
+        `${file.path} imports ${target}; outside lib/${pkg}/ import lib/${pkg}/mod.ts`,
+      );
+    }
+  }
+  return violations;
+}
+
+/**
+ * Whether a module has code that runs: a function, class, variable or enum
+ * declared at the start of a line (comments' lines start with `*` or `//`
+ * and do not count), or a default export. Interfaces, type aliases and
+ * re-exports are not code.
+ */
+function hasCode(source: string): boolean {
+  return /^[ \t]*(?:export\s+)?(?:default\s+)?(?:declare\s+)?(?:abstract\s+)?(?:async\s+)?(?:function|class|const|let|var|enum)\b/m
+    .test(source) ||
+    /^[ \t]*export\s+default\b/m.test(source);
+}
+
+/** (b) Modules under `lib/` with code and no `*_test.ts` beside them. */
+function missingTests(files: readonly SourceFile[]): string[] {
+  const paths = new Set(files.map((file) => file.path));
+  return files
+    .filter((file) =>
+      packageOf(file.path) !== undefined && !file.path.endsWith("_test.ts") &&
+      hasCode(file.source) &&
+      !paths.has(file.path.replace(/\.ts$/, "_test.ts"))
+    )
+    .map((file) =>
+      `${file.path} has code and no ${
+        file.path.replace(/^.*\//, "").replace(/\.ts$/, "_test.ts")
+      } beside it`
+    );
+}
+
+/**
+ * (c) Import cycles between the files: each as its files in a cycle,
+ * `a.ts -> b.ts -> a.ts`. Imports of files not in `files` are left out.
+ */
+function importCycles(files: readonly SourceFile[]): string[] {
+  const edges = new Map<string, string[]>();
+  for (const file of files) edges.set(file.path, []);
+  for (const file of files) {
+    for (const { target } of relativeImports(file)) {
+      if (edges.has(target)) edges.get(file.path)!.push(target);
+    }
+  }
+  // Depth first; an edge back to a file on the current path closes a cycle.
+  const cycles: string[] = [];
+  const done = new Set<string>();
+  const onPath: string[] = [];
+  const visit = (path: string): void => {
+    onPath.push(path);
+    for (const next of edges.get(path)!) {
+      const at = onPath.indexOf(next);
+      if (at >= 0) {
+        cycles.push([...onPath.slice(at), next].join(" -> "));
+      } else if (!done.has(next)) {
+        visit(next);
+      }
+    }
+    onPath.pop();
+    done.add(path);
+  };
+  for (const path of [...edges.keys()].sort()) {
+    if (!done.has(path)) visit(path);
+  }
+  return cycles;
+}
+
+/**
+ * (c) Imports from a package of `lib/` to one of a higher layer in
+ * `layers`, and packages that are not in `layers` at all.
+ */
+function backArrows(
+  files: readonly SourceFile[],
+  layers: readonly string[],
+): string[] {
+  const violations: string[] = [];
+  const unlisted = new Set<string>();
+  for (const file of files) {
+    const own = packageOf(file.path);
+    if (own === undefined) continue;
+    if (!layers.includes(own)) unlisted.add(own);
+    for (const { target } of relativeImports(file)) {
+      const pkg = packageOf(target);
+      if (pkg === undefined || pkg === own) continue;
+      if (!layers.includes(pkg)) unlisted.add(pkg);
+      if (!layers.includes(own) || !layers.includes(pkg)) continue;
+      if (layers.indexOf(pkg) > layers.indexOf(own)) {
+        violations.push(
+          `${file.path} imports ${target}: lib/${pkg}/ comes after lib/${own}/ in the layers`,
+        );
+      }
+    }
+  }
+  for (const pkg of [...unlisted].sort()) {
+    violations.push(`lib/${pkg}/ is not in the layer table`);
+  }
+  return violations;
+}
+
+/** Packages under `lib/` without a `mod.ts`, their public face. */
+function packagesWithoutMod(files: readonly SourceFile[]): string[] {
+  const paths = new Set(files.map((file) => file.path));
+  const packages = new Set(
+    files.map((file) => packageOf(file.path)).filter((pkg) =>
+      pkg !== undefined
+    ),
+  );
+  return [...packages].sort()
+    .filter((pkg) => !paths.has(`lib/${pkg}/mod.ts`))
+    .map((pkg) => `lib/${pkg}/ has no mod.ts`);
+}
+
+/** Every `.ts` file under the repository's checked files and directories. */
+async function repositoryFiles(root: string): Promise<SourceFile[]> {
+  const files: SourceFile[] = [];
+  const walk = async (path: string): Promise<void> => {
+    const info = await Deno.stat(`${root}/${path}`);
+    if (info.isFile) {
+      if (path.endsWith(".ts")) {
+        files.push({
+          path,
+          source: await Deno.readTextFile(`${root}/${path}`),
+        });
+      }
+      return;
+    }
+    for await (const entry of Deno.readDir(`${root}/${path}`)) {
+      if (entry.name.startsWith(".") || entry.isSymlink) continue;
+      await walk(`${path}/${entry.name}`);
+    }
+  };
+  for (const path of CHECKED) await walk(path);
+  return files.sort((a, b) => a.path < b.path ? -1 : 1);
+}
+
+/**
+ * `import`, for the fixtures' dynamic imports: written out, they would be
+ * this file's own imports to the scan.
+ */
+const IMPORT = "import";
+
+/** Files from `path: source` pairs. */
+function tree(sources: Record<string, string>): SourceFile[] {
+  return Object.entries(sources).map(([path, source]) => ({ path, source }));
+}
+
+Deno.test("relativeImports() finds static, re-export, bare and dynamic imports, not comments or packages", () => {
+  const file: SourceFile = {
+    path: "lib/a/x.ts",
+    source: [
+      "/**",
+      ' * import { y } from "./in_a_comment.ts";',
+      ` * await ${IMPORT}("./also_in_a_comment.ts");`,
+      " */",
+      'import { a, type B } from "./one.ts";',
+      "import {",
+      "  c,",
+      "  d,",
+      '} from "../b/mod.ts";',
+      'import type { E } from "../c/types.ts";',
+      'import * as f from "./two.ts";',
+      'import g, { h } from "./three.ts";',
+      'import data from "./testdata/x.json" with { type: "json" };',
+      'import "./effects.ts";',
+      'import { z } from "zod";',
+      'export * from "./four.ts";',
+      'export { i, type J } from "../d/five.ts";',
+      'export type { K } from "./six.ts";',
+      `const lazy = await ${IMPORT}("../e/mod.ts");`,
+      `// const old = await ${IMPORT}("../f/mod.ts");`,
+    ].join("\n"),
+  };
+  assert.deepEqual(relativeImports(file).map((i) => i.target), [
+    "lib/a/one.ts",
+    "lib/b/mod.ts",
+    "lib/c/types.ts",
+    "lib/a/two.ts",
+    "lib/a/three.ts",
+    "lib/a/testdata/x.json",
+    "lib/a/four.ts",
+    "lib/d/five.ts",
+    "lib/a/six.ts",
+    "lib/a/effects.ts",
+    "lib/e/mod.ts",
+  ]);
+});
+
+Deno.test("deepImports() flags an import of a package's inner file from outside it", () => {
+  const cases: {
+    name: string;
+    files: Record<string, string>;
+    want: string[];
+  }[] = [
+    {
+      name: "a deep import from another package",
+      files: { "lib/b/y.ts": 'import { x } from "../a/x.ts";' },
+      want: [
+        "lib/b/y.ts imports lib/a/x.ts; outside lib/a/ import lib/a/mod.ts",
+      ],
+    },
+    {
+      name: "a deep import from an entrypoint",
+      files: { "controller.ts": 'import { x } from "./lib/a/x.ts";' },
+      want: [
+        "controller.ts imports lib/a/x.ts; outside lib/a/ import lib/a/mod.ts",
+      ],
+    },
+    {
+      name: "a dynamic deep import from a test helper",
+      files: {
+        "testing/h.ts": `const m = await ${IMPORT}("../lib/a/inner/x.ts");`,
+      },
+      want: [
+        "testing/h.ts imports lib/a/inner/x.ts; outside lib/a/ import lib/a/mod.ts",
+      ],
+    },
+    {
+      name: "mod.ts from anywhere",
+      files: {
+        "lib/b/y.ts": 'import { x } from "../a/mod.ts";',
+        "tests/t_test.ts": 'import { x } from "../lib/a/mod.ts";',
+      },
+      want: [],
+    },
+    {
+      name: "a package's own files and tests",
+      files: {
+        "lib/a/x.ts": 'import { w } from "./w.ts";',
+        "lib/a/x_test.ts": 'import { w } from "./w.ts";',
+        "lib/a/inner/v.ts": 'import { x } from "../x.ts";',
+      },
+      want: [],
+    },
+    {
+      name: "files outside lib/",
+      files: { "tests/t_test.ts": 'import { f } from "../testing/f.ts";' },
+      want: [],
+    },
+  ];
+  for (const { name, files, want } of cases) {
+    assert.deepEqual(deepImports(tree(files)), want, name);
+  }
+});
+
+Deno.test("missingTests() flags a module with code and no test beside it", () => {
+  const cases: {
+    name: string;
+    files: Record<string, string>;
+    want: string[];
+  }[] = [
+    {
+      name: "a function without a test",
+      files: { "lib/a/x.ts": "export function x(): number {\n  return 1;\n}" },
+      want: ["lib/a/x.ts has code and no x_test.ts beside it"],
+    },
+    {
+      name: "a class, a constant, in a subdirectory",
+      files: {
+        "lib/a/y.ts": "/** Y. */\nexport class Y {}",
+        "lib/a/inner/z.ts": "const Z = 1;\nexport { Z };",
+      },
+      want: [
+        "lib/a/y.ts has code and no y_test.ts beside it",
+        "lib/a/inner/z.ts has code and no z_test.ts beside it",
+      ],
+    },
+    {
+      name: "a module with its test",
+      files: {
+        "lib/a/x.ts": "export const x = 1;",
+        "lib/a/x_test.ts": 'import { x } from "./x.ts";',
+      },
+      want: [],
+    },
+    {
+      name: "types only, re-exports only, code in comments",
+      files: {
+        "lib/a/types.ts":
+          "/**\n * ```ts\n * const t: T = { a: 1 };\n * ```\n */\nexport interface T {\n  a: number;\n}\nexport type U = T | undefined;",
+        "lib/a/mod.ts":
+          'export * from "./types.ts";\nexport { x } from "./x.ts";',
+      },
+      want: [],
+    },
+    {
+      name: "code outside lib/",
+      files: { "testing/h.ts": "export const h = 1;" },
+      want: [],
+    },
+  ];
+  for (const { name, files, want } of cases) {
+    assert.deepEqual(missingTests(tree(files)), want, name);
+  }
+});
+
+Deno.test("importCycles() flags a cycle between files, type-only imports too", () => {
+  assert.deepEqual(
+    importCycles(tree({
+      "lib/a/x.ts": 'import { y } from "./y.ts";',
+      "lib/a/y.ts": 'import type { Z } from "./z.ts";',
+      "lib/a/z.ts": 'export { x } from "./x.ts";',
+      "lib/a/w.ts": 'import { x } from "./x.ts";',
+    })),
+    ["lib/a/x.ts -> lib/a/y.ts -> lib/a/z.ts -> lib/a/x.ts"],
+  );
+  assert.deepEqual(
+    importCycles(tree({
+      "lib/a/mod.ts": 'export * from "./x.ts";',
+      "lib/a/x.ts": 'import { y } from "./y.ts";',
+      "lib/a/y.ts": "export const y = 1;",
+      "lib/a/x_test.ts": 'import { x } from "./mod.ts";',
+    })),
+    [],
+  );
+});
+
+Deno.test("backArrows() flags an import from a lower layer to a higher one, and unlisted packages", () => {
+  const layers = ["low", "high"];
+  assert.deepEqual(
+    backArrows(
+      tree({
+        "lib/high/h.ts": 'import { l } from "../low/mod.ts";',
+        "lib/low/l.ts": 'import { h } from "../high/mod.ts";',
+        "lib/low/l_test.ts": 'import { h } from "../high/mod.ts";',
+        "lib/other/o.ts": 'import { l } from "../low/mod.ts";',
+        "controller.ts": 'import { h } from "./lib/high/mod.ts";',
+      }),
+      layers,
+    ),
+    [
+      "lib/low/l.ts imports lib/high/mod.ts: lib/high/ comes after lib/low/ in the layers",
+      "lib/low/l_test.ts imports lib/high/mod.ts: lib/high/ comes after lib/low/ in the layers",
+      "lib/other/ is not in the layer table",
+    ],
+  );
+});
+
+Deno.test("packagesWithoutMod() flags a package of lib/ without a mod.ts", () => {
+  assert.deepEqual(
+    packagesWithoutMod(tree({
+      "lib/a/mod.ts": 'export * from "./x.ts";',
+      "lib/a/x.ts": "export const x = 1;",
+      "lib/b/y.ts": "export const y = 1;",
+      "controller.ts": "",
+    })),
+    ["lib/b/ has no mod.ts"],
+  );
+});
+
+Deno.test("this repository keeps the house rules", async () => {
+  const files = await repositoryFiles(`${import.meta.dirname}/..`);
+  assert.ok(files.some((file) => file.path === "lib/runtime/mod.ts"));
+  assert.ok(files.some((file) => file.path === "tests/layout_test.ts"));
+  // One assertion, so that a failure shows every rule broken at once.
+  assert.deepEqual({
+    "imports past a mod.ts": deepImports(files),
+    "modules without a test": missingTests(files),
+    "import cycles": importCycles(files),
+    "imports up the layers": backArrows(files, LAYERS),
+    "packages without a mod.ts": packagesWithoutMod(files),
+  }, {
+    "imports past a mod.ts": [],
+    "modules without a test": [],
+    "import cycles": [],
+    "imports up the layers": [],
+    "packages without a mod.ts": [],
+  });
+  assert.deepEqual(
+    [...new Set(files.map((file) => packageOf(file.path)))]
+      .filter((pkg) => pkg !== undefined).sort(),
+    [...LAYERS].sort(),
+    "the layer table names every package of lib/, and only those",
+  );
+  const architecture = await Deno.readTextFile(
+    `${import.meta.dirname}/../docs/architecture.md`,
+  );
+  assert.deepEqual(
+    [...architecture.matchAll(/^\| `lib\/([^/`]+)\/` +\|/gm)].map((m) => m[1]),
+    LAYERS,
+    "docs/architecture.md's package table is in the order of LAYERS",
+  );
+});

@@ -786,13 +786,29 @@ async function prepare(
   await Deno.mkdir(kubeconfigs, { recursive: true });
   const write = async (
     file: string,
-    config: { server: string; token?: string; context?: string },
+    config: {
+      server: string;
+      token?: string;
+      context?: string;
+      clientCert?: ClientCert;
+    },
   ) => {
     const path = `${kubeconfigs}/${file}`;
     await Deno.writeTextFile(path, kubeconfigText({ ...config, caData }));
     return path;
   };
-  const cacheKubeconfig = await write("cache.kubeconfig", { server: cacheUrl });
+  // kcp v0.31's cache server authenticates its clients by certificate and
+  // lets only system:masters in; v0.28's has no such flag and lets anyone in.
+  const cacheClient = await cacheServerAuthenticates(binaries.cacheServer)
+    ? await createClientCert(`${rootDir}/pki/cache-client`, {
+      cn: "cache-client",
+      organization: "system:masters",
+    })
+    : undefined;
+  const cacheKubeconfig = await write("cache.kubeconfig", {
+    server: cacheUrl,
+    ...(cacheClient === undefined ? {} : { clientCert: cacheClient }),
+  });
   // kcp reads the root shard's kubeconfig at context "shard-base".
   const rootShardKubeconfig = await write("root-shard.kubeconfig", {
     server: rootShardUrl,
@@ -825,7 +841,7 @@ async function prepare(
     }]),
   );
 
-  const cacheClient = Deno.createHttpClient({ caCerts: [caPem] });
+  const cacheHttp = Deno.createHttpClient({ caCerts: [caPem] });
   const cache = new ManagedProcess("cache-server", {
     program: binaries.cacheServer,
     args: [
@@ -837,13 +853,16 @@ async function prepare(
       "--embedded-etcd-wal-size-bytes=5000",
       `--tls-cert-file=${serving.dir}/tls.crt`,
       `--tls-private-key-file=${serving.dir}/tls.key`,
+      ...(cacheClient === undefined
+        ? []
+        : [`--client-ca-file=${cacheClient.caFile}`]),
       "--v=2",
     ],
     logFile: `${rootDir}/cache-server.log`,
     ready: (exited) =>
       waitForOk(`${cacheUrl}/readyz`, {
         what: "cache-server /readyz",
-        client: () => cacheClient,
+        client: () => cacheHttp,
         exited,
         timeoutMs,
       }),
@@ -922,7 +941,7 @@ async function prepare(
     binaries,
     caPem,
     cache,
-    cacheClient,
+    cacheClient: cacheHttp,
     shards,
     frontEndpoint,
     frontProcess,
@@ -932,7 +951,13 @@ async function prepare(
 
 /** A kubeconfig (JSON) with one cluster, context and optional token user. */
 function kubeconfigText(
-  config: { server: string; caData: string; token?: string; context?: string },
+  config: {
+    server: string;
+    caData: string;
+    token?: string;
+    context?: string;
+    clientCert?: ClientCert;
+  },
 ): string {
   const context = config.context ?? "default";
   return JSON.stringify(
@@ -948,7 +973,14 @@ function kubeconfigText(
       }],
       users: [{
         name: "user",
-        user: config.token === undefined ? {} : { token: config.token },
+        user: config.clientCert !== undefined
+          ? {
+            "client-certificate": config.clientCert.certFile,
+            "client-key": config.clientCert.keyFile,
+          }
+          : config.token === undefined
+          ? {}
+          : { token: config.token },
       }],
       contexts: [{ name: context, context: { cluster: "kcp", user: "user" } }],
       "current-context": context,
@@ -971,7 +1003,7 @@ interface ClientCert {
  */
 async function createClientCert(
   dir: string,
-  options: { cn: string },
+  options: { cn: string; organization?: string },
 ): Promise<ClientCert> {
   await Deno.mkdir(dir, { recursive: true });
   const key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"];
@@ -1006,7 +1038,9 @@ async function createClientCert(
     "-out",
     `${dir}/client.csr`,
     "-subj",
-    `/CN=${options.cn}`,
+    `${
+      options.organization === undefined ? "" : `/O=${options.organization}`
+    }/CN=${options.cn}`,
   ]);
   await openssl([
     "x509",
@@ -1030,6 +1064,16 @@ async function createClientCert(
     certFile: `${dir}/client.crt`,
     keyFile: `${dir}/client.key`,
   };
+}
+
+/**
+ * Whether a cache server authenticates its clients by certificate (kcp
+ * v0.31 and later: `--client-ca-file` is required, and only `system:masters`
+ * may read and write), as its `--help` says.
+ */
+async function cacheServerAuthenticates(program: string): Promise<boolean> {
+  const { stdout, stderr } = await runCommand(program, ["--help"]);
+  return `${stdout}${stderr}`.includes("--client-ca-file");
 }
 
 async function openssl(args: string[]): Promise<void> {

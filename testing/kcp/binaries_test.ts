@@ -76,20 +76,20 @@ Deno.test("cacheDir() is keyed by kcp version and a digest of that release's Go 
 
 Deno.test("KCP_VERSION picks the kcp release; the newest is the default; an unknown one is refused", async () => {
   assert.equal(DEFAULT_KCP_VERSION, KCP_VERSIONS[0]);
-  await withEnv({ KCP_VERSION: undefined }, async () => {
-    assert.equal(kcpVersionFromEnv(), "v0.31.2");
-  });
-  await withEnv({ KCP_VERSION: "" }, async () => {
-    assert.equal(kcpVersionFromEnv(), "v0.31.2");
-  });
-  await withEnv({ KCP_VERSION: "v0.28.1" }, async () => {
-    assert.equal(kcpVersionFromEnv(), "v0.28.1");
-  });
-  await withEnv({ KCP_VERSION: "v0.32.3" }, async () => {
+  const read = (value: string | undefined) =>
+    withEnv({ KCP_VERSION: value }, () => {
+      assert.equal(kcpVersionFromEnv(), value || "v0.31.2");
+      return Promise.resolve();
+    });
+  await read(undefined);
+  await read("");
+  await read("v0.28.1");
+  await withEnv({ KCP_VERSION: "v0.32.3" }, () => {
     assert.throws(
       () => kcpVersionFromEnv(),
       /Unknown kcp version "v0\.32\.3": this project builds v0\.31\.2 and v0\.28\.1/,
     );
+    return Promise.resolve();
   });
   assert.equal(parseKcpVersion("v0.28.1"), "v0.28.1");
   assert.deepEqual(parseBuildArgs(["kcp", "--kcp-version=v0.28.1"]), {

@@ -1,0 +1,250 @@
+/**
+ * The other kcp release, in every run: the full suite runs on one kcp
+ * release (`KCP_VERSION`, by default the newest this project builds), and
+ * this file runs the product on the other one, so that neither can break
+ * unseen. On one kcp of that release it covers what the product promises
+ * end to end: a reference rule, an owner rule and a Lock, `controller.ts`
+ * and `webhook.ts` as their own processes with their own identities and the
+ * Deployment's flags, the webhook's reads granted with `controller grants`,
+ * denials and an allowed delete through kubectl as tenants act, and status
+ * truth: every rule and Lock that says `Enforced` proves it with a denial.
+ * `docs/compatibility.md` lists what differs between the releases.
+ */
+import assert from "node:assert/strict";
+import {
+  applyObjects,
+  assertDeleteAllowed,
+  assertDeleteDenied,
+  assertStatusTruth,
+  bindExport,
+  bindOwners,
+  buildTopology,
+  type ComponentProcess,
+  DEP_CTRL_EXPORT,
+  dependencyRule,
+  grantWebhookReads,
+  kcpTest,
+  kubectlDelete,
+  labelPath,
+  namespaceObject,
+  networkObject,
+  ownerRule,
+  ownersProvider,
+  startController,
+  startWebhook,
+  stopComponents,
+  subnetObject,
+  subnetOwnedBy,
+  VWC_CLAIM,
+  waitFor,
+  waitForDeleteDenial,
+  waitForRuleEnforced,
+  type WebhookProcess,
+} from "../../testing/mod.ts";
+import { KCP_VERSIONS, kcpVersionFromEnv } from "../../testing/kcp/binaries.ts";
+
+/** The release the rest of the suite does not run on. */
+const OTHER = KCP_VERSIONS.find((v) => v !== kcpVersionFromEnv())!;
+
+const NETWORK = "root:providers:network";
+const COMPUTE = "root:providers:compute";
+const OWNERS = "root:providers:owners";
+const C1 = "root:consumers:c1";
+const OWNER = "network.example.com/owner";
+
+kcpTest(
+  `kcp ${OTHER}: a reference rule, an owner rule and a Lock deny through kubectl, and every Enforced status proves itself`,
+  async (kcp, step) => {
+    let webhook: WebhookProcess | undefined;
+    let controller: ComponentProcess | undefined;
+    let failed = true;
+    try {
+      await step(`the kcp under test is ${OTHER}`, async () => {
+        const version = await kcp.request<{ gitVersion: string }>(
+          "GET",
+          "/version",
+        );
+        assert.match(version.gitVersion, new RegExp(`\\+kcp-${OTHER}$`));
+      });
+
+      await step(
+        "providers, an owners provider and a consumer bound to all of them and to dep-ctrl (for Locks); webhook and controller as processes",
+        async () => {
+          await buildTopology(kcp, {
+            networkPath: NETWORK,
+            computePath: COMPUTE,
+            consumerPaths: [C1],
+          });
+          await ownersProvider(kcp, OWNERS);
+          await bindOwners(kcp, { consumer: C1, ownersPath: OWNERS });
+          await bindExport(kcp, C1, {
+            exportPath: "root:dep-ctrl",
+            exportName: DEP_CTRL_EXPORT,
+            acceptClaims: [VWC_CLAIM],
+          });
+          await applyObjects(kcp, C1, [namespaceObject("team-a")]);
+          webhook = await startWebhook(kcp);
+          controller = await startController(kcp, { webhook });
+        },
+      );
+
+      await step(
+        "a reference rule: a VPC a VM names cannot be deleted until the VM is gone",
+        async () => {
+          await applyObjects(kcp, COMPUTE, [
+            dependencyRule("vm-vpc", {
+              dependencies: [{
+                path: NETWORK,
+                resource: "vpcs",
+                field: ".spec.vpcRef.name",
+              }],
+            }),
+          ]);
+          await grantWebhookReads(kcp, {
+            lockTypes: ["vpcs.network.example.com"],
+          });
+          await waitForRuleEnforced(kcp, {
+            workspace: COMPUTE,
+            name: "vm-vpc",
+          });
+          await applyObjects(kcp, C1, [
+            {
+              apiVersion: "network.example.com/v1alpha1",
+              kind: "VPC",
+              metadata: { name: "vpc-a", namespace: "team-a" },
+              spec: {},
+            },
+            {
+              apiVersion: "compute.example.com/v1alpha1",
+              kind: "VirtualMachine",
+              metadata: { name: "vm-1", namespace: "team-a" },
+              spec: { vpcRef: { name: "vpc-a" } },
+            },
+          ]);
+          const vpc = {
+            workspace: C1,
+            type: "vpc",
+            namespace: "team-a",
+            name: "vpc-a",
+          };
+          const message =
+            "cannot delete vpcs/vpc-a: still referenced by VirtualMachine/vm-1 (.spec.vpcRef.name)";
+          await waitForDeleteDenial(kcp, vpc, message);
+          await assertDeleteDenied(kcp, vpc, message);
+          await kcp.kubectlOk(
+            ["delete", "virtualmachine", "vm-1", "-n", "team-a"],
+            { workspace: C1 },
+          );
+          await assertDeleteAllowed(kcp, vpc);
+        },
+      );
+
+      await step(
+        "an owner rule: a Subnet cannot be deleted while the Network its label names exists",
+        async () => {
+          await applyObjects(kcp, OWNERS, [
+            ownerRule("subnet-owner", {
+              owner: "Network",
+              fieldRef: { from: "Target", path: labelPath(OWNER) },
+            }),
+          ]);
+          await grantWebhookReads(kcp, {
+            lockTypes: ["vpcs.network.example.com"],
+          });
+          await waitForRuleEnforced(kcp, {
+            workspace: OWNERS,
+            name: "subnet-owner",
+          });
+          await applyObjects(kcp, C1, [
+            networkObject("team-a", "net-a"),
+            subnetObject("team-a", "s-1", { labels: { [OWNER]: "net-a" } }),
+          ]);
+          const subnet = {
+            workspace: C1,
+            type: "subnet",
+            namespace: "team-a",
+            name: "s-1",
+          };
+          const message = subnetOwnedBy("s-1", {
+            owner: "Network/net-a",
+            field: labelPath(OWNER),
+          });
+          await waitForDeleteDenial(kcp, subnet, message);
+          await assertDeleteDenied(kcp, subnet, message);
+        },
+      );
+
+      await step(
+        "a Lock: a VPC is kept with its reason until the Lock is deleted",
+        async () => {
+          await applyObjects(kcp, C1, [
+            {
+              apiVersion: "network.example.com/v1alpha1",
+              kind: "VPC",
+              metadata: { name: "core", namespace: "team-a" },
+              spec: {},
+            },
+            {
+              apiVersion: "dependencies.opendefense.cloud/v1alpha1",
+              kind: "Lock",
+              metadata: { name: "prod", namespace: "team-a" },
+              spec: {
+                target: {
+                  apiExportRef: { path: NETWORK, name: "network.example.com" },
+                  group: "network.example.com",
+                  version: "v1alpha1",
+                  resource: "vpcs",
+                  name: "core",
+                },
+                reason: "production VPC",
+                operations: ["Delete"],
+              },
+            },
+          ]);
+          const core = {
+            workspace: C1,
+            type: "vpc",
+            namespace: "team-a",
+            name: "core",
+          };
+          const message =
+            'cannot delete vpcs/core: locked by Lock team-a/prod ("production VPC"): deleting the Lock unlocks it; the skip-protection annotation does not';
+          await waitForDeleteDenial(kcp, core, message);
+          await assertDeleteDenied(kcp, core, message);
+        },
+      );
+
+      await step(
+        "status truth: every Enforced rule and Lock is proven by a denial",
+        async () => {
+          await assertStatusTruth(kcp, {
+            workspaces: [COMPUTE, OWNERS, NETWORK, C1],
+            minimum: { rules: 2, locks: 1 },
+          });
+        },
+      );
+
+      await step("the Lock deleted, the VPC can be deleted", async () => {
+        await kcp.kubectlOk(["delete", "lock", "prod", "-n", "team-a"], {
+          workspace: C1,
+        });
+        const core = {
+          workspace: C1,
+          type: "vpc",
+          namespace: "team-a",
+          name: "core",
+        };
+        // The webhook learns of the deletion from its watch of Locks.
+        await waitFor("the unlocked VPC's dry-run delete to pass", async () => {
+          const r = await kubectlDelete(kcp, core, { dryRun: true });
+          return r.code === 0 || undefined;
+        });
+        await assertDeleteAllowed(kcp, core);
+      });
+      failed = false;
+    } finally {
+      await stopComponents([controller, webhook], { showLogs: failed });
+    }
+  },
+  { version: OTHER },
+);

@@ -63,6 +63,7 @@ kcpTest(
         const version = await kcp.request<{ gitVersion: string }>(
           "GET",
           "/version",
+          { identity: "shardAdmin" },
         );
         assert.match(version.gitVersion, new RegExp(`\\+kcp-${OTHER}$`));
       });

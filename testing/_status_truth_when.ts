@@ -11,7 +11,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { compileCondition } from "../lib/when/mod.ts";
+import { compileWhen } from "../lib/when/mod.ts";
 import { printable } from "../lib/runtime/mod.ts";
 import { deepMerge, isRecord } from "./_status_truth_shared.ts";
 
@@ -44,7 +44,7 @@ export function satisfyWhen(
 ): Record<string, unknown> {
   const withGiven = given === undefined ? base : deepMerge(given, base);
   if (rule.when === undefined) return withGiven;
-  const compiled = compileCondition(rule.when);
+  const compiled = compileWhen(rule.when);
   assert.ok(
     compiled.ok,
     `${rule.shown} says Ready=True Enforced, but its spec.when does not compile here: ${
@@ -56,7 +56,7 @@ export function satisfyWhen(
     : [withGiven];
   const tried: string[] = [];
   for (const candidate of candidates) {
-    const result = compiled.condition.evaluate(candidate);
+    const result = compiled.when.evaluate(candidate);
     if (result.ok && result.value) return candidate;
     tried.push(
       `${JSON.stringify(shownFields(candidate))}: ${
@@ -87,9 +87,9 @@ export function assertWhenHolds(
   rule: WhenRule,
 ): void {
   if (rule.when === undefined) return;
-  const compiled = compileCondition(rule.when);
+  const compiled = compileWhen(rule.when);
   if (!compiled.ok) return;
-  const result = compiled.condition.evaluate(stored);
+  const result = compiled.when.evaluate(stored);
   assert.ok(
     result.ok && result.value,
     `${rule.shown}: the ${

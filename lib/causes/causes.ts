@@ -64,7 +64,7 @@ export interface ReferenceCause {
   fields: string[];
   /** The rules (`<cluster>/<name>`) under which it refers. */
   rules: string[];
-  /** Why it protects though its rule's condition could not say, if so. */
+  /** Why it protects though its rule's `when` could not say, if so. */
   note?: string;
 }
 
@@ -82,7 +82,7 @@ export interface OwnerCause {
   rule: string;
   /** The rule's `when`, true for this owner (its switch is on). */
   when?: string;
-  /** Why it protects though its condition could not say, if so. */
+  /** Why it protects though its `when` could not say, if so. */
   note?: string;
 }
 

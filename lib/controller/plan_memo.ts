@@ -51,8 +51,7 @@ export class PlanMemo
   /** Each rule object's last settled conditions, with their inputs. */
   readonly settled: RuleStatusMemo["settled"] = new WeakMap();
   /** Each rule object's `spec.when` problem (`null`: none). */
-  readonly conditionProblems: RuleStatusMemo["conditionProblems"] =
-    new WeakMap();
+  readonly whenProblems: RuleStatusMemo["whenProblems"] = new WeakMap();
   /** What each rule object denies, as its Enforced message starts. */
   readonly denied: RuleStatusMemo["denied"] = new WeakMap();
   /** The conditions each object was last found to show. */

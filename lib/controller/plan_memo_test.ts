@@ -126,7 +126,7 @@ Deno.test("two memos share nothing: what one pass keeps is in its memo only", ()
     assert.ok(parsed.ok);
     assert.equal(second.covers.has(parsed.rule), false);
     assert.equal(second.settled.has(parsed.rule), false);
-    assert.equal(second.conditionProblems.has(parsed.rule), false);
+    assert.equal(second.whenProblems.has(parsed.rule), false);
   }
   for (const source of pass!.configurations) {
     assert.equal(second.upToDate.has(source.object), false);

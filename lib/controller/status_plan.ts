@@ -19,10 +19,10 @@
  * A rule whose `spec.when` does not compile is `InvalidCondition`: its
  * types stay in the webhook configurations, as a rule with a path its
  * schema lacks keeps them (`FieldNotInSchema`), and the webhook applies it
- * failing closed: a condition that does not compile counts as true for
+ * failing closed: a `when` that does not compile counts as true for
  * every dependent (or owner), as though the rule had no `when`.
  * Dropping the types would let through every delete the rule is meant to
- * deny until its author fixes it. Each rule object's condition is compiled
+ * deny until its author fixes it. Each rule object's `when` is compiled
  * once per memo (the rule objects are kept while their spec does not
  * change).
  *
@@ -49,7 +49,7 @@ import {
   type RuleProblem,
   WEBHOOKS_INSTALLED_CONDITION,
 } from "../rules/mod.ts";
-import { compileCondition } from "../when/mod.ts";
+import { compileWhen } from "../when/mod.ts";
 import { compareStrings, errorText, withArticle } from "../runtime/mod.ts";
 import type { Reading } from "../runtime/mod.ts";
 import type {
@@ -124,7 +124,7 @@ export interface RuleStatusMemo extends ShownMemo, AccessMemo {
    * there is none): compiling is not free, so it is compiled once, not at
    * every pass.
    */
-  readonly conditionProblems: WeakMap<DependencyRule, string | null>;
+  readonly whenProblems: WeakMap<DependencyRule, string | null>;
   /** What each rule object denies, as its Enforced message starts. */
   readonly denied: WeakMap<DependencyRule, string>;
 }
@@ -347,11 +347,11 @@ function readyConditionFor(
   const { installed, problems, access, context } = options;
   const key = ruleKey(cluster, rule.metadata.name);
   const fieldProblems = unique(context.coverage.fieldProblems.get(key) ?? []);
-  const invalidCondition = conditionProblemOf(rule, context.memo);
+  const invalidWhen = whenProblemOf(rule, context.memo);
   if (installed.status !== "True") {
     const added = [
       ...(problems[0] === undefined ? [] : [problems[0].message]),
-      ...(invalidCondition === undefined ? [] : [invalidCondition]),
+      ...(invalidWhen === undefined ? [] : [invalidWhen]),
       ...fieldProblems,
     ];
     return condition(READY_CONDITION, {
@@ -362,9 +362,9 @@ function readyConditionFor(
   }
   const all: { reason: ConditionReason; message: string }[] = [
     ...problems,
-    ...(invalidCondition === undefined
+    ...(invalidWhen === undefined
       ? []
-      : [{ reason: "InvalidCondition" as const, message: invalidCondition }]),
+      : [{ reason: "InvalidCondition" as const, message: invalidWhen }]),
     ...fieldProblems.map((message) => ({
       reason: "FieldNotInSchema" as const,
       message,
@@ -399,21 +399,21 @@ function readyConditionFor(
  * it (`spec.when: <the compiler's message>; ...`); `undefined` when it
  * compiles or there is none. Compiled once per rule object and memo.
  */
-function conditionProblemOf(
+function whenProblemOf(
   rule: DependencyRule,
   memo: RuleStatusMemo,
 ): string | undefined {
-  let problem = memo.conditionProblems.get(rule);
+  let problem = memo.whenProblems.get(rule);
   if (problem === undefined) {
     problem = null;
     const source = rule.spec.when;
     if (source !== undefined) {
       let error: string | undefined;
       try {
-        const compiled = compileCondition(source);
+        const compiled = compileWhen(source);
         if (!compiled.ok) error = compiled.error;
       } catch (thrown) {
-        // compileCondition() does not throw; if it did, say why all the same.
+        // compileWhen() does not throw; if it did, say why all the same.
         error = errorText(thrown);
       }
       if (error !== undefined) {
@@ -421,7 +421,7 @@ function conditionProblemOf(
           `spec.when: ${error}; until it compiles, the webhook counts it as true for every ${rule.spec.dependent.kind}`;
       }
     }
-    memo.conditionProblems.set(rule, problem);
+    memo.whenProblems.set(rule, problem);
   }
   return problem ?? undefined;
 }

@@ -7,7 +7,7 @@ import {
 import { exportKey } from "../exports/mod.ts";
 import { planReconcile } from "./reconcile_plan.ts";
 import { accessKey } from "./webhook_access.ts";
-import { compileCondition } from "../when/mod.ts";
+import { compileWhen } from "../when/mod.ts";
 import {
   dependency,
   LOAD_BALANCERS,
@@ -363,7 +363,7 @@ Deno.test("planReconcile() does not wait for the webhook's reads to write a rule
 
 /** The compiler's message for {@linkcode BAD_WHEN}. */
 function badWhenError(): string {
-  const compiled = compileCondition(BAD_WHEN);
+  const compiled = compileWhen(BAD_WHEN);
   assert.ok(!compiled.ok);
   return compiled.error;
 }

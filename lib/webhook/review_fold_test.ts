@@ -788,7 +788,7 @@ const FOLD_CASES: FoldCase[] = [
         net("net-a"),
         net("net-b", {
           namespace: "team-a",
-          condition: "object.spec.deletionProtection == true",
+          when: "object.spec.deletionProtection == true",
         }),
       ),
     },

@@ -12,7 +12,7 @@ import type { Protection } from "./rule_registry.ts";
 import type { ReviewTarget } from "./review_target.ts";
 import type { Blocker } from "./verdicts.ts";
 import { type Protects, protectsNow } from "./review_owners.ts";
-import type { ConditionBudget } from "../when/mod.ts";
+import type { WhenBudget } from "../when/mod.ts";
 
 /**
  * The protections whose rule's dependent export is the one the workspace
@@ -41,7 +41,7 @@ export interface Referring {
   paths: string[];
   /** The rules (their keys) under which it refers, in rule order. */
   rules: string[];
-  /** Why it protects though its rule's condition could not say, if so. */
+  /** Why it protects though its rule's `when` could not say, if so. */
   note?: string;
 }
 
@@ -56,7 +56,7 @@ export function referringFields(
   item: unknown,
   group: readonly Protection[],
   target: ReviewTarget,
-  budget?: ConditionBudget,
+  budget?: WhenBudget,
 ): Referring {
   const paths: string[] = [];
   const rules: string[] = [];

@@ -10,7 +10,7 @@
  */
 import { KubeApiError } from "../kcp/mod.ts";
 import { Deadline, DeadlineExceeded, errorText } from "../runtime/mod.ts";
-import type { ConditionBudget } from "../when/mod.ts";
+import type { WhenBudget } from "../when/mod.ts";
 import type { Protection } from "./rule_registry.ts";
 import { ownDependents } from "./review_match.ts";
 import {
@@ -39,7 +39,7 @@ export interface OwnerReadContext {
   /** The review's one deadline. */
   deadline: Deadline;
   /** What the review's `when` evaluations may spend together. */
-  budget: ConditionBudget;
+  budget: WhenBudget;
   /**
    * Which export each type of the workspace is bound from (`fresh`: read
    * again), `undefined` when unreadable; read at most once each per review.

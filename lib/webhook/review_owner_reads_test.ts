@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { KubeApiError } from "../kcp/mod.ts";
 import type { ClusterRule } from "../rules/mod.ts";
 import { Deadline, DeadlineExceeded } from "../runtime/mod.ts";
-import { CONDITION_COST_LIMIT, ConditionBudget } from "../when/mod.ts";
+import { WHEN_COST_LIMIT, WhenBudget } from "../when/mod.ts";
 import { RuleRegistry } from "./rule_registry.ts";
 import { readOwners } from "./review_owner_reads.ts";
 import { MAX_OWNERS_LOOKED_UP, type OwnerFindings } from "./review_owners.ts";
@@ -96,7 +96,7 @@ async function read(
       namespaceOwners: protections.filter((p) => p.from === "TargetNamespace"),
       live: Promise.resolve(live),
       deadline,
-      budget: new ConditionBudget(CONDITION_COST_LIMIT),
+      budget: new WhenBudget(WHEN_COST_LIMIT),
       bound: options.bound ?? (() => Promise.resolve(new Map())),
     });
   } finally {

@@ -20,18 +20,18 @@ import {
   referencesOf,
 } from "../rules/mod.ts";
 import { isDnsSubdomain } from "../kcp/mod.ts";
-import { CONDITION_COST_LIMIT, type ConditionBudget } from "../when/mod.ts";
+import { WHEN_COST_LIMIT, type WhenBudget } from "../when/mod.ts";
 import { errorText, printable } from "../runtime/mod.ts";
 import type { Protection } from "./rule_registry.ts";
 import { asRecord } from "./review_target.ts";
 
 /**
  * What all `when` evaluations of one review may spend together: twice what
- * one may ({@linkcode CONDITION_COST_LIMIT}), some 0.1 to 0.4 s of CPU at
- * worst, so many dependents with a costly condition cannot hold the event
+ * one may ({@linkcode WHEN_COST_LIMIT}), some 0.1 to 0.4 s of CPU at
+ * worst, so many dependents with a costly `when` cannot hold the event
  * loop; past it, a dependent or owner protects without being evaluated.
  */
-export const REVIEW_CONDITION_BUDGET = 2 * CONDITION_COST_LIMIT;
+export const REVIEW_WHEN_BUDGET = 2 * WHEN_COST_LIMIT;
 
 /** Most owners one review looks up; more are reported, not read. */
 export const MAX_OWNERS_LOOKED_UP = 16;
@@ -140,8 +140,8 @@ export type Protects =
   | {
     protects: true;
     /** The rule's `when`, when it was evaluated true. */
-    condition?: string;
-    /** Why it protects though its condition could not say (fail closed). */
+    when?: string;
+    /** Why it protects though its `when` could not say (fail closed). */
     note?: string;
   };
 
@@ -155,7 +155,7 @@ export type Protects =
 export function protectsNow(
   object: unknown,
   p: Protection,
-  budget?: ConditionBudget,
+  budget?: WhenBudget,
 ): Protects {
   if (p.protectWhile === "Active") {
     const stamp = asRecord(asRecord(object)?.metadata)?.deletionTimestamp;
@@ -172,7 +172,7 @@ export function protectsNow(
   }
   let result;
   try {
-    result = when.condition.evaluate(
+    result = when.compiled.evaluate(
       object,
       budget === undefined ? {} : { budget },
     );
@@ -189,7 +189,7 @@ export function protectsNow(
     };
   }
   return result.value
-    ? { protects: true, condition: when.source }
+    ? { protects: true, when: when.source }
     : { protects: false };
 }
 
@@ -210,8 +210,8 @@ export interface OwnerHold {
   /** Set when the reference is on the object's Namespace: its name. */
   viaNamespace?: string;
   /** The rule's `when`, true for it. */
-  condition?: string;
-  /** Why it protects though its condition could not say. */
+  when?: string;
+  /** Why it protects though its `when` could not say. */
   note?: string;
 }
 
@@ -233,7 +233,7 @@ export function ownerHold(
   live: Record<string, unknown> | undefined,
   options: {
     viaNamespace?: string | undefined;
-    budget?: ConditionBudget | undefined;
+    budget?: WhenBudget | undefined;
   } = {},
 ): OwnerHold | undefined {
   if (live === undefined) return undefined;
@@ -258,9 +258,7 @@ export function ownerHold(
     ...(options.viaNamespace === undefined
       ? {}
       : { viaNamespace: options.viaNamespace }),
-    ...(protects.condition === undefined
-      ? {}
-      : { condition: protects.condition }),
+    ...(protects.when === undefined ? {} : { when: protects.when }),
     ...(protects.note === undefined ? {} : { note: protects.note }),
   };
 }

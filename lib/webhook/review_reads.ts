@@ -16,11 +16,8 @@ import type { BypassAuthorizer } from "./access_review.ts";
 import type { Protection } from "./rule_registry.ts";
 import { planReads, type ReviewPlan } from "./review_plan.ts";
 import { asRecord, type ReviewTarget } from "./review_target.ts";
-import {
-  type OwnerFindings,
-  REVIEW_CONDITION_BUDGET,
-} from "./review_owners.ts";
-import { ConditionBudget } from "../when/mod.ts";
+import { type OwnerFindings, REVIEW_WHEN_BUDGET } from "./review_owners.ts";
+import { WhenBudget } from "../when/mod.ts";
 import { readOwners } from "./review_owner_reads.ts";
 import {
   type DependentSource,
@@ -81,7 +78,7 @@ export class ReviewReader {
   #deletedAt: Promise<Date | undefined> | undefined;
   #cachedBound: Promise<ReadonlyMap<string, string> | undefined> | undefined;
   /** What this review's `when` evaluations may spend together. */
-  readonly #conditions = new ConditionBudget(REVIEW_CONDITION_BUDGET);
+  readonly #whenBudget = new WhenBudget(REVIEW_WHEN_BUDGET);
   #freshBound: Promise<ReadonlyMap<string, string> | undefined> | undefined;
 
   /** A reader for one review. */
@@ -127,7 +124,7 @@ export class ReviewReader {
         namespaceOwners: reads.namespaceOwners,
         live,
         deadline: this.#deadline,
-        budget: this.#conditions,
+        budget: this.#whenBudget,
         bound: (fresh) => this.#bound(plan.target.cluster, fresh),
       })
       : undefined;
@@ -374,7 +371,7 @@ export class ReviewReader {
             item,
             group,
             target,
-            this.#conditions,
+            this.#whenBudget,
           );
           if (paths.length === 0) continue;
           const metadata = asRecord(asRecord(item)?.metadata);

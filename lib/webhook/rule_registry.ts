@@ -16,14 +16,14 @@ import {
   type ReferenceSource,
   ruleKey,
 } from "../rules/mod.ts";
-import { compileCondition, type CompiledCondition } from "../when/mod.ts";
+import { type CompiledWhen, compileWhen } from "../when/mod.ts";
 
 /**
- * A rule's `when`, compiled once per rule object: the condition, or why it
+ * A rule's `when`, compiled once per rule object: the compiled expression, or why it
  * does not compile (then it protects: fail closed).
  */
-export type RuleCondition =
-  | { source: string; condition: CompiledCondition }
+export type RuleWhen =
+  | { source: string; compiled: CompiledWhen }
   | { source: string; error: string };
 
 /** The path that reads an owner from `metadata.ownerReferences`. */
@@ -66,7 +66,7 @@ export interface Protection {
   /** How long a dependent (or owner) protects (`spec.protectWhile`). */
   protectWhile: ProtectWhile;
   /** The rule's `when`: only a dependent (or owner) it is true for protects. */
-  when?: RuleCondition;
+  when?: RuleWhen;
   /**
    * Whether the path reads `metadata.ownerReferences` of the target (or its
    * Namespace): then only entries of the dependent's kind and group count,
@@ -192,11 +192,11 @@ export class RuleRegistry {
     const dependentKey = gvrKey(dependentGvr);
     const { when: source } = entry.rule.spec;
     const protectWhile = entry.rule.spec.protectWhile ?? "Exists";
-    let when: RuleCondition | undefined;
+    let when: RuleWhen | undefined;
     if (source !== undefined) {
-      const compiled = compileCondition(source);
+      const compiled = compileWhen(source);
       when = compiled.ok
-        ? { source, condition: compiled.condition }
+        ? { source, compiled: compiled.when }
         : { source, error: compiled.error };
     }
     const protections = entry.rule.spec.dependencies.map((dependency) => {

@@ -62,6 +62,11 @@ export interface Verdict {
   forbidden?: Permission;
   /** What holds the object, as the denial's `status.details.causes` carry it. */
   causes?: Cause[];
+  /**
+   * Set when the live object confirmed the review (its uid matched the
+   * review's): only such a denial is recorded in the hold table.
+   */
+  confirmed?: true;
 }
 
 /** A permission on a type: what a 403 refused. */
@@ -88,7 +93,7 @@ export interface Blocker {
   paths: string[];
   /** The rules (their keys) under which it refers. */
   rules: string[];
-  /** Why it protects though its rule's condition could not say, if so. */
+  /** Why it protects though its rule's `when` could not say, if so. */
   note?: string;
 }
 
@@ -265,11 +270,9 @@ export function ownedBy(
     const field = o.viaNamespace === undefined
       ? o.field
       : `${o.field} of namespace ${o.viaNamespace}`;
-    const condition = o.condition === undefined
-      ? ""
-      : `, with ${printable(o.condition, 200)}`;
+    const when = o.when === undefined ? "" : `, with ${printable(o.when, 200)}`;
     const note = o.note === undefined ? "" : `; ${o.note}`;
-    return `${id} (${field}${condition}${note})`;
+    return `${id} (${field}${when}${note})`;
   });
   const exist = owners.length === 1
     ? "which still exists"
@@ -418,7 +421,7 @@ export function ownerCauses(
     field: o.field,
     ...(o.viaNamespace === undefined ? {} : { viaNamespace: o.viaNamespace }),
     rule: o.rule,
-    ...(o.condition === undefined ? {} : { when: o.condition }),
+    ...(o.when === undefined ? {} : { when: o.when }),
     ...(o.note === undefined ? {} : { note: o.note }),
   }));
   if (unchecked > 0) {

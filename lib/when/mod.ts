@@ -1,24 +1,24 @@
 /**
- * A rule's optional `when` condition: a CEL expression over one Kubernetes
- * object, bound to `object`. {@linkcode compileCondition} checks and compiles
- * it once; the {@linkcode CompiledCondition} evaluates it per object within a
- * {@linkcode ConditionBudget} shared by one review, so that a tenant's
+ * A rule's optional `when`: a CEL expression over one Kubernetes
+ * object, bound to `object`. {@linkcode compileWhen} checks and compiles
+ * it once; the {@linkcode CompiledWhen} evaluates it per object within a
+ * {@linkcode WhenBudget} shared by one review, so that a tenant's
  * expression costs a bounded amount of work. Nothing here reads kcp or knows
- * the rule's API: the rules name a condition, the controller and the webhook
+ * the rule's API: the rules hold a `when`, the controller and the webhook
  * compile and run it.
  *
- * @example A condition on one object
+ * @example A `when` over one object
  * ```ts
  * import {
- *   compileCondition,
- *   CONDITION_COST_LIMIT,
- *   ConditionBudget,
+ *   compileWhen,
+ *   WHEN_COST_LIMIT,
+ *   WhenBudget,
  * } from "./mod.ts";
  *
- * const compiled = compileCondition("object.spec.deletionProtection == true");
+ * const compiled = compileWhen("object.spec.deletionProtection == true");
  * if (compiled.ok) {
- *   const budget = new ConditionBudget(CONDITION_COST_LIMIT);
- *   compiled.condition.evaluate({ spec: { deletionProtection: true } }, {
+ *   const budget = new WhenBudget(WHEN_COST_LIMIT);
+ *   compiled.when.evaluate({ spec: { deletionProtection: true } }, {
  *     budget,
  *   }); // { ok: true, value: true }
  * }
@@ -26,4 +26,4 @@
  *
  * @module
  */
-export * from "./condition.ts";
+export * from "./when.ts";

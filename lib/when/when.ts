@@ -1,5 +1,5 @@
 /**
- * A rule's optional `when` condition: a CEL expression over one Kubernetes
+ * A rule's optional `when`: a CEL expression over one Kubernetes
  * object, bound to the variable `object` (the decoded JSON of the object),
  * such as `object.spec.deletionProtection == true` or
  * `has(object.spec.backup) && object.spec.backup.deletionProtection`.
@@ -42,11 +42,11 @@
  *
  * ## Bounds
  *
- * A condition is written by a rule author and evaluated over a tenant's
+ * A `when` is written by a rule author and evaluated over a tenant's
  * object (up to a few MiB of JSON), so both are bounded. At compile time:
  *
- * - the source is at most {@linkcode MAX_CONDITION_LENGTH} characters and its
- *   parsed AST (macros expanded) at most {@linkcode MAX_CONDITION_NODES}
+ * - the source is at most {@linkcode MAX_WHEN_LENGTH} characters and its
+ *   parsed AST (macros expanded) at most {@linkcode MAX_WHEN_NODES}
  *   nodes;
  * - the only comprehension macros are the boolean ones, `all`, `exists` and
  *   `exists_one`: `map` and `filter` build lists, and a chain of
@@ -59,7 +59,7 @@
  *   extension library (the standard functions only).
  *
  * At run time, every evaluation has a budget of
- * {@linkcode CONDITION_COST_LIMIT} units, and is stopped with an error once
+ * {@linkcode WHEN_COST_LIMIT} units, and is stopped with an error once
  * it is spent:
  *
  * - each field or index looked up in the object, and each element or key
@@ -75,22 +75,22 @@
  *
  * A unit stands for some 0.1 to 0.2 microseconds on a development machine
  * (2 cores), so an evaluation that spends the whole budget takes some 50 to
- * 100 ms there; a condition such as `object.spec.deletionProtection == true`
+ * 100 ms there; a `when` such as `object.spec.deletionProtection == true`
  * spends a few units.
 
- * Neither {@linkcode compileCondition} nor `evaluate` throws: a failure is a
+ * Neither {@linkcode compileWhen} nor `evaluate` throws: a failure is a
  * result with a readable, single-line message of at most
- * {@linkcode MAX_CONDITION_ERROR_LENGTH} characters. A condition whose
+ * {@linkcode MAX_WHEN_ERROR_LENGTH} characters. A `when` whose
  * evaluation fails is for the caller to treat as protecting (fail closed).
  *
  * @example Usage
  * ```ts
- * import { compileCondition } from "./condition.ts";
+ * import { compileWhen } from "./when.ts";
  *
- * const compiled = compileCondition("object.spec.replicas > 2");
+ * const compiled = compileWhen("object.spec.replicas > 2");
  * if (compiled.ok) {
- *   compiled.condition.evaluate({ spec: { replicas: 3 } }); // { ok: true, value: true }
- *   compiled.condition.evaluate({ spec: {} }); // { ok: false, error: "..." }
+ *   compiled.when.evaluate({ spec: { replicas: 3 } }); // { ok: true, value: true }
+ *   compiled.when.evaluate({ spec: {} }); // { ok: false, error: "..." }
  * }
  * ```
  *
@@ -116,13 +116,13 @@ import {
 import { RE2JS } from "@bufbuild/re2";
 
 /** Longest `when` accepted, in characters. */
-export const MAX_CONDITION_LENGTH = 1024;
+export const MAX_WHEN_LENGTH = 1024;
 
 /**
- * Most nodes in a condition's parsed AST, after the expansion of macros
+ * Most nodes in a `when`'s parsed AST, after the expansion of macros
  * (`exists` and the like expand to about six nodes besides their arguments).
  */
-export const MAX_CONDITION_NODES = 512;
+export const MAX_WHEN_NODES = 512;
 
 /**
  * The budget of one evaluation, in units: a lookup or an iteration step in
@@ -131,20 +131,20 @@ export const MAX_CONDITION_NODES = 512;
  * `matches()` is {@linkcode regexCost} (the module's documentation has the
  * details). A unit is some 0.1 to 0.2 microseconds of work.
  */
-export const CONDITION_COST_LIMIT = 500_000;
+export const WHEN_COST_LIMIT = 500_000;
 
 /** Most instructions in the RE2 program of a `matches()` pattern. */
 export const MAX_REGEX_PROGRAM_SIZE = 256;
 
 /** Longest error message of a compile or an evaluation, in characters. */
-export const MAX_CONDITION_ERROR_LENGTH = 500;
+export const MAX_WHEN_ERROR_LENGTH = 500;
 
-/** A compiled `when` condition, evaluated over one object at a time. */
-export interface CompiledCondition {
-  /** The condition's CEL source, as given. */
+/** A compiled `when`, evaluated over one object at a time. */
+export interface CompiledWhen {
+  /** The `when`'s CEL source, as given. */
   readonly source: string;
   /**
-   * Evaluates the condition over one object, the decoded JSON of a
+   * Evaluates the `when` over one object, the decoded JSON of a
    * Kubernetes object bound to `object`. Never throws.
    *
    * @param object The object.
@@ -153,17 +153,17 @@ export interface CompiledCondition {
    */
   evaluate(
     object: unknown,
-    options?: { budget?: ConditionBudget },
-  ): ConditionResult;
+    options?: { budget?: WhenBudget },
+  ): WhenResult;
 }
 
 /**
  * A budget shared by several evaluations (those of one admission review),
- * in the units of {@linkcode CONDITION_COST_LIMIT}: each evaluation may
+ * in the units of {@linkcode WHEN_COST_LIMIT}: each evaluation may
  * spend at most what is left of it (and at most its own limit), and what it
  * spends is taken from it. Spent, an evaluation fails at once.
  */
-export class ConditionBudget {
+export class WhenBudget {
   /** The units left. */
   remaining: number;
 
@@ -174,32 +174,32 @@ export class ConditionBudget {
 }
 
 /** The outcome of one evaluation: a bool, or a one-line error. */
-export type ConditionResult =
+export type WhenResult =
   | { ok: true; value: boolean }
   | { ok: false; error: string };
 
-/** The outcome of a compile: the condition, or a one-line error. */
-export type ConditionCompile =
-  | { ok: true; condition: CompiledCondition }
+/** The outcome of a compile: the compiled `when`, or a one-line error. */
+export type WhenCompile =
+  | { ok: true; when: CompiledWhen }
   | { ok: false; error: string };
 
 /**
- * Compiles a `when` condition: parses it and checks it against the bounds of
+ * Compiles a `when`: parses it and checks it against the bounds of
  * this module (length, AST size, variables, functions, macros, regular
  * expressions, a result that can be a bool). Never throws.
  *
  * @example Usage
  * ```ts
- * import { compileCondition } from "./condition.ts";
+ * import { compileWhen } from "./when.ts";
  *
- * compileCondition("object.spec.deletionProtection == true").ok; // true
- * compileCondition("spec.deletionProtection"); // { ok: false, error: "undeclared reference to 'spec' at 1:1 ..." }
+ * compileWhen("object.spec.deletionProtection == true").ok; // true
+ * compileWhen("spec.deletionProtection"); // { ok: false, error: "undeclared reference to 'spec' at 1:1 ..." }
  * ```
  *
  * @param source The CEL expression.
- * @returns The compiled condition, or the error.
+ * @returns The compiled `when`, or the error.
  */
-export function compileCondition(source: string): ConditionCompile {
+export function compileWhen(source: string): WhenCompile {
   try {
     return compile(source);
   } catch (error) {
@@ -289,13 +289,13 @@ const NON_BOOL_CALLS = new Map([
 
 /**
  * The evaluation running now, if any: evaluation is synchronous, and the
- * `matches()` hook below, shared by all conditions, charges it.
+ * `matches()` hook below, shared by all `when`s, charges it.
  */
 let active: Evaluation | undefined;
 
 /**
  * The function the compiler wraps around the range of every comprehension
- * (its name is no CEL identifier, so no condition can call it): before the
+ * (its name is no CEL identifier, so no `when` can call it): before the
  * first iteration, charges for each element (each key of a map) the node
  * count of the comprehension's body, plus, for a string element, 1 per 64
  * characters for each use of the iteration variable in the body. That is
@@ -341,10 +341,10 @@ function current(): Evaluation {
   return active;
 }
 
-function compile(source: string): ConditionCompile {
-  if (source.length > MAX_CONDITION_LENGTH) {
+function compile(source: string): WhenCompile {
+  if (source.length > MAX_WHEN_LENGTH) {
     return failure(
-      `the condition is ${source.length} characters long, longer than the ${MAX_CONDITION_LENGTH} allowed`,
+      `the condition is ${source.length} characters long, longer than the ${MAX_WHEN_LENGTH} allowed`,
     );
   }
   let parsed: ReturnType<typeof parse>;
@@ -372,11 +372,11 @@ function compile(source: string): ConditionCompile {
   }
   budgetRanges(parsed.expr, { next: checker.maxId + 1n });
   const program = plan(ENV, parsed);
-  const condition: CompiledCondition = {
+  const when: CompiledWhen = {
     source,
     evaluate: (object, options) => run(program, object, options?.budget),
   };
-  return { ok: true, condition: Object.freeze(condition) };
+  return { ok: true, when: Object.freeze(when) };
 }
 
 /** Walks a parsed AST and records the first problem found. */
@@ -401,9 +401,9 @@ class Checker {
   check(expr: Expr, scope: ReadonlySet<string>, inMacro: boolean): void {
     if (this.problem !== undefined) return;
     if (expr.id > this.maxId) this.maxId = expr.id;
-    if (++this.#nodes > MAX_CONDITION_NODES) {
+    if (++this.#nodes > MAX_WHEN_NODES) {
       this.problem =
-        `the condition has more than ${MAX_CONDITION_NODES} nodes once parsed; simplify it`;
+        `the condition has more than ${MAX_WHEN_NODES} nodes once parsed; simplify it`;
       return;
     }
     const kind = expr.exprKind;
@@ -674,7 +674,7 @@ function programSize(pattern: string): number | string {
 }
 
 /**
- * What the root of a condition is when it can never be a bool, as a phrase
+ * What the root of a `when` is when it can never be a bool, as a phrase
  * ("a string literal"), or undefined when it may be one.
  */
 function nonBool(expr: Expr): string | undefined {
@@ -717,7 +717,7 @@ class BudgetExceeded extends Error {
     super(
       shared
         ? "the review's budget for conditions is spent"
-        : `the condition exceeded its budget of ${CONDITION_COST_LIMIT} units`,
+        : `the condition exceeded its budget of ${WHEN_COST_LIMIT} units`,
     );
   }
 }
@@ -725,10 +725,10 @@ class BudgetExceeded extends Error {
 function run(
   program: Program,
   object: unknown,
-  budget: ConditionBudget | undefined,
-): ConditionResult {
-  const limit = Math.min(CONDITION_COST_LIMIT, budget?.remaining ?? Infinity);
-  const shared = limit < CONDITION_COST_LIMIT;
+  budget: WhenBudget | undefined,
+): WhenResult {
+  const limit = Math.min(WHEN_COST_LIMIT, budget?.remaining ?? Infinity);
+  const shared = limit < WHEN_COST_LIMIT;
   if (limit <= 0) return failure(new BudgetExceeded(true).message);
   const evaluation = new Evaluation(limit);
   const previous = active;
@@ -746,7 +746,7 @@ function evaluate(
   object: unknown,
   evaluation: Evaluation,
   shared: boolean,
-): ConditionResult {
+): WhenResult {
   try {
     const bindings: Record<string, CelInput> = Object.create(null);
     bindings.object = evaluation.toCel(object);
@@ -980,11 +980,11 @@ function describe(error: unknown): string {
   return String(error);
 }
 
-/** A message on one line, at most {@linkcode MAX_CONDITION_ERROR_LENGTH} long. */
+/** A message on one line, at most {@linkcode MAX_WHEN_ERROR_LENGTH} long. */
 function oneLine(text: string): string {
   const line = text.replace(/\s+/g, " ").replace(/\p{C}/gu, "?").trim() ||
     "unknown error";
-  return line.length <= MAX_CONDITION_ERROR_LENGTH
+  return line.length <= MAX_WHEN_ERROR_LENGTH
     ? line
-    : `${line.slice(0, MAX_CONDITION_ERROR_LENGTH - 3)}...`;
+    : `${line.slice(0, MAX_WHEN_ERROR_LENGTH - 3)}...`;
 }

@@ -1,17 +1,17 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import {
-  compileCondition,
-  type CompiledCondition,
-  CONDITION_COST_LIMIT,
-  ConditionBudget,
-  type ConditionResult,
-  MAX_CONDITION_ERROR_LENGTH,
-  MAX_CONDITION_LENGTH,
-  MAX_CONDITION_NODES,
+  type CompiledWhen,
+  compileWhen,
   MAX_REGEX_PROGRAM_SIZE,
+  MAX_WHEN_ERROR_LENGTH,
+  MAX_WHEN_LENGTH,
+  MAX_WHEN_NODES,
   regexCost,
-} from "./condition.ts";
+  WHEN_COST_LIMIT,
+  WhenBudget,
+  type WhenResult,
+} from "./when.ts";
 
 /** Fixed, so that a failure is reproducible; fast-check prints the path to replay. */
 const SEED = 20261126;
@@ -20,27 +20,27 @@ const SEED = 20261126;
 function assertMessage(message: string): void {
   assert.ok(message.length > 0, "an empty message");
   assert.ok(
-    message.length <= MAX_CONDITION_ERROR_LENGTH,
+    message.length <= MAX_WHEN_ERROR_LENGTH,
     `a message of ${message.length} characters`,
   );
   assert.doesNotMatch(message, /[\r\n]/);
 }
 
-function compiled(source: string): CompiledCondition {
-  const result = compileCondition(source);
+function compiled(source: string): CompiledWhen {
+  const result = compileWhen(source);
   assert.ok(result.ok, `${source}: ${result.ok ? "" : result.error}`);
-  assert.equal(result.condition.source, source);
-  return result.condition;
+  assert.equal(result.when.source, source);
+  return result.when;
 }
 
 function compileError(source: string): string {
-  const result = compileCondition(source);
+  const result = compileWhen(source);
   assert.ok(!result.ok, `${source} compiled`);
   assertMessage(result.error);
   return result.error;
 }
 
-function evaluate(source: string, object: unknown): ConditionResult {
+function evaluate(source: string, object: unknown): WhenResult {
   return compiled(source).evaluate(object);
 }
 
@@ -82,9 +82,9 @@ function sample(): unknown {
 }
 
 // ---------------------------------------------------------------------------
-// Typical conditions
+// Typical `when`s
 
-Deno.test("seed conditions evaluate to true and false", () => {
+Deno.test("seed `when`s evaluate to true and false", () => {
   const object = sample();
   assert.equal(value("object.spec.deletionProtection == true", object), true);
   assert.equal(value("object.spec.deletionProtection", object), true);
@@ -241,23 +241,23 @@ function deepFreeze<T>(value: T): T {
 }
 
 Deno.test("evaluations are independent of each other", () => {
-  const condition = compiled(
+  const when = compiled(
     "object.spec.items.exists(i, i == 2) && object.metadata.name.matches('^a')",
   );
   const a = { spec: { items: [2] }, metadata: { name: "abc" } };
   const b = { spec: { items: [3] }, metadata: { name: "abc" } };
   const c = { spec: { items: [2] }, metadata: { name: "zbc" } };
   for (let round = 0; round < 3; round++) {
-    assert.deepEqual(condition.evaluate(a), { ok: true, value: true });
-    assert.deepEqual(condition.evaluate(b), { ok: true, value: false });
-    assert.deepEqual(condition.evaluate(c), { ok: true, value: false });
+    assert.deepEqual(when.evaluate(a), { ok: true, value: true });
+    assert.deepEqual(when.evaluate(b), { ok: true, value: false });
+    assert.deepEqual(when.evaluate(c), { ok: true, value: false });
   }
   // A budget spent by one evaluation is not carried into the next.
   const greedy = compiled("object.l.exists(x, x in object.l && x < 0)");
   const large = { l: Array.from({ length: 5000 }, (_, i) => i) };
   assert.ok(!greedy.evaluate(large).ok);
   assert.deepEqual(greedy.evaluate({ l: [1, 2] }), { ok: true, value: false });
-  assert.deepEqual(condition.evaluate(a), { ok: true, value: true });
+  assert.deepEqual(when.evaluate(a), { ok: true, value: true });
 });
 
 // ---------------------------------------------------------------------------
@@ -318,15 +318,15 @@ Deno.test("an expression that cannot be a bool is a compile error", () => {
   compiled("object.spec.replicas");
 });
 
-Deno.test("a condition longer than MAX_CONDITION_LENGTH is rejected", () => {
+Deno.test("a `when` longer than MAX_WHEN_LENGTH is rejected", () => {
   const sized = (length: number) => {
     const source = `object.name == '${"x".repeat(length - 17)}'`;
     assert.equal(source.length, length);
     return source;
   };
-  compiled(sized(MAX_CONDITION_LENGTH));
+  compiled(sized(MAX_WHEN_LENGTH));
   assert.match(
-    compileError(sized(MAX_CONDITION_LENGTH + 1)),
+    compileError(sized(MAX_WHEN_LENGTH + 1)),
     /1025 characters long, longer than the 1024 allowed/,
   );
   assert.match(
@@ -335,16 +335,16 @@ Deno.test("a condition longer than MAX_CONDITION_LENGTH is rejected", () => {
   );
 });
 
-Deno.test("a condition of too many nodes or nesting too deeply is rejected", () => {
+Deno.test("a `when` of too many nodes or nesting too deeply is rejected", () => {
   assert.match(
     compileError("1" + "+1".repeat(300) + " == 1"),
-    new RegExp(`more than ${MAX_CONDITION_NODES} nodes`),
+    new RegExp(`more than ${MAX_WHEN_NODES} nodes`),
   );
   // Deep nesting within the length limit either compiles or is an error,
   // never a throw.
   for (const [open, close] of [["(", ")"], ["[", "]"], ["{1:", "}"]]) {
-    const depth = Math.floor((MAX_CONDITION_LENGTH - 6) / (open!.length + 1));
-    const result = compileCondition(
+    const depth = Math.floor((MAX_WHEN_LENGTH - 6) / (open!.length + 1));
+    const result = compileWhen(
       `${open!.repeat(depth)}true${close!.repeat(depth)}`,
     );
     if (!result.ok) assertMessage(result.error);
@@ -401,14 +401,14 @@ Deno.test("matches() takes a literal pattern of a bounded program", () => {
   compileError("object.metadata.name.matches('(?=a)')");
   // A classic ReDoS pattern is linear under RE2.
   // (Under a backtracking engine this evaluation would not end.)
-  const condition = compiled("object.s.matches('^(a+)+$')");
+  const when = compiled("object.s.matches('^(a+)+$')");
   assert.deepEqual(
-    condition.evaluate({ s: "a".repeat(5000) + "!" }),
+    when.evaluate({ s: "a".repeat(5000) + "!" }),
     { ok: true, value: false },
   );
 });
 
-Deno.test("compileCondition never throws, and its errors are one bounded line", () => {
+Deno.test("compileWhen never throws, and its errors are one bounded line", () => {
   fc.assert(
     fc.property(
       fc.oneof(
@@ -440,7 +440,7 @@ Deno.test("compileCondition never throws, and its errors are one bounded line", 
         ).map((parts) => parts.join("")),
       ),
       (source) => {
-        const result = compileCondition(source);
+        const result = compileWhen(source);
         if (!result.ok) assertMessage(result.error);
       },
     ),
@@ -510,7 +510,7 @@ Deno.test("a type error is an evaluation error", () => {
 });
 
 Deno.test("an object that is not JSON is an evaluation error", () => {
-  const condition = compiled("object.spec.x == 1");
+  const when = compiled("object.spec.x == 1");
   for (
     const object of [
       undefined,
@@ -520,7 +520,7 @@ Deno.test("an object that is not JSON is an evaluation error", () => {
       { spec: Symbol("x") },
     ]
   ) {
-    const result = condition.evaluate(object);
+    const result = when.evaluate(object);
     assert.ok(!result.ok);
     assertMessage(result.error);
   }
@@ -530,10 +530,10 @@ Deno.test("an object that is not JSON is an evaluation error", () => {
 // The budget
 
 const EXCEEDED = new RegExp(
-  `exceeded its budget of ${CONDITION_COST_LIMIT} units`,
+  `exceeded its budget of ${WHEN_COST_LIMIT} units`,
 );
 
-Deno.test("a quadratic condition is cut off by the budget", () => {
+Deno.test("a quadratic `when` is cut off by the budget", () => {
   const labels = Object.fromEntries(
     Array.from({ length: 20_000 }, (_, i) => [`k${i}`, `v${i}`]),
   );
@@ -597,7 +597,7 @@ Deno.test("large strings are charged by their length", () => {
   );
 });
 
-Deno.test("the budget leaves room for a condition over a large object", () => {
+Deno.test("the budget leaves room for a `when` over a large object", () => {
   const object = {
     spec: {
       nodes: Array.from({ length: 10_000 }, (_, i) => ({
@@ -626,9 +626,9 @@ Deno.test("regexCost grows with the text and the program", () => {
   assert.ok(regexCost(1000, 10) < regexCost(1000, 100));
   // A name against a typical pattern is cheap; a large text against the
   // largest program is over the whole budget.
-  assert.ok(regexCost(253, 20) < CONDITION_COST_LIMIT / 100);
+  assert.ok(regexCost(253, 20) < WHEN_COST_LIMIT / 100);
   assert.ok(
-    regexCost(1_000_000, MAX_REGEX_PROGRAM_SIZE) > CONDITION_COST_LIMIT,
+    regexCost(1_000_000, MAX_REGEX_PROGRAM_SIZE) > WHEN_COST_LIMIT,
   );
 });
 
@@ -689,8 +689,8 @@ Deno.test("evaluate never throws, for any JSON object", () => {
       fc.oneof(jsonObject, fc.jsonValue()),
       (object) => {
         const decoded = JSON.parse(JSON.stringify(object) ?? "null");
-        for (const condition of EXPRESSIONS) {
-          const result = condition.evaluate(decoded);
+        for (const when of EXPRESSIONS) {
+          const result = when.evaluate(decoded);
           if (result.ok) assert.equal(typeof result.value, "boolean");
           else assertMessage(result.error);
         }
@@ -703,8 +703,8 @@ Deno.test("evaluate never throws, for any JSON object", () => {
 Deno.test("evaluate never throws, for any value at all", () => {
   fc.assert(
     fc.property(fc.anything({ withMap: true, withSet: true }), (object) => {
-      for (const condition of EXPRESSIONS) {
-        const result = condition.evaluate(object);
+      for (const when of EXPRESSIONS) {
+        const result = when.evaluate(object);
         if (!result.ok) assertMessage(result.error);
       }
     }),
@@ -713,30 +713,30 @@ Deno.test("evaluate never throws, for any value at all", () => {
 });
 
 Deno.test("a shared budget bounds several evaluations together", () => {
-  const condition = compiled("object.items.all(x, x.id >= 0)");
+  const when = compiled("object.items.all(x, x.id >= 0)");
   const object = {
     items: Array.from({ length: 1_000 }, (_, id) => ({ id })),
   };
-  const budget = new ConditionBudget(CONDITION_COST_LIMIT / 10);
+  const budget = new WhenBudget(WHEN_COST_LIMIT / 10);
   let evaluated = 0;
-  let result: ConditionResult = { ok: true, value: true };
+  let result: WhenResult = { ok: true, value: true };
   while (result.ok && evaluated < 1_000) {
-    result = condition.evaluate(object, { budget });
+    result = when.evaluate(object, { budget });
     evaluated++;
   }
   assert.ok(!result.ok);
   assert.equal(result.error, "the review's budget for conditions is spent");
   assert.ok(evaluated > 1, `${evaluated} evaluations fit`);
-  assert.ok(budget.remaining <= 0 || budget.remaining < CONDITION_COST_LIMIT);
+  assert.ok(budget.remaining <= 0 || budget.remaining < WHEN_COST_LIMIT);
   // Spent, the next evaluation fails at once and spends nothing.
   const left = budget.remaining;
-  assert.deepEqual(condition.evaluate(object, { budget }), {
+  assert.deepEqual(when.evaluate(object, { budget }), {
     ok: false,
     error: "the review's budget for conditions is spent",
   });
   assert.ok(budget.remaining <= left);
   // A cheap evaluation takes only what it spends.
-  const roomy = new ConditionBudget(CONDITION_COST_LIMIT * 2);
+  const roomy = new WhenBudget(WHEN_COST_LIMIT * 2);
   assert.deepEqual(
     compiled("object.a == 1").evaluate({ a: 1 }, { budget: roomy }),
     {
@@ -744,6 +744,6 @@ Deno.test("a shared budget bounds several evaluations together", () => {
       value: true,
     },
   );
-  assert.ok(roomy.remaining > CONDITION_COST_LIMIT * 2 - 10);
-  assert.ok(roomy.remaining < CONDITION_COST_LIMIT * 2);
+  assert.ok(roomy.remaining > WHEN_COST_LIMIT * 2 - 10);
+  assert.ok(roomy.remaining < WHEN_COST_LIMIT * 2);
 });

@@ -30,7 +30,7 @@ import { LOCK_PLURAL } from "../locks/mod.ts";
 import { KeyedTasks } from "../runtime/mod.ts";
 import type { ConfigurationAction } from "./configuration_plan.ts";
 import type { Plan } from "./reconcile_plan.ts";
-import type { StatusAction } from "./status_plan.ts";
+import type { StatusAction } from "./status_tally.ts";
 import {
   MANAGED_BY_LABEL,
   MANAGED_BY_VALUE,

@@ -18,7 +18,7 @@ import {
 } from "./applier.ts";
 import type { ConfigurationAction } from "./configuration_plan.ts";
 import type { Plan } from "./reconcile_plan.ts";
-import type { StatusAction } from "./status_plan.ts";
+import type { StatusAction } from "./status_tally.ts";
 
 const NOTHING_OBSERVED: Observed = { configurations: [], rules: [] };
 

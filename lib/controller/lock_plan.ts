@@ -16,7 +16,7 @@
  * in, and a Lock holds only namespaced objects (or its namespace). A Lock is
  * placed while its workspace is being asked (its status waits for the
  * answer) and removed if the answer refuses it. What each Lock's status
- * then says is planned in `status_plan.ts`, its types' configurations in
+ * then says is planned in `rule_status_plan.ts`, its types' configurations in
  * `configuration_plan.ts`.
  *
  * @module

@@ -13,7 +13,7 @@ import {
   type PlannedStatuses,
   type StatusContext,
   StatusTally,
-} from "./status_write.ts";
+} from "./status_tally.ts";
 
 /**
  * Each Lock's Ready condition, once settled: `Enforced` when the

@@ -18,7 +18,7 @@ export * from "./options.ts";
 export type { Resolution } from "./path_cache.ts";
 export * from "./reconcile_plan.ts";
 export * from "./reconciler.ts";
-export type { StatusAction } from "./status_plan.ts";
+export type { StatusAction } from "./status_tally.ts";
 export * from "./webhook_access.ts";
 export * from "./webhook_config.ts";
 export * from "./workspace_resolver.ts";

@@ -24,15 +24,15 @@
  */
 import type { ConfigurationMemo } from "./configuration_plan.ts";
 import type { CoverMemo, RulePlanMemo } from "./rule_plan.ts";
-import type { RuleStatusMemo } from "./status_plan.ts";
+import type { RuleStatusMemo } from "./rule_status_plan.ts";
 
 /**
  * Everything the plan's parts remember between passes: the rules' analysis
  * and the reads they need (`rule_plan.ts`), each rule's cover
  * (`rule_cover.ts`) with the checks of its field paths in each schema
  * (`lib/exports/export_checks.ts`), each rule's settled conditions, `spec.when` problem
- * and Enforced message (`status_plan.ts`), the conditions each object was
- * found to show (`status_write.ts`), each rule's reads and their keys
+ * and Enforced message (`rule_status_plan.ts`), the conditions each object was
+ * found to show (`status_tally.ts`), each rule's reads and their keys
  * (`webhook_access.ts`), each configuration found up to date
  * (`configuration_plan.ts`), the provider URLs and each configuration's
  * canonical webhooks (`webhook_config.ts`). Objects are held weakly: what

@@ -9,7 +9,7 @@
  * never in a module; the same input plans the same with any memo. Each
  * input has its part: the rules (`rule_plan.ts`), the Locks
  * (`lock_plan.ts`), the configurations (`configuration_plan.ts`) and the
- * conditions (`status_plan.ts`); this puts them together.
+ * conditions (`rule_status_plan.ts`); this puts them together.
  *
  * Fail closed: while any path a rule or Lock names is not known for certain,
  * no configuration is deleted and no protected type is dropped from one.
@@ -38,7 +38,7 @@ import {
   planLockStatuses,
   planRuleStatuses,
   type StatusAction,
-} from "./status_plan.ts";
+} from "./rule_status_plan.ts";
 import type { AccessRef } from "./webhook_access.ts";
 import type { WebhookClientSettings } from "./webhook_config.ts";
 

@@ -19,7 +19,7 @@
  * (`manifests/kcp/system-admin`). A review that cannot be made fails
  * nothing: the rule stays `Enforced`, saying what could not be checked.
  * While a read has been neither answered nor failed, an installed rule's
- * status waits for it (see `status_plan.ts`); the reconciler bounds that
+ * status waits for it (see `rule_status_plan.ts`); the reconciler bounds that
  * wait (`access_wait.ts`): a read still unanswered then counts as one that
  * could not be asked.
  *

@@ -8,7 +8,7 @@
  * it; meanwhile the object counts, for metrics, as the Ready condition it
  * shows. So a rule is written once when its answers come in, not first
  * without them and again with them. The Locks' conditions are planned in
- * `lock_status_plan.ts`, and both are written through `status_write.ts`.
+ * `lock_status_plan.ts`, and both are written through `status_tally.ts`.
  *
  * A rule's conditions are kept per rule object with what they were
  * computed from, in the memo of whoever runs the passes
@@ -70,7 +70,7 @@ import {
   type ShownMemo,
   type StatusContext,
   StatusTally,
-} from "./status_write.ts";
+} from "./status_tally.ts";
 
 export { planLockStatuses } from "./lock_status_plan.ts";
 export {
@@ -79,7 +79,7 @@ export {
   type StatusAction,
   type StatusContext,
   statusUpToDate,
-} from "./status_write.ts";
+} from "./status_tally.ts";
 
 /** What the rules' statuses are computed from, besides {@linkcode StatusContext}. */
 export interface RuleStatusContext extends StatusContext {

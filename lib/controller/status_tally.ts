@@ -1,10 +1,10 @@
 /**
- * Writing a planned status: what a status write is
- * ({@linkcode StatusAction}), the status built from the conditions a plan
- * wants (transition times kept where a condition's status did not change),
- * whether an object shows it already, and the tally that plans the writes
- * and counts the objects by their Ready condition. Shared by the rules'
- * and the Locks' conditions.
+ * The tally of statuses a pass plans: which objects need a status write
+ * ({@linkcode StatusAction}, the status built from the conditions a plan
+ * wants, transition times kept where a condition's status did not change),
+ * which show it already, and how many objects show each Ready condition.
+ * It writes nothing: the applier does. Shared by the rules' and the Locks'
+ * conditions.
  *
  * @module
  */

@@ -4,7 +4,7 @@ import { READY_CONDITION } from "../rules/mod.ts";
 import type { KubeObject } from "../kcp/mod.ts";
 import { VPCS } from "../../testing/mod.ts";
 import { planReconcile } from "./reconcile_plan.ts";
-import { StatusTally, statusUpToDate } from "./status_write.ts";
+import { StatusTally, statusUpToDate } from "./status_tally.ts";
 import {
   EARLIER,
   ENDPOINT,

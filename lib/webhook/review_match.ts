@@ -11,7 +11,7 @@ import { compareStrings } from "../runtime/mod.ts";
 import type { Protection } from "./rule_registry.ts";
 import type { ReviewTarget } from "./review_target.ts";
 import type { Blocker } from "./verdicts.ts";
-import { type Protects, protectsNow } from "./review_owners.ts";
+import { type Protects, protectsNow } from "./protects_now.ts";
 import type { WhenBudget } from "../when/mod.ts";
 
 /**

@@ -436,7 +436,7 @@ Deno.test("ownersNamed() takes only valid names from any metadata, at most the b
   );
 });
 
-Deno.test("the conditions of one review share a budget: past it, dependents protect unevaluated", async () => {
+Deno.test("the `when`s of one review share a budget: past it, dependents protect unevaluated", async () => {
   // Costly, and false for every VM: only the budget makes one protect.
   const registry = registryOf(
     vmNeedsSubnet("object.spec.disks.exists(d, d.size < 0)"),

@@ -16,7 +16,8 @@ import type { BypassAuthorizer } from "./access_review.ts";
 import type { Protection } from "./rule_registry.ts";
 import { planReads, type ReviewPlan } from "./review_plan.ts";
 import { asRecord, type ReviewTarget } from "./review_target.ts";
-import { type OwnerFindings, REVIEW_WHEN_BUDGET } from "./review_owners.ts";
+import type { OwnerFindings } from "./review_owners.ts";
+import { REVIEW_WHEN_BUDGET } from "./protects_now.ts";
 import { WhenBudget } from "../when/mod.ts";
 import { readOwners } from "./review_owner_reads.ts";
 import {

@@ -39,9 +39,17 @@ export interface Protection {
    * of the same group and resource to other consumers.
    */
   provider: string;
-  /** The type that holds references, listed on DELETE. */
+  /**
+   * The rule's dependent type. With `from: Dependent` it holds the
+   * references and is listed on each review; with `from: Target` or
+   * `TargetNamespace` it is the owner's type, never listed: the protected
+   * object (or its Namespace) names its owners, each read by name.
+   */
   dependent: GroupVersionResource & { kind: string };
-  /** Where the reference lives in the dependent. */
+  /**
+   * Where the reference lives: in the dependent, or with `from: Target` or
+   * `TargetNamespace` in the protected object or its Namespace.
+   */
   fieldPath: FieldPath;
   /** {@linkcode Protection.fieldPath} in canonical text form, e.g. `.spec.vpcRef.name`. */
   fieldPathText: string;

@@ -16,7 +16,11 @@ import { Deadline, type FairQueue } from "../runtime/mod.ts";
 import type { RuleRegistry } from "./rule_registry.ts";
 import type { LockIndex } from "../locks/mod.ts";
 import { planReview } from "./review_plan.ts";
-import { type DependentSource, ReviewReader } from "./review_reads.ts";
+import {
+  type DependentSource,
+  ReviewReader,
+  type ReviewReadings,
+} from "./review_reads.ts";
 import { asksTeardown, foldReview, foldTeardown } from "./review_fold.ts";
 import { busy, type Verdict } from "./verdicts.ts";
 
@@ -164,15 +168,31 @@ export class DeletionValidator implements Validator {
         plan.target.cluster,
         WORKSPACE_CHECK_TIMEOUT_MS,
       ).catch(() => undefined);
-      return foldTeardown(plan, readings, {
-        verdict,
-        deletedAt,
-        now: (this.#options.now ?? Date.now)(),
-        teardownOrderMs: this.#options.teardownOrderMs ?? 120_000,
-      });
+      return confirmedBy(
+        foldTeardown(plan, readings, {
+          verdict,
+          deletedAt,
+          now: (this.#options.now ?? Date.now)(),
+          teardownOrderMs: this.#options.teardownOrderMs ?? 120_000,
+        }),
+        readings,
+      );
     } finally {
       deadline.close();
       release();
     }
   }
+}
+
+/**
+ * `verdict`, a denial because something holds the object, marked
+ * `confirmed` when the live object matched the review (the hold table
+ * records only such denials).
+ */
+function confirmedBy(verdict: Verdict, readings: ReviewReadings): Verdict {
+  const { confirmed } = readings;
+  return asksTeardown(verdict) && confirmed.status === "fulfilled" &&
+      confirmed.value
+    ? { ...verdict, confirmed: true }
+    : verdict;
 }

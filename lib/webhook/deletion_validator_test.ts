@@ -131,6 +131,11 @@ interface OptionCase {
   reads?: { lists: string[]; objects: number; workspaces: string[] };
 }
 
+/** `verdict` as the validator answers a denial the live object confirmed. */
+function confirmed(verdict: Verdict): Verdict {
+  return { ...verdict, confirmed: true };
+}
+
 /** VirtualMachines answering `items`, in a workspace kcp marked for deletion when `marked`. */
 function vms(
   items: readonly unknown[],
@@ -156,24 +161,24 @@ const OPTION_CASES: OptionCase[] = [
       vm("vm-3", "vpc-a"),
     ]),
     options: { maxNamed: 2 },
-    want: referenced(
+    want: confirmed(referenced(
       "cannot delete vpcs/vpc-a: still referenced by " +
         "VirtualMachine/vm-1 (.spec.vpcRef.name), " +
         "VirtualMachine/vm-2 (.spec.vpcRef.name) and 1 more",
       3,
-    ),
+    )),
   },
   {
     name: "maxNamed unset: ten named",
     source: vms(TWELVE.map((n) => vm(n, "vpc-a"))),
-    want: referenced(
+    want: confirmed(referenced(
       `cannot delete vpcs/vpc-a: still referenced by ${
         TWELVE.slice(0, 10).map((n) =>
           `VirtualMachine/${n} (.spec.vpcRef.name)`
         ).join(", ")
       } and 2 more`,
       12,
-    ),
+    )),
   },
   {
     name: "provider: only its rules apply",
@@ -183,10 +188,10 @@ const OPTION_CASES: OptionCase[] = [
       spec: { vpcRef: { name: "x" }, altVpcRef: { name: "vpc-a" } },
     }]),
     validateOptions: { provider: "root:providers:network2" },
-    want: referenced(
+    want: confirmed(referenced(
       "cannot delete vpcs/vpc-a: still referenced by VirtualMachine/vm-1 (.spec.altVpcRef.name)",
       1,
-    ),
+    )),
   },
   {
     name: "provider no rule is about: allowed without reading kcp",
@@ -210,7 +215,7 @@ const OPTION_CASES: OptionCase[] = [
       "teardownOrderMs and now: references order a teardown within the window",
     source: vms([vm("vm-1", "vpc-a")], true),
     options: { teardownOrderMs: 60_000, now: after(59_999) },
-    want: referenced(VM_1_BLOCKS, 1),
+    want: confirmed(referenced(VM_1_BLOCKS, 1)),
     reads: {
       lists: ["virtualmachines"],
       objects: 1,
@@ -280,12 +285,12 @@ Deno.test("DeletionValidator.validate() keeps the denial while the workspace is 
     assert.deepEqual(verdict.causes?.map((c) => c.type), ["Lock", "Reference"]);
     assert.deepEqual(
       withoutCauses(verdict),
-      deniedVerdict(
+      confirmed(deniedVerdict(
         409,
         "Conflict",
         `${LOCKED}; also still referenced by VirtualMachine/vm-1 (.spec.vpcRef.name)`,
         "denied_locked",
-      ),
+      )),
     );
     assert.deepEqual(source.workspaceQueries, ["consumer1"]);
   }
@@ -300,6 +305,36 @@ Deno.test("DeletionValidator.validate() keeps the denial while the workspace is 
     "denied_unconfirmed",
   );
   assert.deepEqual(forged.workspaceQueries, []);
+});
+
+Deno.test("DeletionValidator.validate() marks confirmed only the holding denials the live object confirmed", async () => {
+  const registry = registryOf(VM_RULE);
+  const blocked = new FakeDependentSource({
+    virtualmachines: { pages: [[vm("vm-1", "vpc-a")]] },
+  });
+  const held = await validate(registry, blocked, deleteRequest());
+  assert.equal(held.outcome, "denied_referenced");
+  assert.equal(held.confirmed, true);
+  // A Lock on a type the webhook may not read: denied, but unconfirmed.
+  const unreadable = new FakeDependentSource({}, {
+    error: new KubeApiError("forbidden", { status: 403 }),
+  });
+  const locked = await validate(registryOf(), unreadable, deleteRequest(), {
+    locks: vpcLock(),
+  });
+  assert.equal(locked.outcome, "denied_locked");
+  assert.equal(locked.confirmed, undefined);
+  // Another uid: the one generic denial, unconfirmed.
+  const forged = new FakeDependentSource({}, { uid: "someone-else" });
+  const other = await validate(registry, forged, deleteRequest());
+  assert.equal(other.outcome, "denied_unconfirmed");
+  assert.equal(other.confirmed, undefined);
+  // Allowed and failed reviews carry no mark either.
+  const free = new FakeDependentSource({ virtualmachines: { pages: [[]] } });
+  assert.equal(
+    (await validate(registry, free, deleteRequest())).confirmed,
+    undefined,
+  );
 });
 
 // ---------------------------------------------------------------------------

@@ -1,10 +1,19 @@
 /**
  * "Blocked by what, since when": the objects the webhook has denied
- * recently, what held each at its last denial, and since when. Bounded: at
- * most `capacity` entries (the one denied longest ago goes first), at most
+ * recently, what held each at its last denial, and since when. Only a
+ * denial the live object confirmed (its uid matched the review's) is
+ * recorded: a forged review adds nothing.
+ *
+ * Bounded: at most `capacity` entries, at most
  * {@linkcode MAX_HOLD_CAUSE_BYTES} of causes per entry, and an entry not
  * denied again for `ttlMs` is forgotten. An allowed delete of an object
- * forgets it at once.
+ * forgets it at once. Shared fairly between workspaces: when the table is
+ * over `capacity`, the entry that goes is the one denied longest ago in
+ * the workspace (logical cluster) with the most entries, so a workspace
+ * loses entries only to one with as many or more, and one tenant's flood
+ * of denials evicts only its own. The entry held longest (the earliest
+ * first denial, what `dependency_webhook_oldest_hold_seconds` measures)
+ * never goes for room: only its TTL or an allowed delete removes it.
  *
  * @module
  */
@@ -45,6 +54,7 @@ export interface HoldTableOptions {
 }
 
 interface Entry {
+  key: string;
   hold: Omit<Hold, "firstDenied" | "lastDenied">;
   first: number;
   last: number;
@@ -57,6 +67,8 @@ export class HoldTable {
   readonly #now: () => number;
   /** In order of last denial, oldest first (a Map keeps insertion order). */
   readonly #entries = new Map<string, Entry>();
+  /** The same entries by workspace, each in order of last denial. */
+  readonly #byCluster = new Map<string, Map<string, Entry>>();
   #dropped = 0;
 
   /** An empty table. */
@@ -78,7 +90,8 @@ export class HoldTable {
 
   /**
    * Takes a DELETE review's verdict into account: a denial because
-   * something holds the object records it (a dry run does not: it asks, it
+   * something holds the object, confirmed against the live object
+   * (`verdict.confirmed`), records it (a dry run does not: it asks, it
    * does not wait), an allowed delete forgets it, anything else changes
    * nothing.
    */
@@ -88,6 +101,8 @@ export class HoldTable {
     if (!held && !RELEASED.has(verdict.outcome)) return;
     // Most reviews are allowed deletes: with nothing held, nothing to forget.
     if (!held && this.#entries.size === 0) return;
+    // A denial the live object did not confirm may be a forged review.
+    if (held && (verdict.confirmed !== true || request.dryRun === true)) return;
     const object = objectOf(request);
     if (object === undefined) return;
     const target = reviewTarget(request, object);
@@ -103,13 +118,14 @@ export class HoldTable {
     const now = this.#now();
     this.#expire(now);
     if (!held) {
-      this.#entries.delete(key);
+      const gone = this.#entries.get(key);
+      if (gone !== undefined) this.#remove(gone);
       return;
     }
-    if (request.dryRun === true) return;
     const before = this.#entries.get(key);
-    this.#entries.delete(key);
-    this.#entries.set(key, {
+    if (before !== undefined) this.#remove(before);
+    const entry: Entry = {
+      key,
       hold: {
         cluster,
         group: resource.group,
@@ -122,12 +138,63 @@ export class HoldTable {
       },
       first: before?.first ?? now,
       last: now,
-    });
+    };
+    this.#entries.set(key, entry);
+    let own = this.#byCluster.get(cluster);
+    if (own === undefined) this.#byCluster.set(cluster, own = new Map());
+    own.set(key, entry);
     while (this.#entries.size > this.#capacity) {
-      const oldest = this.#entries.keys().next().value!;
-      this.#entries.delete(oldest);
+      const victim = this.#victim();
+      if (victim === undefined) break;
+      this.#remove(victim);
       this.#dropped++;
     }
+  }
+
+  /**
+   * The entry to drop for room: the one denied longest ago in the
+   * workspace with the most entries (among as many, the one denied
+   * longest ago of their oldest), never the entry held longest.
+   */
+  #victim(): Entry | undefined {
+    const keep = this.#longestHeld();
+    let victim: Entry | undefined;
+    let size = 0;
+    for (const own of this.#byCluster.values()) {
+      if (own.size < size) continue;
+      let oldest: Entry | undefined;
+      for (const entry of own.values()) {
+        if (entry !== keep) {
+          oldest = entry;
+          break;
+        }
+      }
+      if (oldest === undefined) continue;
+      if (
+        victim === undefined || own.size > size || oldest.last < victim.last
+      ) {
+        victim = oldest;
+        size = own.size;
+      }
+    }
+    return victim;
+  }
+
+  /** The entry first denied longest ago. */
+  #longestHeld(): Entry | undefined {
+    let oldest: Entry | undefined;
+    for (const entry of this.#entries.values()) {
+      if (oldest === undefined || entry.first < oldest.first) oldest = entry;
+    }
+    return oldest;
+  }
+
+  /** Removes `entry` from both indexes. */
+  #remove(entry: Entry): void {
+    this.#entries.delete(entry.key);
+    const own = this.#byCluster.get(entry.hold.cluster);
+    own?.delete(entry.key);
+    if (own?.size === 0) this.#byCluster.delete(entry.hold.cluster);
   }
 
   /** The report `/holds.json` answers: longest held first. */
@@ -160,9 +227,9 @@ export class HoldTable {
 
   /** Forgets the entries last denied more than the TTL ago (oldest first). */
   #expire(now: number): void {
-    for (const [key, entry] of this.#entries) {
+    for (const entry of this.#entries.values()) {
       if (now - entry.last <= this.#ttlMs) return;
-      this.#entries.delete(key);
+      this.#remove(entry);
     }
   }
 }

@@ -10,6 +10,7 @@ import {
   locked,
   referenced,
   unavailable,
+  type Verdict,
 } from "./verdicts.ts";
 import type { ReviewTarget } from "./review_target.ts";
 import type { Cause } from "../causes/mod.ts";
@@ -32,9 +33,13 @@ const TARGET: ReviewTarget = {
   },
 };
 
-function refused(...names: string[]) {
+/** A denial the live object confirmed, naming `names` as dependents. */
+function refused(...names: string[]): Verdict {
   const named = names.map((n) => vmBlocker(n));
-  return referenced("u", { target: TARGET, named, total: named.length });
+  return {
+    ...referenced("u", { target: TARGET, named, total: named.length }),
+    confirmed: true,
+  };
 }
 
 /** A clock tests move by hand. */
@@ -58,7 +63,7 @@ Deno.test("HoldTable records a denied delete, counts the denials and keeps the f
     namespace: "default",
     name: "vpc-a",
     outcome: "denied_referenced",
-    causes: refused("vm-1", "vm-2").causes,
+    causes: refused("vm-1", "vm-2").causes!,
     count: 2,
     firstDenied: "2026-11-26T10:00:00.000Z",
     lastDenied: "2026-11-26T10:00:30.000Z",
@@ -104,13 +109,12 @@ Deno.test("HoldTable leaves out dry runs, updates, and denials that are not hold
 Deno.test("HoldTable keeps at most capacity entries, dropping the one denied longest ago", () => {
   const time = clock();
   const table = new HoldTable({ capacity: 3, now: time.now });
-  const vpc = (name: string) =>
-    deleteReview(VPC_TYPE, name, { namespace: "default" });
   for (const name of ["a", "b", "c"]) {
     table.observe(vpc(name), refused("vm-1"));
     time.tick(1_000);
   }
-  // Denied again, a becomes the newest; d then pushes b out.
+  // Denied again, a becomes the newest; d then pushes b out (a, held
+  // longest, stays in any case).
   table.observe(vpc("a"), refused("vm-1"));
   table.observe(vpc("d"), refused("vm-1"));
   const report = table.report();
@@ -120,6 +124,94 @@ Deno.test("HoldTable keeps at most capacity entries, dropping the one denied lon
   for (let i = 0; i < 1_000; i++) table.observe(vpc(`x-${i}`), refused("vm"));
   assert.equal(table.size, 3);
   assert.equal(table.report().dropped, 1_001);
+});
+
+/** The DELETE of VPC `name` in namespace `default` of `cluster`. */
+function vpc(name: string, cluster = "consumer1") {
+  return deleteReview(VPC_TYPE, name, { namespace: "default", cluster });
+}
+
+Deno.test("HoldTable: a flood of denials from one workspace evicts only its own entries", () => {
+  const time = clock();
+  const table = new HoldTable({ capacity: 100, now: time.now });
+  // The quiet tenant's object, held longest: the long-hold alert's entry.
+  table.observe(vpc("stuck", "quiet"), refused("vm-1"));
+  time.tick(1_000);
+  for (let i = 0; i < 5; i++) {
+    table.observe(vpc(`q-${i}`, "quiet"), refused("vm-1"));
+  }
+  time.tick(1_000);
+  for (let i = 0; i < 1_500; i++) {
+    table.observe(vpc(`f-${i}`, "flood"), refused("vm-1"));
+    time.tick(10);
+  }
+  const report = table.report();
+  assert.equal(report.holds.length, 100);
+  assert.equal(report.dropped, 1_406);
+  const quiet = report.holds.filter((h) => h.cluster === "quiet");
+  assert.deepEqual(quiet.map((h) => h.name), [
+    "stuck",
+    "q-0",
+    "q-1",
+    "q-2",
+    "q-3",
+    "q-4",
+  ]);
+  // The flood keeps its most recent denials.
+  const flood = report.holds.filter((h) => h.cluster === "flood");
+  assert.equal(flood.length, 94);
+  assert.equal(flood.at(-1)?.name, "f-1499");
+  assert.equal(flood[0]?.name, "f-1406");
+  // Longest held first, and the oldest-hold gauge still sees it.
+  assert.equal(report.holds[0]?.name, "stuck");
+  assert.equal(table.oldestAgeSeconds(), 2 + 15);
+});
+
+Deno.test("HoldTable: when full, the workspace with the most entries gives one up", () => {
+  const time = clock();
+  const table = new HoldTable({ capacity: 4, now: time.now });
+  table.observe(vpc("a-1", "a"), refused("vm-1"));
+  time.tick(1_000);
+  table.observe(vpc("b-1", "b"), refused("vm-1"));
+  time.tick(1_000);
+  table.observe(vpc("b-2", "b"), refused("vm-1"));
+  time.tick(1_000);
+  table.observe(vpc("b-3", "b"), refused("vm-1"));
+  time.tick(1_000);
+  // Full: c's first entry takes b's oldest, though a's is older.
+  table.observe(vpc("c-1", "c"), refused("vm-1"));
+  const names = () => table.report().holds.map((h) => h.name).sort();
+  assert.deepEqual(names(), ["a-1", "b-2", "b-3", "c-1"]);
+  time.tick(1_000);
+  // b (two entries) is the heaviest again: it gives up b-2.
+  table.observe(vpc("d-1", "d"), refused("vm-1"));
+  assert.deepEqual(names(), ["a-1", "b-3", "c-1", "d-1"]);
+  time.tick(1_000);
+  // All alike: the one denied longest ago goes, but never the one held
+  // longest (a-1): b-3 goes.
+  table.observe(vpc("e-1", "e"), refused("vm-1"));
+  assert.deepEqual(names(), ["a-1", "c-1", "d-1", "e-1"]);
+  assert.equal(table.report().dropped, 3);
+});
+
+Deno.test("HoldTable records no denial the live object did not confirm", () => {
+  const table = new HoldTable({ capacity: 10 });
+  // A forged review of a locked type the webhook may not read: denied,
+  // but nothing confirmed the object exists as the review describes it.
+  const { confirmed: _, ...unconfirmed } = refused("vm-1");
+  table.observe(deleteRequest(), unconfirmed);
+  table.observe(
+    deleteRequest(),
+    locked("u", {
+      target: TARGET,
+      verb: "delete",
+      holds: [{ namespace: "default", name: "prod", reason: "r" }],
+    }),
+  );
+  assert.equal(table.size, 0);
+  assert.equal(table.oldestAgeSeconds(), 0);
+  table.observe(deleteRequest(), refused("vm-1"));
+  assert.equal(table.size, 1);
 });
 
 Deno.test("HoldTable forgets an entry not denied again within its TTL", () => {

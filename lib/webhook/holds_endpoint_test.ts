@@ -12,9 +12,9 @@ Deno.test("/holds.json answers the table's report, and the gauges follow it", as
   const registry = new MetricsRegistry();
   const collect = registerHoldMetrics(registry, table);
   const app = holdsApp(table);
-  table.observe(
-    deleteRequest(),
-    referenced("u", {
+  table.observe(deleteRequest(), {
+    confirmed: true,
+    ...referenced("u", {
       target: {
         cluster: "consumer1",
         namespace: "default",
@@ -25,7 +25,7 @@ Deno.test("/holds.json answers the table's report, and the gauges follow it", as
       named: [vmBlocker("vm-1")],
       total: 1,
     }),
-  );
+  });
   now += 90_000;
   const res = await app.request("/holds.json");
   assert.equal(res.status, 200);

@@ -63,8 +63,10 @@ export interface Verdict {
   /** What holds the object, as the denial's `status.details.causes` carry it. */
   causes?: Cause[];
   /**
-   * Set when the live object confirmed the review (its uid matched the
-   * review's): only such a denial is recorded in the hold table.
+   * Set on a denial because something holds the object (references,
+   * owners, Locks) when the live object confirmed the review (its uid
+   * matched the review's): only such a denial is recorded in the hold
+   * table.
    */
   confirmed?: true;
 }

@@ -378,14 +378,16 @@ const FOLD_CASES: FoldCase[] = [
       confirmed: OK,
       blockers: found(
         1,
-        vmBlocker(
-          "vm-1",
-          "default",
-          ".spec.nics[0].subnetRef.name",
-          ".spec.nics[1].subnetRef.name",
-          ".spec.nics[2].subnetRef.name",
-          "and 997 more",
-        ),
+        {
+          ...vmBlocker(
+            "vm-1",
+            "default",
+            ".spec.nics[0].subnetRef.name",
+            ".spec.nics[1].subnetRef.name",
+            ".spec.nics[2].subnetRef.name",
+          ),
+          pathsNotShown: 997,
+        },
       ),
     },
     want: referenced(

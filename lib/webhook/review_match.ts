@@ -37,8 +37,10 @@ const MAX_FIELDS_NAMED = 3;
 
 /** The fields of a dependent that refer to the object, and what to say about them. */
 export interface Referring {
-  /** The fields (concrete, `.spec.nics[1].subnetRef.name`), at most {@linkcode MAX_FIELDS_NAMED} and a count. */
+  /** The fields (concrete, `.spec.nics[1].subnetRef.name`), at most {@linkcode MAX_FIELDS_NAMED}. */
   paths: string[];
+  /** How many more fields refer than `paths` shows, if any. */
+  pathsNotShown?: number;
   /** The rules (their keys) under which it refers, in rule order. */
   rules: string[];
   /** Why it protects though its rule's `when` could not say, if so. */
@@ -49,8 +51,8 @@ export interface Referring {
  * The fields of `item` (concrete, `.spec.nics[1].subnetRef.name`) that refer
  * to `target` under a rule for which the dependent protects now (see
  * `protectsNow`): same name, and same namespace unless the object is
- * cluster-scoped. Past {@linkcode MAX_FIELDS_NAMED}, a last entry counts the
- * rest, so one dependent with a huge list cannot make a huge message.
+ * cluster-scoped. Past {@linkcode MAX_FIELDS_NAMED} the rest are only
+ * counted, so one dependent with a huge list cannot make a huge message.
  */
 export function referringFields(
   item: unknown,
@@ -79,8 +81,12 @@ export function referringFields(
       } else more++;
     }
   }
-  if (more > 0) paths.push(`and ${more} more`);
-  return note === undefined ? { paths, rules } : { paths, rules, note };
+  return {
+    paths,
+    ...(more > 0 ? { pathsNotShown: more } : {}),
+    rules,
+    ...(note === undefined ? {} : { note }),
+  };
 }
 
 /** Keeps `named` the `max` smallest blockers in (kind, namespace, name) order, whatever order they come in. */

@@ -368,7 +368,7 @@ export class ReviewReader {
           if (group.length === 0) return;
         }
         for (const item of items) {
-          const { paths, rules, note } = referringFields(
+          const { paths, pathsNotShown, rules, note } = referringFields(
             item,
             group,
             target,
@@ -389,6 +389,7 @@ export class ReviewReader {
               : "",
             name: typeof metadata?.name === "string" ? metadata.name : "",
             paths,
+            ...(pathsNotShown === undefined ? {} : { pathsNotShown }),
             rules,
             ...(note === undefined ? {} : { note }),
           }, this.#maxNamed);

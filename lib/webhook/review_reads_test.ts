@@ -997,14 +997,16 @@ const READ_CASES: ReadCase[] = [
       blockers: {
         named: [underRule(
           "provider1/nics",
-          vmBlocker(
-            "vm-1",
-            "default",
-            ".spec.nics[0].subnetRef.name",
-            ".spec.nics[1].subnetRef.name",
-            ".spec.nics[2].subnetRef.name",
-            "and 997 more",
-          ),
+          {
+            ...vmBlocker(
+              "vm-1",
+              "default",
+              ".spec.nics[0].subnetRef.name",
+              ".spec.nics[1].subnetRef.name",
+              ".spec.nics[2].subnetRef.name",
+            ),
+            pathsNotShown: 997,
+          },
         )],
         total: 1,
       },

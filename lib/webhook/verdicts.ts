@@ -91,8 +91,13 @@ export interface Blocker {
   namespace: string;
   /** Its name. */
   name: string;
-  /** The fields that refer, concrete (`.spec.nics[1].subnetRef.name`). */
+  /**
+   * The fields that refer, concrete (`.spec.nics[1].subnetRef.name`): the
+   * first few, the others counted in {@linkcode Blocker.pathsNotShown}.
+   */
   paths: string[];
+  /** How many more fields refer than {@linkcode Blocker.paths} shows, if any. */
+  pathsNotShown?: number;
   /** The rules (their keys) under which it refers. */
   rules: string[];
   /** Why it protects though its rule's `when` could not say, if so. */
@@ -387,7 +392,10 @@ export function referencedBy(
       ? `${b.kind}/${b.namespace}/${b.name}`
       : `${b.kind}/${b.name}`;
     const note = b.note === undefined ? "" : `; ${b.note}`;
-    return `${id} (${b.paths.join(", ")}${note})`;
+    const fields = b.pathsNotShown === undefined
+      ? b.paths
+      : [...b.paths, `and ${b.pathsNotShown} more`];
+    return `${id} (${fields.join(", ")}${note})`;
   });
   const more = total > named.length ? ` and ${total - named.length} more` : "";
   return `still referenced by ${names.join(", ")}${more}`;
@@ -401,8 +409,7 @@ export function referenceCauses(
   const causes: Cause[] = named.map((b) => ({
     type: "Reference",
     object: causeObject(b.type, b),
-    // The last entry may count fields not named ("and 2 more"): not a field.
-    fields: b.paths.filter((p) => p.startsWith(".")),
+    fields: [...b.paths],
     rules: [...b.rules],
     ...(b.note === undefined ? {} : { note: b.note }),
   }));

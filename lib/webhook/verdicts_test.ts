@@ -108,7 +108,7 @@ Deno.test("each builder answers with its status code, reason and outcome", () =>
 });
 
 Deno.test("denials carry one cause per blocker, readable back from the response, and count the rest", () => {
-  const vm1 = { ...VM("vm-1"), paths: [".spec.vpcRef.name", "and 2 more"] };
+  const vm1 = { ...VM("vm-1"), paths: [".spec.vpcRef.name"], pathsNotShown: 2 };
   const refs = referenced("u", { target: TARGET, named: [vm1], total: 3 });
   assert.deepEqual(causesOf(refs.response.status), refs.causes);
   assert.deepEqual(refs.causes, [
@@ -122,7 +122,7 @@ Deno.test("denials carry one cause per blocker, readable back from the response,
         namespace: "team-a",
         name: "vm-1",
       },
-      // "and 2 more" counts fields not named: not a field.
+      // The fields not shown are counted in the message, not named here.
       fields: [".spec.vpcRef.name"],
       rules: ["provider1/vm-needs-vpc"],
     },

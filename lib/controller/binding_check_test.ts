@@ -1,5 +1,9 @@
 import assert from "node:assert/strict";
-import { bindingProblem, bindingsByCluster } from "./binding_check.ts";
+import {
+  bindingProblem,
+  bindingsByCluster,
+  claimShortfall,
+} from "./binding_check.ts";
 import {
   binding,
   ENDPOINT,
@@ -37,5 +41,64 @@ Deno.test("bindingProblem() says whether the workspace is unbound or has not acc
   assert.equal(
     bindingProblem({ claimAccepted: false }, options)?.reason,
     "ClaimNotAccepted",
+  );
+});
+
+Deno.test("claimShortfall() accepts matchAll with the verbs used, and names a label selector or a missing verb (kcp v0.31 lets a binding accept either)", () => {
+  const claim = vwcClaim("Accepted") as Parameters<typeof claimShortfall>[0];
+  for (
+    const [name, change, expected] of [
+      ["as the docs write it", {}, undefined],
+      ["every verb", { verbs: ["*"] }, undefined],
+      ["an older binding without verbs or selector", {
+        verbs: undefined,
+        selector: undefined,
+      }, undefined],
+      ["a label selector", {
+        selector: { matchLabels: { team: "a" } },
+      }, "only for objects matching a label selector"],
+      ["matchAll false", {
+        selector: { matchAll: false },
+      }, "only for objects matching a label selector"],
+      ["no create or delete", {
+        verbs: ["get", "list", "watch", "update"],
+      }, "without the verbs create, delete"],
+    ] as const
+  ) {
+    assert.equal(claimShortfall({ ...claim, ...change }), expected, name);
+  }
+});
+
+Deno.test("bindingsByCluster() and bindingProblem() refuse a claim accepted for labelled objects only, saying how to accept it", () => {
+  const bindings = bindingsByCluster([
+    binding(NETWORK, {
+      claims: [{
+        ...vwcClaim("Accepted"),
+        selector: { matchLabels: { team: "a" } },
+      }],
+    }),
+    binding(STORAGE, {
+      name: "narrow",
+      claims: [{ ...vwcClaim("Accepted"), verbs: ["get"] }],
+    }),
+    binding(STORAGE, { name: "full" }),
+  ]);
+  assert.deepEqual(bindings.get(NETWORK), {
+    endpoint: ENDPOINT,
+    claimAccepted: false,
+    claimShortfall: "only for objects matching a label selector",
+  });
+  assert.deepEqual(bindings.get(STORAGE), {
+    endpoint: ENDPOINT,
+    claimAccepted: true,
+  });
+  const problem = bindingProblem(bindings.get(NETWORK), {
+    shown: "workspace root:network",
+    exportRef: EXPORT_REF,
+  });
+  assert.equal(problem?.reason, "ClaimNotAccepted");
+  assert.equal(
+    problem?.message,
+    "workspace root:network binds root:dep-ctrl:dependencies.opendefense.cloud but accepts its validatingwebhookconfigurations.admissionregistration.k8s.io permission claim only for objects matching a label selector: accept it with selector matchAll: true and the verbs get, list, watch, create, update, delete in the APIBinding",
   );
 });

@@ -81,7 +81,10 @@ export interface LockPlacementContext {
   /** Resolved workspace paths; a path without an entry is being resolved. */
   resolutions: ReadonlyMap<string, Resolution>;
   /** Dep-ctrl bindings by logical cluster, with whether the claim is accepted. */
-  bindings: ReadonlyMap<string, { claimAccepted: boolean }>;
+  bindings: ReadonlyMap<
+    string,
+    { claimAccepted: boolean; claimShortfall?: string }
+  >;
   /** APIExports read, by `exportKey`; absent: nothing checked. */
   exports?: ReadonlyMap<string, ExportReading> | undefined;
   /** What each Lock's workspace said of its target type, by `lockTargetKey`; absent: nothing checked. */

@@ -246,7 +246,8 @@ function answersSame(
       return now === then ||
         (now !== undefined && then !== undefined &&
           now.endpoint === then.endpoint &&
-          now.claimAccepted === then.claimAccepted);
+          now.claimAccepted === then.claimAccepted &&
+          now.claimShortfall === then.claimShortfall);
     }
   }
 }

@@ -20,6 +20,13 @@ export const RESPONSE_TOO_LARGE = "ResponseTooLarge";
  */
 export const RESPONSE_BUDGET_EXHAUSTED = "ResponseBudgetExhausted";
 
+/**
+ * `KubeApiError.reason` of an answer that redirects (a 3xx): it is not
+ * followed, to another origin or the same one. kcp never redirects, and a
+ * redirect followed would take the request's credentials along.
+ */
+export const REDIRECT_REFUSED = "RedirectRefused";
+
 /** An error answer from the API server, or a transport failure (status 0). */
 export class KubeApiError extends Error {
   /** HTTP status; 0 when no answer arrived (network error, deadline). */

@@ -6,10 +6,11 @@
  *
  * @module
  */
-import { Deadline, DeadlineExceeded } from "../runtime/mod.ts";
+import { Deadline, DeadlineExceeded, printable } from "../runtime/mod.ts";
 import type { KubeConnection } from "./kube_config.ts";
 import {
   KubeApiError,
+  REDIRECT_REFUSED,
   RESPONSE_BUDGET_EXHAUSTED,
   statusError,
   transportError,
@@ -31,6 +32,7 @@ export class KubeClient {
   readonly #client: Deno.HttpClient;
   readonly #timeoutMs: number;
   readonly #allowInsecureHttp: boolean;
+  readonly #maxBytes: number | undefined;
 
   /**
    * Builds a client from a connection.
@@ -48,6 +50,7 @@ export class KubeClient {
     const refused = this.#refusal(connection.server);
     if (refused !== undefined) throw new TypeError(refused);
     this.#timeoutMs = options.timeoutMs ?? 10_000;
+    this.#maxBytes = options.maxBytes;
     this.#headers = {
       accept: "application/json",
       "user-agent": options.userAgent ?? "dependency-controller",
@@ -274,13 +277,14 @@ export class KubeClient {
         waitedMs: performance.now() - started,
       });
       let text: string;
+      const maxBytes = options.maxBytes ?? this.#maxBytes;
       try {
-        text = options.maxBytes === undefined
+        text = maxBytes === undefined
           ? await response.text()
           : await boundedText(response, {
             method,
             url,
-            maxBytes: options.maxBytes,
+            maxBytes,
             memory: options.measure === "memory",
             ...(options.measured === undefined
               ? {}
@@ -375,11 +379,18 @@ export class KubeClient {
         headers,
         client: this.#client,
         signal,
+        redirect: "manual",
         ...(body === undefined ? {} : { body }),
       });
+      if (response.status >= 300 && response.status < 400) {
+        done();
+        await response.body?.cancel().catch(() => {});
+        throw redirectRefused(method, url, response);
+      }
       return { response, done };
     } catch (error) {
       done();
+      if (error instanceof KubeApiError) throw error;
       throw this.#failure(method, url, error, {
         timedOut: deadline.signal.reason instanceof DeadlineExceeded,
         timeoutMs,
@@ -411,6 +422,29 @@ export class KubeClient {
     }
     return transportError(method, url, error);
   }
+}
+
+/**
+ * The error of a redirect: never followed, whatever its target. kcp never
+ * redirects, and fetch would send the request's credentials (the bearer
+ * token, the client certificate) to the new target, perhaps another origin
+ * or plain http.
+ */
+function redirectRefused(
+  method: string,
+  url: string,
+  response: Response,
+): KubeApiError {
+  const location = response.headers.get("location");
+  const to = location === null
+    ? "without a Location"
+    : `to ${printable(location, 200)}`;
+  return new KubeApiError(
+    `${method} ${url}: the server answered ${response.status}, a redirect ${to}; ` +
+      "redirects are not followed (kcp does not redirect, and the credentials would go along): " +
+      "point the kubeconfig's server at kcp itself",
+    { status: response.status, reason: REDIRECT_REFUSED },
+  );
 }
 
 /** Appends a query to a URL that may already have one. */

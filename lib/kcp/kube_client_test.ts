@@ -12,6 +12,7 @@ import {
 } from "../../testing/mod.ts";
 import {
   KubeApiError,
+  REDIRECT_REFUSED,
   RESPONSE_BUDGET_EXHAUSTED,
   RESPONSE_TOO_LARGE,
 } from "./kube_api_error.ts";
@@ -1077,4 +1078,77 @@ Deno.test("KubeClient.request() with measure memory refuses a Content-Length ove
       );
     },
   );
+});
+
+Deno.test("KubeClient.request() follows no redirect, to another origin or its own, and says so", async () => {
+  const elsewhere = new FakeApi(() => json({ stolen: true }));
+  try {
+    for (
+      const [status, location] of [
+        [302, `${elsewhere.url}/apis`],
+        [307, "/apis/other"],
+        [301, undefined],
+      ] as const
+    ) {
+      await withApi(
+        () =>
+          new Response("moved", {
+            status,
+            headers: location === undefined ? {} : { location },
+          }),
+        async (api, client) => {
+          const error = await apiError(client.get(`${api.url}/apis`));
+          assert.equal(error.status, status);
+          assert.equal(error.reason, REDIRECT_REFUSED);
+          assert.match(
+            error.message,
+            new RegExp(
+              `^GET ${api.url}/apis: the server answered ${status}, a redirect ${
+                location === undefined ? "without a Location" : "to "
+              }`,
+            ),
+          );
+          assert.match(error.message, /redirects are not followed/);
+          assert.equal(api.requests.length, 1);
+        },
+      );
+    }
+    assert.equal(elsewhere.requests.length, 0);
+  } finally {
+    await elsewhere.close();
+  }
+});
+
+Deno.test("KubeClient: the client's maxBytes bounds every answer read without its own, and stops reading there", async () => {
+  let pulled = 0;
+  let cancelled = false;
+  const chunk = new Uint8Array(64 * 1024).fill(0x20);
+  const endless = () =>
+    new Response(
+      new ReadableStream<Uint8Array>({
+        pull(controller) {
+          pulled += chunk.byteLength;
+          controller.enqueue(chunk);
+        },
+        cancel() {
+          cancelled = true;
+        },
+      }),
+      { headers: { "content-type": "application/json" } },
+    );
+  await withApi(endless, async (api, client) => {
+    const error = await apiError(client.get(`${api.url}/apis`));
+    assert.equal(error.reason, RESPONSE_TOO_LARGE);
+    assert.match(error.message, /the answer is over 1 MiB; stopped reading it/);
+    const page = await apiError(client.list(`${api.url}/apis/g/v1/things`));
+    assert.equal(page.reason, RESPONSE_TOO_LARGE);
+    // A request's own bound still wins.
+    const own = await apiError(
+      client.get(`${api.url}/apis`, { maxBytes: 64 * 1024 }),
+    );
+    assert.match(own.message, /over 64 KiB/);
+  }, { maxBytes: 1024 * 1024 });
+  await waitUntil("the body cancelled", () => cancelled);
+  // Three answers, each given up at its bound (plus what was in flight).
+  assert.ok(pulled < 3 * 1024 * 1024 + 16 * 1024 * 1024, `${pulled}`);
 });

@@ -56,6 +56,12 @@ export interface KubeClientOptions {
    * sooner; with it, watches share one connection. @default {true}
    */
   http2?: boolean;
+  /**
+   * Most bytes of any answer read without a `maxBytes` of its own (see
+   * {@linkcode RequestOptions.maxBytes}), counted as the body's bytes.
+   * @default {no bound}
+   */
+  maxBytes?: number;
 }
 
 /** Options of one request. */

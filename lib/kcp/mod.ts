@@ -10,6 +10,7 @@ export * from "./export_watcher.ts";
 export * from "./informer.ts";
 export {
   KubeApiError,
+  REDIRECT_REFUSED,
   RESPONSE_BUDGET_EXHAUSTED,
   RESPONSE_TOO_LARGE,
 } from "./kube_api_error.ts";

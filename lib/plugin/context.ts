@@ -10,6 +10,14 @@ import { join } from "node:path";
 import { KubeClient, loadKubeConnection } from "../kcp/mod.ts";
 import { errorText } from "../runtime/mod.ts";
 
+/**
+ * The most bytes of any one answer the plugin reads (a discovery document,
+ * a page of a list, an object): reading stops there and the command fails
+ * saying so. kcp's answers are far smaller; a page of 500 large objects
+ * fits.
+ */
+export const MAX_READ_BYTES = 32 * 1024 * 1024;
+
 /** Exit code: nothing holds the object (or the command succeeded). */
 export const EXIT_OK = 0;
 /** Exit code: something holds the object. */
@@ -91,8 +99,12 @@ export function pluginContext(
       path,
       flags.context === undefined ? {} : { context: flags.context },
     );
+    // Every answer is bounded, and a redirect is never followed (the
+    // client refuses them): the credentials stay with the kubeconfig's
+    // server.
     const client = new KubeClient(connection, {
       userAgent: "kubectl-dependencies",
+      maxBytes: MAX_READ_BYTES,
     });
     return {
       client,

@@ -58,6 +58,11 @@ export interface ExportedType {
   /** Its kind. */
   kind: string;
   /**
+   * Served from another virtual workspace (`storage.virtual`, kcp v0.31 and
+   * later) rather than stored by kcp: not something rules can cover yet.
+   */
+  virtual?: true;
+  /**
    * The OpenAPI v3 schema of each served version that has one, pruned to
    * what field paths are checked against (see `pruneSchema`). Absent when
    * the schemas were not read: then no path is checked.
@@ -135,6 +140,14 @@ export function checkExported(
   const served = answer.types.find((t) =>
     t.group === type.group && t.resource === type.resource
   );
+  if (served?.virtual) {
+    return {
+      ok: false,
+      reason: "TypeNotExported",
+      message:
+        `the APIExport ${ref.name} in ${ref.shown} serves ${shownType} from a virtual workspace (storage.virtual), which dependency-controller does not protect or read: only types stored by kcp (storage.crd) can be covered${stale}`,
+    };
+  }
   if (served?.versions.includes(type.version)) return { ok: true };
   const problem = served === undefined
     ? `does not export ${shownType}`

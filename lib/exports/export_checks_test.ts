@@ -318,3 +318,16 @@ Deno.test("checkOwnerFieldRef() checks a path read on the protected object or it
     assert.deepEqual(check.unchecked, want.unchecked ?? [], what);
   }
 });
+
+Deno.test("checkExported() refuses a type served from another virtual workspace (kcp v0.31's storage.virtual), saying so", () => {
+  const answer: ExportAnswer = {
+    found: true,
+    types: [{ ...NETWORK.types[0]!, virtual: true }],
+  };
+  assert.deepEqual(checkExported({ answer }, REF, VPCS), {
+    ok: false,
+    reason: "TypeNotExported",
+    message:
+      "the APIExport net.io in root:net serves vpcs.net.io from a virtual workspace (storage.virtual), which dependency-controller does not protect or read: only types stored by kcp (storage.crd) can be covered",
+  });
+});

@@ -56,15 +56,23 @@ export async function readExport(
     throw error;
   }
   const spec = isRecord(object) && isRecord(object.spec) ? object.spec : {};
-  const resources: { group: string; name: string; schema: string }[] = [];
+  const resources: {
+    group: string;
+    name: string;
+    schema: string;
+    virtual: boolean;
+  }[] = [];
   for (const resource of Array.isArray(spec.resources) ? spec.resources : []) {
     if (!isRecord(resource)) continue;
-    const { group, name, schema } = resource;
+    const { group, name, schema, storage } = resource;
     if (
       typeof group !== "string" || typeof name !== "string" ||
       typeof schema !== "string" || schema === ""
     ) continue;
-    resources.push({ group, name, schema });
+    // kcp v0.31: `storage.virtual` (served by another virtual workspace)
+    // instead of `storage.crd`.
+    const virtual = isRecord(storage) && storage.virtual !== undefined;
+    resources.push({ group, name, schema, virtual });
   }
   const schemas = await mapAtMost(
     resources,
@@ -77,9 +85,16 @@ export async function readExport(
       ),
   );
   const types: ExportedType[] = [];
-  for (const [i, { group, name }] of resources.entries()) {
+  for (const [i, { group, name, virtual }] of resources.entries()) {
     const read = schemas[i];
-    if (read !== undefined) types.push({ group, resource: name, ...read });
+    if (read !== undefined) {
+      types.push({
+        group,
+        resource: name,
+        ...read,
+        ...(virtual ? { virtual: true as const } : {}),
+      });
+    }
   }
   const status = isRecord(object) && isRecord(object.status)
     ? object.status

@@ -228,3 +228,44 @@ Deno.test("readExport() keeps the export's identity hash, and none when the stat
     );
   });
 });
+
+Deno.test("readExport() marks a resource served from a virtual workspace (storage.virtual)", async () => {
+  const disk = {
+    spec: {
+      names: { kind: "Disk" },
+      versions: [{ name: "v1", served: true, schema: { type: "object" } }],
+    },
+  };
+  const exported = apiExport([
+    { name: "disks", schema: "v1.disks.compute.io" },
+    { name: "snapshots", schema: "v1.snapshots.compute.io" },
+  ]);
+  const resources = (exported.spec as { resources: Record<string, unknown>[] })
+    .resources;
+  resources[1]!.storage = {
+    virtual: {
+      reference: {
+        apiGroup: "cache.kcp.io",
+        kind: "CachedResourceEndpointSlice",
+        name: "snapshots",
+      },
+    },
+  };
+  await withKcp({
+    [EXPORT_URL]: exported,
+    [SCHEMA_URL("v1.disks.compute.io")]: disk,
+    [SCHEMA_URL("v1.snapshots.compute.io")]: {
+      spec: { ...disk.spec, names: { kind: "Snapshot" } },
+    },
+  }, async (client, base) => {
+    const read = await readExport(client, base, {
+      workspace: "root:compute",
+      name: "compute.io",
+    });
+    assert.ok(read.found);
+    assert.deepEqual(
+      read.types.map((t) => [t.resource, t.virtual ?? false]),
+      [["disks", false], ["snapshots", true]],
+    );
+  });
+});

@@ -12,6 +12,7 @@ import {
   assertStatusTruth,
   buildTopology,
   type ComponentProcess,
+  DEP_CTRL_EXPORT,
   dependencyRule,
   type KcpServer,
   kcpTest,
@@ -21,9 +22,11 @@ import {
   startWebhook,
   stopComponents,
   type Topology,
+  VWC_CLAIM,
   waitFor,
   type WebhookProcess,
 } from "../../testing/mod.ts";
+import { kcpVersionFromEnv } from "../../testing/kcp/binaries.ts";
 
 const NETWORK = "root:org:team:network";
 const COMPUTE = "root:providers:compute";
@@ -609,6 +612,50 @@ kcpTest(
             workspace: COMPUTE,
           });
           await waitForConfiguration(kcp, path, []);
+        },
+      );
+
+      await step(
+        "a provider that accepts the VWC claim for labelled objects only: kcp v0.31 takes such a binding and the rule says ClaimNotAccepted; kcp v0.28 refuses it",
+        async () => {
+          const path = "root:org:team:labelled";
+          await networkProvider(kcp, path);
+          const binding =
+            `/clusters/${path}/apis/apis.kcp.io/v1alpha2/apibindings/${DEP_CTRL_EXPORT}`;
+          const narrowed = await kcp.request("PATCH", binding, {
+            body: {
+              spec: {
+                permissionClaims: [{
+                  ...VWC_CLAIM,
+                  selector: { matchLabels: { team: "a" } },
+                  state: "Accepted",
+                }],
+              },
+            },
+            contentType: "application/merge-patch+json",
+          }).then(() => true, (error: unknown) => error);
+          if (kcpVersionFromEnv() === "v0.28.1") {
+            // v0.28's APIBinding validation: only matchAll is implemented.
+            assert.match(String(narrowed), /matchAll/);
+            return;
+          }
+          assert.equal(narrowed, true);
+          await applyObjects(kcp, COMPUTE, [rule("vm-labelled", [{
+            path,
+            resource: "subnets",
+            field: ".spec.subnetRef.name",
+          }])]);
+          const ready = await waitForReady(kcp, COMPUTE, "vm-labelled", {
+            status: "False",
+            reason: "ClaimNotAccepted",
+          });
+          assert.match(
+            ready.message,
+            /accepts its validatingwebhookconfigurations\.admissionregistration\.k8s\.io permission claim only for objects matching a label selector: accept it with selector matchAll: true/,
+          );
+          await kcp.kubectlOk(["delete", "dependencyrules", "vm-labelled"], {
+            workspace: COMPUTE,
+          });
         },
       );
 

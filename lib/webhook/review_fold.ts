@@ -128,7 +128,7 @@ function foldUnlocked(
       // Nothing about the user is answered unless the live object confirms
       // the review.
       if (confirmed.status === "fulfilled" && !confirmed.value) {
-        return unconfirmed(uid);
+        return unconfirmed(uid, plan.verb);
       }
       const asked = readings.bypass;
       const failed = confirmed.status === "rejected"
@@ -212,19 +212,23 @@ function missing(what: string): PromiseRejectedResult {
 
 /**
  * The verdict when the live object could not be read or does not confirm
- * the review; `undefined` when it confirms it.
+ * the review; `undefined` when it confirms it. Where Locks name the type,
+ * the skip annotation is not offered: it overrides no Lock, and a review
+ * of a free object must read as one of a held object would.
  */
 function refusal(
   plan: ReviewPlan,
   confirmed: PromiseSettledResult<boolean>,
 ): Verdict | undefined {
   if (confirmed.status === "fulfilled") {
-    return confirmed.value ? undefined : unconfirmed(plan.uid);
+    return confirmed.value ? undefined : unconfirmed(plan.uid, plan.verb);
   }
   const reason = confirmed.reason;
   const named = reason instanceof Forbidden ||
     reason instanceof UnknownWorkspace;
   return unavailable(plan.uid, {
+    verb: plan.verb,
+    skippable: !plan.covered,
     shown: shownTarget(plan.target),
     what: named
       ? reason.message

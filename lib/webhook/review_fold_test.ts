@@ -760,6 +760,94 @@ const FOLD_CASES: FoldCase[] = [
     want: ALLOWED,
   },
   {
+    name:
+      "locked, the live read fails: 503 naming the delete, no annotation offered",
+    plan: plan({ lock: "vpc-a" }),
+    readings: {
+      confirmed: fail(new Error("connection reset")),
+      blockers: found(0),
+    },
+    want: denied(
+      503,
+      "ServiceUnavailable",
+      "cannot delete vpcs/vpc-a: cannot read the object itself (connection reset); " +
+        "the delete is denied until it can be read: retry later",
+      "denied_error",
+    ),
+    unsaid: /skip-protection|production|Lock/,
+  },
+  {
+    name:
+      "an UPDATE of an object locked for Update, the live read fails: 503 naming the update, no annotation offered",
+    plan: plan({
+      lock: "vpc-a",
+      operations: ["Delete", "Update"],
+      update: true,
+      noRules: true,
+    }),
+    readings: {
+      confirmed: fail(
+        new DeadlineExceeded("reading vpcs.network.example.com", 50),
+      ),
+    },
+    want: denied(
+      503,
+      "ServiceUnavailable",
+      "cannot update vpcs/vpc-a: cannot read the object itself (reading vpcs.network.example.com did not finish within 50 ms); " +
+        "the update is denied until it can be read: retry later",
+      "denied_error",
+    ),
+    unsaid: /skip-protection|delete|production|Lock/,
+  },
+  {
+    name:
+      "an UPDATE of an object locked for Update, forged: unconfirmed, naming the update",
+    plan: plan({
+      lock: "vpc-a",
+      operations: ["Delete", "Update"],
+      update: true,
+      noRules: true,
+    }),
+    readings: { confirmed: GONE },
+    want: denied(
+      409,
+      "Conflict",
+      "cannot confirm the object being updated: it no longer exists as the review describes it " +
+        "(deleted or recreated meanwhile); retry the update",
+      "denied_unconfirmed",
+    ),
+    unsaid: /production|Lock/,
+  },
+  {
+    name:
+      "a free object of a type Locks cover, the live read fails: as a held one",
+    plan: plan({ lock: "other" }),
+    readings: {
+      confirmed: fail(new Error("connection reset")),
+      blockers: found(0),
+    },
+    want: denied(
+      503,
+      "ServiceUnavailable",
+      "cannot delete vpcs/vpc-a: cannot read the object itself (connection reset); " +
+        "the delete is denied until it can be read: retry later",
+      "denied_error",
+    ),
+  },
+  {
+    name:
+      "no Lock covers the type, the live read fails: 503 offering the annotation",
+    plan: plan(),
+    readings: {
+      confirmed: fail(new Error("connection reset")),
+      blockers: found(0),
+    },
+    want: unavailable(
+      "cannot read the object itself (connection reset)",
+      "it can be read",
+    ),
+  },
+  {
     name: "a locked Namespace",
     plan: namespacePlan(),
     readings: { confirmed: OK },

@@ -29,11 +29,15 @@ export const NOT_INITIALIZED_MESSAGE =
 /**
  * The one denial of a review that the live object does not confirm: the
  * object is gone, or its uid is not the one the review carries. It names
- * nothing, so a forged review learns nothing from it.
+ * nothing but the review's verb, so a forged review learns nothing from it.
  */
-export const UNCONFIRMED_MESSAGE =
-  "cannot confirm the object being deleted: it no longer exists as the review describes it " +
-  "(deleted or recreated meanwhile); retry the delete";
+export function unconfirmedMessage(verb: "delete" | "update"): string {
+  return `cannot confirm the object being ${verb}d: it no longer exists as the review describes it ` +
+    `(deleted or recreated meanwhile); retry the ${verb}`;
+}
+
+/** {@linkcode unconfirmedMessage} of a delete, the usual review. */
+export const UNCONFIRMED_MESSAGE = unconfirmedMessage("delete");
 
 /** How a review ended, for metrics and logs. */
 export type Outcome =
@@ -133,13 +137,16 @@ export function invalid(uid: string, message: string): Verdict {
   };
 }
 
-/** The one generic denial of a review the live object does not confirm. */
-export function unconfirmed(uid: string): Verdict {
+/** The one generic denial of a review (a `verb`) the live object does not confirm. */
+export function unconfirmed(
+  uid: string,
+  verb: "delete" | "update" = "delete",
+): Verdict {
   return {
     response: deny(uid, {
       code: 409,
       reason: "Conflict",
-      message: UNCONFIRMED_MESSAGE,
+      message: unconfirmedMessage(verb),
     }),
     outcome: "denied_unconfirmed",
   };
@@ -166,8 +173,11 @@ export function busy(
 }
 
 /**
- * Fail closed: the delete waits until the check can be made (503). With
- * `problem.forbidden`, the verdict carries the permission kcp refused.
+ * Fail closed: the delete (or update) waits until the check can be made
+ * (503). The skip annotation is offered only for a delete with
+ * `problem.skippable` (default true): it overrides no Lock, and lets no
+ * update through. With `problem.forbidden`, the verdict carries the
+ * permission kcp refused.
  */
 export function unavailable(
   uid: string,
@@ -176,8 +186,14 @@ export function unavailable(
     what: string;
     until: string;
     forbidden?: Permission | undefined;
+    verb?: "delete" | "update";
+    skippable?: boolean;
   },
 ): Verdict {
+  const verb = problem.verb ?? "delete";
+  const skip = verb === "delete" && (problem.skippable ?? true)
+    ? `, or set the annotation ${SKIP_PROTECTION_ANNOTATION}=true on the object to delete it anyway`
+    : "";
   return {
     ...(problem.forbidden === undefined
       ? {}
@@ -185,9 +201,8 @@ export function unavailable(
     response: deny(uid, {
       code: 503,
       reason: "ServiceUnavailable",
-      message: `cannot delete ${problem.shown}: ${problem.what}; ` +
-        `the delete is denied until ${problem.until}: retry later, or set the annotation ` +
-        `${SKIP_PROTECTION_ANNOTATION}=true on the object to delete it anyway`,
+      message: `cannot ${verb} ${problem.shown}: ${problem.what}; ` +
+        `the ${verb} is denied until ${problem.until}: retry later${skip}`,
     }),
     outcome: "denied_error",
   };

@@ -1,9 +1,12 @@
 /**
- * The controller: the pure reconcile plan, the reconciler that feeds it from
- * caches and writes its result, ValidatingWebhookConfigurations, workspace
- * path resolution, the checks of rules against the APIExports they name,
- * keyed tasks, leader election, the live picture of the rules (`/graph`,
- * {@linkcode createGraphApp}) and its metrics and options.
+ * The controller: the pure reconcile plan ({@linkcode planReconcile}, with
+ * the memo of its passes), the reconciler that feeds it from its caches and
+ * writes its result, ValidatingWebhookConfigurations, workspace path
+ * resolution, where Lock target types come from, the webhook's access that
+ * installed rules need, leader election and its Lease, the CA bundle, the
+ * live picture of the rules (`/graph`, {@linkcode createGraphApp}) and its
+ * metrics and options. The checks against APIExports are `lib/exports/`,
+ * keyed tasks `lib/runtime/`.
  *
  * @module
  */

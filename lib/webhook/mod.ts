@@ -1,7 +1,10 @@
 /**
- * The admission webhook: AdmissionReview parsing, the deletion validator, the
- * dependent lister, the in-memory rule registry, the admission handler on the
- * bounded TLS server, its metrics, options and RBAC rendering.
+ * The admission webhook: AdmissionReview parsing, the deletion validator
+ * that runs a review's plan, reads and fold and the verdicts they give, the
+ * dependent lister, the cache of a workspace's bindings, break-glass
+ * authorisation, the rule registry and rule admission, the hold table and
+ * `/holds.json`, the admission handler on the bounded TLS server, its
+ * metrics, options and least-privilege RBAC.
  *
  * @module
  */

@@ -3,9 +3,12 @@
  * under one {@linkcode Deadline}, each at most once. The live object (is it
  * the one the review describes?), the dependent lists (page by page, only
  * the dependents that refer to the object are kept, so memory stays
- * bounded), the bypass question, and, when the fold asks, whether kcp is
- * deleting the workspace. Failures become readings (settled results) for
- * the fold; nothing here decides.
+ * bounded), the owners the object names, the bypass question, and, when the
+ * fold asks, whether kcp is deleting the workspace. While reading, it
+ * matches each dependent and owner read against the rules (names, fields,
+ * `protectWhile` and `when`, evaluated within the review's budget), so
+ * only what refers to the object and protects now is kept. Failures become
+ * readings (settled results); the verdict is the fold's.
  *
  * @module
  */

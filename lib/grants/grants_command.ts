@@ -265,4 +265,7 @@ export const GRANTS_ENTRYPOINT: Entrypoint<GrantsOptions> = {
   flags: GRANTS_FLAGS,
   parse: parseGrantsOptions,
   run: runGrants,
+  // Run by hand: a failure is one sentence, such as which kubeconfig
+  // cannot be read and why, not a log line with stacks.
+  plainErrors: true,
 };

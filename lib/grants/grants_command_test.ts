@@ -48,3 +48,44 @@ Deno.test("controller grants answers --help and refuses bad flags before reading
   assert.equal(await runEntrypoint(["--bogus"], GRANTS_ENTRYPOINT, io), 2);
   assert.match(err.join("\n"), /^controller grants: .*bogus/);
 });
+
+Deno.test("controller grants names an unreadable kubeconfig in one sentence, without a stack", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${dir}/broken`, "clusters: [");
+    const cases: [string, string][] = [
+      [
+        "/nonexistent/kubeconfig",
+        "controller grants: Cannot load kubeconfig /nonexistent/kubeconfig: no such file",
+      ],
+      [
+        dir,
+        `controller grants: Cannot load kubeconfig ${dir}: it is a directory`,
+      ],
+      [
+        `${dir}/broken`,
+        `controller grants: Cannot load kubeconfig ${dir}/broken: not YAML or JSON: `,
+      ],
+    ];
+    for (const [path, want] of cases) {
+      const err: string[] = [];
+      const lines: string[] = [];
+      const code = await runEntrypoint(
+        [`--kubeconfig=${path}`],
+        GRANTS_ENTRYPOINT,
+        {
+          out: () => {},
+          err: (t) => err.push(t),
+          write: (line) => lines.push(line),
+        },
+      );
+      assert.equal(code, 1, path);
+      assert.equal(err.length, 1, path);
+      assert.ok(err[0]!.startsWith(want), `${err[0]}`);
+      assert.doesNotMatch(err[0]!, /\n|stack| {4}at /, path);
+      assert.deepEqual(lines, [], path);
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

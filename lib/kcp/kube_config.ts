@@ -96,11 +96,19 @@ export function loadKubeConnection(
       cause === undefined ? undefined : { cause },
     );
   };
+  let text: string;
+  try {
+    text = Deno.readTextFileSync(path);
+  } catch (error) {
+    return fail(readProblem(error), error);
+  }
   let parsed: unknown;
   try {
-    parsed = parseYaml(Deno.readTextFileSync(path));
+    parsed = parseYaml(text);
   } catch (error) {
-    return fail(errorText(error), error);
+    // The parser's first line says what and where; the rest quotes the file.
+    const what = errorText(error).split("\n")[0]!.replace(/:$/, "");
+    return fail(`not YAML or JSON: ${what}`, error);
   }
   const checked = validateWith(KubeconfigSchema, parsed ?? {});
   if (!checked.ok) return fail(checked.error);
@@ -174,4 +182,14 @@ function pem(
     return Deno.readTextFileSync(isAbsolute(file) ? file : join(dir, file));
   }
   return undefined;
+}
+
+/** Why a file could not be read, in a few words. */
+function readProblem(error: unknown): string {
+  if (error instanceof Deno.errors.NotFound) return "no such file";
+  if (error instanceof Deno.errors.PermissionDenied) {
+    return "permission denied";
+  }
+  if (error instanceof Deno.errors.IsADirectory) return "it is a directory";
+  return errorText(error);
 }

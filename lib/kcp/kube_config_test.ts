@@ -131,7 +131,15 @@ Deno.test("loadKubeConnection() refuses exec plugins and half a client certifica
 Deno.test("loadKubeConnection() names the file when it is missing or broken", () => {
   assert.throws(
     () => loadKubeConnection("/nonexistent/kubeconfig"),
-    /Cannot load kubeconfig \/nonexistent\/kubeconfig/,
+    (error: unknown) => {
+      assert.ok(error instanceof Error);
+      assert.equal(
+        error.message,
+        "Cannot load kubeconfig /nonexistent/kubeconfig: no such file",
+      );
+      assert.ok(error.cause instanceof Deno.errors.NotFound);
+      return true;
+    },
   );
 });
 

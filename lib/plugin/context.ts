@@ -72,15 +72,50 @@ export interface KubeconfigFlags {
 
 /** The kubeconfig file the flags and environment name. */
 export function kubeconfigPath(flags: KubeconfigFlags): string {
+  return kubeconfigSource(flags).path;
+}
+
+/** A kubeconfig file and what named it. */
+export interface KubeconfigSource {
+  /** The file. */
+  path: string;
+  /** `--kubeconfig`, `$KUBECONFIG`, or neither (`~/.kube/config`). */
+  from: "flag" | "env" | "default";
+}
+
+/** The kubeconfig file the flags and environment name, and which named it. */
+export function kubeconfigSource(flags: KubeconfigFlags): KubeconfigSource {
   if (flags.kubeconfig !== undefined && flags.kubeconfig !== "") {
-    return flags.kubeconfig;
+    return { path: flags.kubeconfig, from: "flag" };
   }
   const fromEnv = Deno.env.get("KUBECONFIG");
   if (fromEnv !== undefined && fromEnv !== "") {
-    return fromEnv.split(":").find((p) => p !== "") ?? fromEnv;
+    const path = fromEnv.split(":").find((p) => p !== "") ?? fromEnv;
+    return { path, from: "env" };
   }
   const home = Deno.env.get("HOME") ?? ".";
-  return join(home, ".kube", "config");
+  return { path: join(home, ".kube", "config"), from: "default" };
+}
+
+/**
+ * The message of a kubeconfig that cannot be used: for a missing file, one
+ * sentence naming it, what named it, and how to name another; else the
+ * reason as the loader gives it.
+ */
+export function kubeconfigProblem(
+  error: unknown,
+  source: KubeconfigSource,
+): string {
+  const missing = error instanceof Error &&
+    error.cause instanceof Deno.errors.NotFound;
+  if (!missing) return errorText(error);
+  const named = source.from === "flag"
+    ? "given by --kubeconfig"
+    : source.from === "env"
+    ? "the first file of KUBECONFIG"
+    : "the default, as neither --kubeconfig nor KUBECONFIG names one";
+  return `no kubeconfig at ${source.path} (${named}): point kubectl dependencies ` +
+    "at yours with --kubeconfig=<file> or the KUBECONFIG variable";
 }
 
 /**
@@ -93,10 +128,10 @@ export function pluginContext(
   flags: KubeconfigFlags,
   io: PluginIo,
 ): PluginContext {
-  const path = kubeconfigPath(flags);
+  const source = kubeconfigSource(flags);
   try {
     const connection = loadKubeConnection(
-      path,
+      source.path,
       flags.context === undefined ? {} : { context: flags.context },
     );
     // Every answer is bounded, and a redirect is never followed (the
@@ -113,7 +148,7 @@ export function pluginContext(
       io,
     };
   } catch (error) {
-    throw new PluginError(errorText(error));
+    throw new PluginError(kubeconfigProblem(error, source));
   }
 }
 

@@ -6,6 +6,7 @@ import {
   EXIT_OK,
   type KubeconfigFlags,
   kubeconfigPath,
+  kubeconfigProblem,
   pluginContext,
   PluginError,
   type PluginIo,
@@ -199,6 +200,55 @@ Deno.test("pluginContext() turns a kubeconfig it cannot use into a PluginError w
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("pluginContext() without a kubeconfig says which file it looked for and how to name one", () => {
+  const hint =
+    "point kubectl dependencies at yours with --kubeconfig=<file> or the KUBECONFIG variable";
+  const cases: {
+    name: string;
+    flags: KubeconfigFlags;
+    env: Record<string, string | undefined>;
+    want: string;
+  }[] = [
+    {
+      name: "neither flag nor variable",
+      flags: {},
+      env: { KUBECONFIG: undefined, HOME: "/nonexistent/home" },
+      want:
+        "no kubeconfig at /nonexistent/home/.kube/config (the default, as neither --kubeconfig nor KUBECONFIG names one): " +
+        hint,
+    },
+    {
+      name: "the variable",
+      flags: {},
+      env: { KUBECONFIG: "/nonexistent/env:/other", HOME: "/h" },
+      want:
+        `no kubeconfig at /nonexistent/env (the first file of KUBECONFIG): ${hint}`,
+    },
+    {
+      name: "the flag",
+      flags: { kubeconfig: "/nonexistent/flag" },
+      env: { KUBECONFIG: "/other", HOME: "/h" },
+      want:
+        `no kubeconfig at /nonexistent/flag (given by --kubeconfig): ${hint}`,
+    },
+  ];
+  for (const { name, flags, env, want } of cases) {
+    withEnv(
+      env,
+      () =>
+        assert.throws(() => pluginContext(flags, QUIET), (error: unknown) => {
+          assert.ok(error instanceof PluginError, name);
+          assert.equal(error.message, want, name);
+          return true;
+        }),
+    );
+  }
+  assert.equal(
+    kubeconfigProblem(new Error("broken"), { path: "/k", from: "flag" }),
+    "broken",
+  );
 });
 
 Deno.test("processIo() has no colour with NO_COLOR set, nor when stdout is not a terminal", () => {

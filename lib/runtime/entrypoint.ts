@@ -33,6 +33,12 @@ export interface Entrypoint<O extends { logLevel: LogLevel }> {
   };
   /** Runs the component until it stops; returns the exit code. */
   run: (options: O, log: Logger) => Promise<number>;
+  /**
+   * A command run by hand, not a service: an error `run` throws is written
+   * to `err` as one line, `<name>: <message>`, not logged as a JSON line
+   * with its stack. @default {false}
+   */
+  plainErrors?: boolean;
 }
 
 /** Where {@linkcode runEntrypoint} writes; the defaults are the console and stderr. */
@@ -47,7 +53,8 @@ export interface EntrypointIo {
 
 /**
  * Runs an entrypoint and returns its exit code: 0 after `--help` or a clean
- * stop, 2 for bad flags, 1 if `run` throws (logged as `cannot start`), and
+ * stop, 2 for bad flags, 1 if `run` throws (logged as `cannot start`, or
+ * one line to `err` with `plainErrors`), and
  * whatever `run` returns otherwise ({@linkcode SHUTDOWN_TIMEOUT_EXIT_CODE}
  * after a shutdown that did not finish in time).
  */
@@ -75,7 +82,11 @@ export async function runEntrypoint<O extends { logLevel: LogLevel }>(
   try {
     return await entrypoint.run(parsed.options, log);
   } catch (error) {
-    log.error("cannot start", { error });
+    if (entrypoint.plainErrors === true) {
+      err(`${entrypoint.name}: ${errorText(error)}`);
+    } else {
+      log.error("cannot start", { error });
+    }
     return 1;
   }
 }

@@ -11,7 +11,10 @@ interface Options {
   logLevel: LogLevel;
 }
 
-function harness(run: (options: Options) => Promise<number>) {
+function harness(
+  run: (options: Options) => Promise<number>,
+  plainErrors?: boolean,
+) {
   const out: string[] = [];
   const err: string[] = [];
   const lines: Record<string, unknown>[] = [];
@@ -26,6 +29,7 @@ function harness(run: (options: Options) => Promise<number>) {
         return { help: false, options: { logLevel: "info" } };
       },
       run,
+      ...(plainErrors === undefined ? {} : { plainErrors }),
     }, {
       out: (text) => out.push(text),
       err: (text) => err.push(text),
@@ -67,6 +71,16 @@ Deno.test("runEntrypoint() turns a startup failure into one 'cannot start' log l
   assert.equal(line.msg, "cannot start");
   assert.equal(line.component, "thing");
   assert.match(JSON.stringify(line.error), /kubeconfig unreadable/);
+});
+
+Deno.test("runEntrypoint() with plainErrors writes a failure as one line naming the program, no log line", async () => {
+  const failure = new Error("Cannot load kubeconfig /k: no such file", {
+    cause: new Error("deep"),
+  });
+  const h = harness(() => Promise.reject(failure), true);
+  assert.equal(await h.entry([]), 1);
+  assert.deepEqual(h.err, ["thing: Cannot load kubeconfig /k: no such file"]);
+  assert.deepEqual(h.lines, []);
 });
 
 /** A logger into an array of records, and a deadline the test fires. */

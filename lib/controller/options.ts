@@ -71,7 +71,7 @@ export const CONTROLLER_FLAGS: readonly FlagSpec[] = [
   {
     name: "graph-holds-url",
     help:
-      "With --graph: the webhook's /holds.json (http or https, e.g. http://dependency-webhook-metrics.<namespace>.svc:8080/holds.json), read each time the page is served to show what the webhook holds",
+      "With --graph: the webhook's /holds.json on its metrics port (http or https, e.g. http://<webhook Pod IP>:8080/holds.json, or the chart's Service dependency-webhook port 8080 when it has a ServiceMonitor), read each time the page is served to show what the webhook holds; the webhook needs --holds",
   },
   {
     name: "leader-elect",

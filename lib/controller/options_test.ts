@@ -58,7 +58,7 @@ Deno.test("parseControllerOptions() reads every flag", () => {
       "--health-probe-bind-address=127.0.0.1:9001",
       "--metrics-bind-address=[::1]:9002",
       "--graph",
-      "--graph-holds-url=http://dependency-webhook-metrics.deps.svc:8080/holds.json",
+      "--graph-holds-url=http://dependency-webhook.deps.svc:8080/holds.json",
       "--leader-elect",
       "--leader-election-namespace=kube-system",
       "--leader-election-id=dep-ctrl.example.com",
@@ -80,8 +80,7 @@ Deno.test("parseControllerOptions() reads every flag", () => {
         healthBind: { hostname: "127.0.0.1", port: 9001 },
         metricsBind: { hostname: "::1", port: 9002 },
         graph: true,
-        graphHoldsUrl:
-          "http://dependency-webhook-metrics.deps.svc:8080/holds.json",
+        graphHoldsUrl: "http://dependency-webhook.deps.svc:8080/holds.json",
         leaderElect: true,
         leaderElectionNamespace: "kube-system",
         leaderElectionId: "dep-ctrl.example.com",
@@ -289,7 +288,7 @@ Deno.test("parseControllerOptions() takes --graph and an http(s) --graph-holds-u
   assert.equal("graphHoldsUrl" in parse(["--graph"]), false);
   for (
     const url of [
-      "http://dependency-webhook-metrics.deps.svc:8080/holds.json",
+      "http://dependency-webhook.deps.svc:8080/holds.json",
       "https://10.0.0.7:8443/holds.json",
       "http://[fd00::1]:8080/holds.json?limit=100",
     ]
@@ -356,4 +355,13 @@ Deno.test("parseControllerOptions() refuses --graph without a metrics listener t
     },
   );
   assert.equal(parse(["--metrics-bind-address=0"]).graph, false);
+});
+
+Deno.test("--graph-holds-url's help names only what the manifests and the chart create", () => {
+  const help = CONTROLLER_FLAGS.find((f) => f.name === "graph-holds-url")!
+    .help;
+  // No Service dependency-webhook-metrics exists; the webhook's Service
+  // dependency-webhook has a metrics port only with the chart's ServiceMonitor.
+  assert.doesNotMatch(help, /dependency-webhook-metrics/);
+  assert.match(help, /--holds/);
 });

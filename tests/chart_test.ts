@@ -1890,7 +1890,7 @@ Deno.test("NOTES.txt says what to apply on the kcp side and how to check that ru
       "system:admin of EVERY shard",
       "kubectl apply -k manifests/kcp/system-admin",
       "controller grants --kubeconfig=<webhook kubeconfig> | kubectl apply -f -",
-      "docker run --rm -v $PWD/webhook.kubeconfig:/k:ro registry.example.com/dependency-controller:0.1.0 grants --kubeconfig=/k",
+      "docker run --rm -v $PWD/webhook.kubeconfig:/k:ro registry.example.com/dependency-controller:0.2.0 grants --kubeconfig=/k",
       "this chart's kcp mode (kcpWebhookReads",
       "kubectl apply -k manifests/kcp/workspace-reader",
       "kubectl get dependencyrules",

@@ -60,6 +60,53 @@ export interface ServePlainOptions {
    * @default {8_000}
    */
   drainTimeoutMs?: number;
+  /**
+   * What the listener is for and the flag that moves it, named when the
+   * address is in use (see {@linkcode listenError}).
+   */
+  listener?: ListenerName;
+}
+
+/** What a listener serves and which flag sets its address. */
+export interface ListenerName {
+  /** What it serves, such as `metrics`. */
+  purpose: string;
+  /** The flag without dashes, such as `metrics-bind-address`. */
+  flag: string;
+}
+
+/**
+ * The error to stop on when a listener cannot start: for an address in use
+ * (Deno's `AddrInUse`, or node's `EADDRINUSE`) one sentence naming the
+ * address, what it is for and the flag that moves it; any other error as it
+ * is.
+ *
+ * @example Usage
+ * ```ts
+ * import { listenError } from "./service_endpoints.ts";
+ *
+ * listenError(new Deno.errors.AddrInUse("Address already in use"), {
+ *   hostname: "0.0.0.0",
+ *   port: 8080,
+ * }, { purpose: "metrics", flag: "metrics-bind-address" }).message;
+ * // "cannot listen on 0.0.0.0:8080 for metrics: the address is in use; pass --metrics-bind-address=<host>:<port> to use another"
+ * ```
+ */
+export function listenError(
+  error: unknown,
+  bind: BindAddress,
+  listener: ListenerName,
+): unknown {
+  const inUse = error instanceof Deno.errors.AddrInUse ||
+    (error as { code?: unknown } | null)?.code === "EADDRINUSE";
+  if (!inUse) return error;
+  const host = bind.hostname.includes(":")
+    ? `[${bind.hostname}]`
+    : bind.hostname;
+  return new Error(
+    `cannot listen on ${host}:${bind.port} for ${listener.purpose}: the address is in use; pass --${listener.flag}=<host>:<port> to use another`,
+    { cause: error },
+  );
 }
 
 /**
@@ -74,13 +121,18 @@ export function servePlain(
   handler: Deno.ServeHandler,
   options: ServePlainOptions = {},
 ): RunningServer {
-  const { drainTimeoutMs = DEFAULT_DRAIN_TIMEOUT_MS } = options;
-  const server = Deno.serve({
-    hostname: bind.hostname,
-    port: bind.port,
-    handler,
-    onListen: () => {},
-  });
+  const { drainTimeoutMs = DEFAULT_DRAIN_TIMEOUT_MS, listener } = options;
+  let server: Deno.HttpServer<Deno.NetAddr>;
+  try {
+    server = Deno.serve({
+      hostname: bind.hostname,
+      port: bind.port,
+      handler,
+      onListen: () => {},
+    });
+  } catch (error) {
+    throw listener === undefined ? error : listenError(error, bind, listener);
+  }
   let stopped: Promise<void> | undefined;
   return {
     port: server.addr.port,
@@ -126,6 +178,9 @@ export interface ServiceEndpoints {
 /**
  * Serves the probes and the metrics on their listeners, leaving out one
  * that is disabled.
+ *
+ * @throws {Error} If a listener cannot start; for an address in use, one
+ * sentence naming it and its flag (see {@linkcode listenError}).
  */
 export function serveServiceEndpoints(
   binds: ServiceBinds,
@@ -135,21 +190,31 @@ export function serveServiceEndpoints(
     ? {}
     : { drainTimeoutMs: endpoints.drainTimeoutMs };
   const servers: RunningServer[] = [];
-  if (binds.healthBind !== undefined) {
-    servers.push(
-      servePlain(
-        binds.healthBind,
-        createHealthApp(endpoints.ready).fetch,
-        drain,
-      ),
-    );
-  }
-  if (binds.metricsBind !== undefined) {
-    const app = createMetricsApp(endpoints.registry, endpoints.collect);
-    if (endpoints.metricsRoutes !== undefined) {
-      app.route("/", endpoints.metricsRoutes);
+  try {
+    if (binds.healthBind !== undefined) {
+      servers.push(
+        servePlain(binds.healthBind, createHealthApp(endpoints.ready).fetch, {
+          ...drain,
+          listener: { purpose: "probes", flag: "health-probe-bind-address" },
+        }),
+      );
     }
-    servers.push(servePlain(binds.metricsBind, app.fetch, drain));
+    if (binds.metricsBind !== undefined) {
+      const app = createMetricsApp(endpoints.registry, endpoints.collect);
+      if (endpoints.metricsRoutes !== undefined) {
+        app.route("/", endpoints.metricsRoutes);
+      }
+      servers.push(
+        servePlain(binds.metricsBind, app.fetch, {
+          ...drain,
+          listener: { purpose: "metrics", flag: "metrics-bind-address" },
+        }),
+      );
+    }
+  } catch (error) {
+    // The one that started stops: the caller gets the error, not a listener.
+    for (const server of servers) void server.shutdown();
+    throw error;
   }
   return servers;
 }

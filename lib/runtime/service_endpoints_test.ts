@@ -12,6 +12,7 @@ import { CONTENT_TYPE, MetricsRegistry } from "./metrics.ts";
 import {
   createHealthApp,
   createMetricsApp,
+  listenError,
   servePlain,
   serveServiceEndpoints,
 } from "./service_endpoints.ts";
@@ -148,4 +149,57 @@ Deno.test("servePlain().shutdown() closes a silent client at once and resolves b
     await answer;
     closeQuietly(silent);
   }
+});
+
+Deno.test("serveServiceEndpoints() stops on an address in use with one sentence naming it and its flag", async () => {
+  const taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (taken.addr as Deno.NetAddr).port;
+  const endpoints = {
+    ready: () => true as const,
+    registry: new MetricsRegistry(),
+    collect: () => {},
+  };
+  try {
+    assert.throws(
+      () =>
+        serveServiceEndpoints({
+          healthBind: { hostname: "127.0.0.1", port: 0 },
+          metricsBind: { hostname: "127.0.0.1", port },
+        }, endpoints),
+      new Error(
+        `cannot listen on 127.0.0.1:${port} for metrics: the address is in use; pass --metrics-bind-address=<host>:<port> to use another`,
+      ),
+    );
+    assert.throws(
+      () =>
+        serveServiceEndpoints({ healthBind: { hostname: "127.0.0.1", port } }, {
+          ...endpoints,
+        }),
+      /^Error: cannot listen on 127\.0\.0\.1:\d+ for probes: the address is in use; pass --health-probe-bind-address=/,
+    );
+    // Lets the probe listener that had started finish stopping.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  } finally {
+    taken.close();
+  }
+});
+
+Deno.test("listenError() names the address for Deno's and node's address in use, and passes anything else on", () => {
+  const listener = {
+    purpose: "admission reviews",
+    flag: "webhook-bind-address",
+  };
+  const node = Object.assign(new Error("listen EADDRINUSE"), {
+    code: "EADDRINUSE",
+  });
+  assert.equal(
+    (listenError(node, { hostname: "::1", port: 9443 }, listener) as Error)
+      .message,
+    "cannot listen on [::1]:9443 for admission reviews: the address is in use; pass --webhook-bind-address=<host>:<port> to use another",
+  );
+  const other = new Deno.errors.PermissionDenied("no");
+  assert.equal(
+    listenError(other, { hostname: "0.0.0.0", port: 80 }, listener),
+    other,
+  );
 });

@@ -10,7 +10,12 @@ import {
   type NodeHandler,
   serveBoundedTls,
 } from "./bounded_server.ts";
-import type { BindAddress, Logger, RunningServer } from "../runtime/mod.ts";
+import {
+  type BindAddress,
+  listenError,
+  type Logger,
+  type RunningServer,
+} from "../runtime/mod.ts";
 
 /**
  * Options for {@linkcode serveTls}; the connection limits have the defaults
@@ -37,7 +42,9 @@ export interface ServeTlsOptions extends ConnectionLimits {
  * certificate while open ones keep theirs. A certificate that does not load
  * is logged and the old one kept.
  *
- * @throws {Error} If the first certificate cannot be read or used.
+ * @throws {Error} If the first certificate cannot be read or used, or the
+ * address cannot be listened on (in use: one sentence naming it and
+ * `--webhook-bind-address`).
  */
 export async function serveTls(
   bind: BindAddress,
@@ -47,11 +54,19 @@ export async function serveTls(
   const { certFile, keyFile, log, reloadIntervalMs = 10_000, ...limits } =
     options;
   let pem = await readPair(certFile, keyFile);
-  const server = await serveBoundedTls(bind, handler, {
-    ...limits,
-    pem,
-    onError: (error) => log.error("request handler failed", { error }),
-  });
+  let server;
+  try {
+    server = await serveBoundedTls(bind, handler, {
+      ...limits,
+      pem,
+      onError: (error) => log.error("request handler failed", { error }),
+    });
+  } catch (error) {
+    throw listenError(error, bind, {
+      purpose: "admission reviews",
+      flag: "webhook-bind-address",
+    });
+  }
   let rejected = "";
   let stopping = false;
   const timer = setInterval(async () => {

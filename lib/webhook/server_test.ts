@@ -129,6 +129,32 @@ Deno.test("serveTls() rejects when the first certificate cannot be read", async 
   }
 });
 
+Deno.test("serveTls() rejects an address in use with one sentence naming it and --webhook-bind-address", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "dep-ctrl-tls-" });
+  const taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (taken.addr as Deno.NetAddr).port;
+  try {
+    await writePair(dir, (await twoPairs())[0]);
+    await assert.rejects(
+      serveTls(
+        { hostname: "127.0.0.1", port },
+        (_req, res) => Promise.resolve(void res.end("x")),
+        {
+          certFile: `${dir}/tls.crt`,
+          keyFile: `${dir}/tls.key`,
+          log: createLogger({ write: () => {} }),
+        },
+      ),
+      new Error(
+        `cannot listen on 127.0.0.1:${port} for admission reviews: the address is in use; pass --webhook-bind-address=<host>:<port> to use another`,
+      ),
+    );
+  } finally {
+    taken.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test(
   "serveTls() serves HTTPS and picks up a rotated certificate without a restart",
   async () => {

@@ -80,7 +80,7 @@ export interface RuleSpec {
   dependent: TypeRef & { apiExportName: string; kind: string };
   /** The protected types. */
   dependencies: SpecDependency[];
-  /** A CEL condition over the object of the dependent type. */
+  /** A `when`: CEL over the object of the dependent type. */
   when?: string;
   /** `Exists` (the default) or `Active`. */
   protectWhile?: string;

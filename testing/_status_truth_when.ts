@@ -1,10 +1,10 @@
 /**
  * A rule's `when` for `assertStatusTruth` (`status_truth.ts`): the object of
  * the rule's dependent type a proof creates (the dependent that names the
- * protected object, or the owner it names) must make the condition true, or
+ * protected object, or the owner it names) must make the `when` true, or
  * the denial it waits for would prove nothing. {@linkcode satisfyWhen}
  * builds such an object, with the fields the caller gives for the rule or,
- * failing that, the values the condition compares fields to, and checks it
+ * failing that, the values the `when` compares fields to, and checks it
  * with the webhook's own CEL evaluation; {@linkcode assertWhenHolds} checks
  * the object as kcp stored it. Internal to `status_truth.ts`.
  *
@@ -29,10 +29,10 @@ export interface WhenRule {
  * `base` (an object the proof is about to create: apiVersion, kind,
  * metadata, and for a dependent the reference) made to satisfy the rule's
  * `when`: with `given` (the caller's `whenFields` for the rule) merged under
- * it; else as it is, or with the values the condition compares fields to
+ * it; else as it is, or with the values the `when` compares fields to
  * (`object.spec.on == true` sets `spec.on: true`, `has(object.spec.x)` sets
  * `spec.x: true`, a bare `object.spec.on` sets it `true`). The first that the
- * condition, evaluated as the webhook does, finds true is returned.
+ * `when`, evaluated as the webhook does, finds true is returned.
  *
  * @throws {AssertionError} Naming the rule, what was tried and what it
  * evaluated to, and the option that provides an object, when none is true.
@@ -155,8 +155,8 @@ const BARE = new RegExp(
 const OWN_FIELDS = new Set(["metadata.name", "metadata.namespace"]);
 
 /**
- * The fields a condition compares to literals, as an object: a guess that
- * {@linkcode satisfyWhen} checks by evaluating the condition.
+ * The fields a `when` compares to literals, as an object: a guess that
+ * {@linkcode satisfyWhen} checks by evaluating the `when`.
  */
 function derivedFields(when: string): Record<string, unknown> {
   const fields: Record<string, unknown> = {};

@@ -114,7 +114,7 @@ export interface OwnerRuleOptions {
   owner: OwnerKind;
   /** Where the Subnet (or its Namespace) names its owner. */
   fieldRef: { from: "Target" | "TargetNamespace"; path: string };
-  /** `spec.when`, a CEL condition over the owner. */
+  /** `spec.when`, CEL over the owner. */
   when?: string;
   /** `spec.protectWhile`. */
   protectWhile?: "Exists" | "Active";

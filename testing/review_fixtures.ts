@@ -293,7 +293,7 @@ export function ownerRef(
 
 /** What a rule says beside its dependencies. */
 export interface RuleSpecOptions {
-  /** `spec.when`: a CEL condition over the dependent. */
+  /** `spec.when`: CEL over the dependent. */
   when?: string;
   /** `spec.protectWhile`. */
   protectWhile?: string;

@@ -869,7 +869,7 @@ const FOLD_CASES: FoldCase[] = [
     want: ALLOWED,
   },
   {
-    name: "owners: two hold, one in another namespace, with a condition",
+    name: "owners: two hold, one in another namespace, with a `when`",
     plan: OWNED,
     readings: {
       confirmed: OK,

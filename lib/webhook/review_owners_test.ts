@@ -133,7 +133,7 @@ const ROWS: Row[] = [
     lookups: ["networks/team-a/net-a"],
   },
   {
-    name: "when true: denied, naming the condition",
+    name: "when true: denied, naming the `when`",
     rules: [
       ownerRule("owned", { from: "Target", path: LABEL_PATH }, {
         when: "object.spec.deletionProtection == true",

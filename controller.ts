@@ -42,6 +42,7 @@ import {
   ExportWatcher,
   KubeClient,
   loadKubeConnection,
+  watchExportAccess,
 } from "./lib/kcp/mod.ts";
 
 const SUMMARY =
@@ -55,6 +56,14 @@ async function run(options: ControllerOptions, log: Logger): Promise<number> {
   };
   const client = new KubeClient(connection, {
     userAgent: "dependency-controller",
+  });
+  // A 401 stops the start; a 403 is said now and every minute (see
+  // lib/kcp/export_access.ts) while the watches retry.
+  const access = await watchExportAccess(client, {
+    workspaceUrl: connection.server,
+    apiExportName: options.apiExportName,
+    kubeconfig: options.kubeconfig,
+    log,
   });
   // Fail at start on an unreadable CA bundle rather than at the first write.
   await readCaBundle(options.webhookCaBundlePath);
@@ -185,6 +194,7 @@ async function run(options: ControllerOptions, log: Logger): Promise<number> {
         stop: () => s.shutdown(),
       })),
       { name: "export watcher", stop: () => watcher.stop() },
+      { name: "access check", stop: () => access.stop() },
     ],
   ], { timeoutMs: DEFAULT_SHUTDOWN_TIMEOUT_MS, log });
   client.close();

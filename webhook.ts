@@ -39,6 +39,7 @@ import {
   ExportWatcher,
   KubeClient,
   loadKubeConnection,
+  watchExportAccess,
 } from "./lib/kcp/mod.ts";
 import { readExport } from "./lib/exports/mod.ts";
 import {
@@ -60,6 +61,14 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
   };
   const client = new KubeClient(connection, {
     userAgent: "dependency-webhook",
+  });
+  // A 401 stops the start; a 403 is said now and every minute (see
+  // lib/kcp/export_access.ts) while the watches retry.
+  const access = await watchExportAccess(client, {
+    workspaceUrl: connection.server,
+    apiExportName: options.apiExportName,
+    kubeconfig: options.kubeconfig,
+    log,
   });
   // Reviews read kcp over HTTP/1.1: a GET and a LIST in parallel on two
   // keep-alive connections answer sooner than two streams of one HTTP/2
@@ -207,6 +216,7 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
     })),
     { name: "export watcher", stop: () => watcher.stop() },
     { name: "rule admission", stop: () => admitter.stop() },
+    { name: "access check", stop: () => access.stop() },
   ]], { timeoutMs: options.shutdownTimeoutMs, log });
   client.close();
   reviewClient.close();

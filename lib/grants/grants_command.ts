@@ -36,6 +36,7 @@ import { dumpYaml } from "@kubernetes/client-node";
 import {
   ALLOW_INSECURE_HTTP_FLAG,
   API_EXPORT_NAME_FLAG,
+  checkExportAccess,
   ExportWatcher,
   KubeClient,
   KUBECONFIG_FLAG,
@@ -159,7 +160,12 @@ interface LiveObjects {
   locks: ClusterLock[];
 }
 
-/** Reads every rule and Lock once, prints the ClusterRole, and stops. */
+/**
+ * Reads every rule and Lock once, prints the ClusterRole, and stops.
+ *
+ * @throws {Error} If kcp answers 401 or 403 to the first read: one
+ * sentence saying what to check.
+ */
 export async function runGrants(
   options: GrantsOptions,
   log: Logger,
@@ -171,6 +177,17 @@ export async function runGrants(
   const client = new KubeClient(connection, {
     userAgent: "dependency-controller-grants",
   });
+  // Run once, by hand: a 401 or 403 stops it at once with the reason,
+  // rather than retrying until --timeout.
+  const problem = await checkExportAccess(client, {
+    workspaceUrl: connection.server,
+    apiExportName: options.apiExportName,
+    kubeconfig: options.kubeconfig,
+  });
+  if (problem !== undefined) {
+    client.close();
+    throw new Error(problem.message);
+  }
   const { promise: done, resolve: synced } = Promise.withResolvers<
     LiveObjects
   >();

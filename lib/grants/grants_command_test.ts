@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { GRANTS_ENTRYPOINT, parseGrantsOptions } from "./grants_command.ts";
 import { runEntrypoint } from "../runtime/mod.ts";
+import { FakeApi, json, status } from "../../testing/mod.ts";
 
 Deno.test("parseGrantsOptions() reads the flags, with the default role name", () => {
   const parsed = parseGrantsOptions([
@@ -88,4 +89,60 @@ Deno.test("controller grants names an unreadable kubeconfig in one sentence, wit
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("controller grants stops at once on a 401 or 403, naming the status, the workspace and what to check", async () => {
+  const dir = await Deno.makeTempDir();
+  for (
+    const [code, want] of [
+      [401, /401 Unauthorized .* in workspace root: .*kubeconfig .*token/],
+      [403, /403 Forbidden .* in workspace root: .*\/clusters\/root:dep-ctrl/],
+    ] as const
+  ) {
+    const api = new FakeApi(() =>
+      json(
+        status(code, code === 401 ? "Unauthorized" : "Forbidden", "no"),
+        code,
+      )
+    );
+    try {
+      const kubeconfig = `${dir}/kubeconfig`;
+      await Deno.writeTextFile(
+        kubeconfig,
+        JSON.stringify({
+          apiVersion: "v1",
+          kind: "Config",
+          clusters: [{
+            name: "k",
+            cluster: { server: `${api.url}/clusters/root` },
+          }],
+          users: [{ name: "u", user: { token: "wrong" } }],
+          contexts: [{ name: "k", context: { cluster: "k", user: "u" } }],
+          "current-context": "k",
+        }),
+      );
+      const said: string[] = [];
+      const started = Date.now();
+      const exit = await runEntrypoint(
+        [
+          `--kubeconfig=${kubeconfig}`,
+          "--allow-insecure-http",
+          "--timeout=30s",
+        ],
+        GRANTS_ENTRYPOINT,
+        {
+          out: () => {},
+          err: (t) => said.push(t),
+          write: (line) => said.push(line),
+        },
+      );
+      assert.equal(exit, 1);
+      assert.ok(Date.now() - started < 5_000, "no retries until --timeout");
+      assert.match(said.join("\n"), want);
+      assert.equal(api.requests.length, 1);
+    } finally {
+      await api.close();
+    }
+  }
+  await Deno.remove(dir, { recursive: true });
 });

@@ -6,6 +6,7 @@
  * @module
  */
 export * from "./component_flags.ts";
+export * from "./export_access.ts";
 export * from "./export_watcher.ts";
 export * from "./informer.ts";
 export {

@@ -20,7 +20,6 @@ import {
 } from "./fake_api.ts";
 import { type CommandResult, runCommand } from "./process.ts";
 import { findBinary } from "./kcp/binaries.ts";
-import { dirname } from "node:path";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 
@@ -39,16 +38,22 @@ let installing: Promise<string> | undefined;
 
 /**
  * Installs the plugin once per test process, as `deno task plugin:install`
- * does (its very command line, read from `deno.json`, with the permissions
- * it grants), into a temporary root; returns the root's `bin` directory,
- * which holds `kubectl-dependencies`. The root is removed at exit.
+ * does (its very command line, read from `deno.json`: the bundle and the
+ * launcher of `scripts/install_plugin.ts`), into a temporary root; returns
+ * the root's `bin` directory, which holds `kubectl-dependencies`. The root
+ * is removed at exit.
  */
 export function installedPlugin(): Promise<string> {
   return installing ??= (async () => {
     const config = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`));
     const words = String(config.tasks["plugin:install"].command).split(" ");
-    if (words[0] !== "deno" || words[1] !== "install" || words[2] !== "-g") {
-      throw new Error(`plugin:install is not a deno install -g: ${words}`);
+    if (
+      words[0] !== "deno" || words[1] !== "run" ||
+      words.at(-1) !== "scripts/install_plugin.ts"
+    ) {
+      throw new Error(
+        `plugin:install does not run scripts/install_plugin.ts: ${words}`,
+      );
     }
     const root = await Deno.makeTempDir({ prefix: "kubectl-dependencies-" });
     globalThis.addEventListener("unload", () => {
@@ -59,11 +64,9 @@ export function installedPlugin(): Promise<string> {
       }
     });
     const installed = await runCommand(Deno.execPath(), [
-      "install",
-      "-g",
-      "--root",
-      root,
-      ...words.slice(3),
+      ...words.slice(1),
+      `--root=${root}`,
+      `--data=${root}/share`,
     ], { cwd: ROOT });
     if (installed.code !== 0) {
       throw new Error(`deno task plugin:install failed: ${installed.stderr}`);
@@ -75,8 +78,9 @@ export function installedPlugin(): Promise<string> {
 /**
  * Runs `kubectl dependencies <args> --kubeconfig=<kubeconfig>` as a user
  * does: real kubectl finds the plugin installed by
- * {@linkcode installedPlugin} on the `PATH` and runs it, with `NO_COLOR`
- * set; returns its exit code and output.
+ * {@linkcode installedPlugin} on the `PATH` (which need not hold `deno`:
+ * the launcher names the Deno that installed it) and runs it, with
+ * `NO_COLOR` set; returns its exit code and output.
  */
 export async function runPlugin(
   args: readonly string[],
@@ -87,8 +91,7 @@ export async function runPlugin(
   if (kubectl === undefined) {
     throw new Error("kubectl is not built: run deno task kcp:build");
   }
-  const path = [bin, dirname(Deno.execPath()), Deno.env.get("PATH") ?? ""]
-    .join(":");
+  const path = [bin, Deno.env.get("PATH") ?? ""].join(":");
   return await runCommand(kubectl, [
     "dependencies",
     ...args,

@@ -8,6 +8,7 @@
 import { fileURLToPath } from "node:url";
 import type { KcpApi } from "../../testing/mod.ts";
 import { indent, note, red, showCommand, shown } from "./output.ts";
+import { PLUGIN_PERMISSIONS } from "../install_plugin.ts";
 
 /** The plugin's entrypoint, run as `deno task plugin:install` installs it. */
 const PLUGIN = fileURLToPath(
@@ -15,11 +16,7 @@ const PLUGIN = fileURLToPath(
 );
 
 /** The permissions `deno task plugin:install` gives the plugin. */
-export const PLUGIN_PERMISSIONS = [
-  "--allow-net",
-  "--allow-read",
-  "--allow-env=KUBECONFIG,HOME,NO_COLOR,LOG_TOKENS,LOG_STREAM",
-] as const;
+export { PLUGIN_PERMISSIONS };
 
 /**
  * Runs `kubectl dependencies why <object> --recursive` as the consumer's

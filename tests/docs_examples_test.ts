@@ -2,8 +2,11 @@
  * The examples in the documentation against what they promise: every YAML a
  * reader may copy (```yaml blocks, and heredocs fed to `kubectl apply -f -`
  * in ```sh blocks) parses; a Lock's parsed `reason` is the one the text says
- * its denial shows; and every table of status reasons lists only reasons
- * the code writes, and all of those the table is about.
+ * its denial shows; every table of status reasons lists only reasons
+ * the code writes, and all of those the table is about; the plain `kcp
+ * start` path of getting-started starts both components with flags they
+ * take, on distinct ports, reading only files it makes; and each kubectl
+ * check the guide runs as a component asks what the shipped RBAC grants.
  */
 import assert from "node:assert/strict";
 import { parseAllDocuments } from "yaml";
@@ -240,4 +243,220 @@ Deno.test("every table of status reasons lists only reasons the code writes, and
     }
   }
   assert.ok(checked >= 2, `only ${checked} reason tables checked`);
+});
+
+/** The text of the `## <heading>` section, up to the next `## `. */
+function section(markdown: string, heading: string): string {
+  const start = markdown.indexOf(`\n## ${heading}\n`);
+  assert.ok(start >= 0, `no section "## ${heading}"`);
+  const end = markdown.indexOf("\n## ", start + 1);
+  return markdown.slice(start, end < 0 ? undefined : end);
+}
+
+/** The commands of the ```sh blocks, continuation lines joined. */
+function shellCommands(markdown: string): string[] {
+  const commands: string[] = [];
+  for (
+    const [, indent, body] of markdown.matchAll(
+      /^([ \t]*)```sh\n([\s\S]*?)^\1```/gm,
+    )
+  ) {
+    const text = body!.split("\n").map((l) => l.slice(indent!.length))
+      .join("\n").replace(/\\\n\s*/g, " ");
+    for (const line of text.split("\n")) {
+      const command = line.replace(/(^|\s)#.*$/, "").trim();
+      if (command !== "") commands.push(command);
+    }
+  }
+  return commands;
+}
+
+/** Shell words, quotes removed (no expansion). */
+function shellWords(command: string): string[] {
+  return [...command.matchAll(/(?:'[^']*'|"[^"]*"|[^\s'"])+/g)].map(([w]) =>
+    w.replace(/'([^']*)'|"([^"]*)"/g, "$1$2")
+  );
+}
+
+/** What a `deno run` command of the plain path starts. */
+interface Started {
+  script: string;
+  args: string[];
+}
+
+const GETTING_STARTED = "docs/getting-started.md";
+const PLAIN_PATH = "On a plain `kcp start`, with tokens";
+
+Deno.test("the plain kcp start path starts both components with flags they take, on distinct ports, reading files it makes", async () => {
+  const { parseControllerOptions } = await import("../lib/controller/mod.ts");
+  const { parseWebhookOptions } = await import("../lib/webhook/mod.ts");
+  const text = section(
+    await Deno.readTextFile(new URL(GETTING_STARTED, ROOT)),
+    PLAIN_PATH,
+  );
+  const commands = shellCommands(text).map(shellWords);
+  const made = new Set<string>();
+  for (const words of commands) {
+    words.forEach((w, i) => {
+      if (w === "-out" || w === "-keyout" || w === ">") made.add(words[i + 1]!);
+    });
+  }
+  const started: Started[] = [];
+  for (const words of commands.filter((w) => w[0] === "deno")) {
+    assert.equal(words[1], "run", words.join(" "));
+    const at = words.findIndex((w) => w.endsWith(".ts"));
+    for (const flag of words.slice(2, at)) {
+      assert.match(flag, /^--allow-(net|read|env)$/, words.join(" "));
+    }
+    started.push({ script: words[at]!, args: words.slice(at + 1) });
+  }
+  assert.deepEqual(started.map((s) => s.script).sort(), [
+    "controller.ts",
+    "webhook.ts",
+  ]);
+  const ports = new Map<number, string>();
+  const reads: string[] = [];
+  const noEnv = { env: () => undefined };
+  for (const { script, args } of started) {
+    await Deno.stat(new URL(script, ROOT));
+    const parsed = script === "webhook.ts"
+      ? parseWebhookOptions(args, noEnv)
+      : parseControllerOptions(args, noEnv);
+    assert.ok(!parsed.help);
+    const o = parsed.options;
+    const binds = [
+      o.healthBind,
+      o.metricsBind,
+      "webhookBind" in o ? o.webhookBind : undefined,
+    ];
+    for (const bind of binds) {
+      if (bind === undefined || bind.port === 0) continue;
+      const other = ports.get(bind.port);
+      assert.equal(
+        other,
+        undefined,
+        `${script} and ${other} share :${bind.port}`,
+      );
+      ports.set(bind.port, script);
+    }
+    reads.push(o.kubeconfig);
+    if ("tlsCertDir" in o) {
+      reads.push(`${o.tlsCertDir}/tls.crt`, `${o.tlsCertDir}/tls.key`);
+    }
+    if ("webhookCaBundlePath" in o) reads.push(o.webhookCaBundlePath);
+  }
+  for (const file of reads) {
+    // The kubeconfigs are step 2's; everything else a command above makes.
+    if (file.endsWith(".kubeconfig")) continue;
+    assert.ok(made.has(file), `nothing in the section makes ${file}`);
+  }
+});
+
+/** kubectl's names for the resources the guide reads as a component. */
+const RESOURCES: Record<string, [group: string, resource: string]> = {
+  apiexportendpointslice: ["apis.kcp.io", "apiexportendpointslices"],
+  logicalcluster: ["core.kcp.io", "logicalclusters"],
+  workspace: ["tenancy.kcp.io", "workspaces"],
+  namespace: ["", "namespaces"],
+  ns: ["", "namespaces"],
+};
+
+/** The RBAC the guide applies where a workspace path points. */
+function manifestsFor(workspace: string): string[] {
+  const dirs = ["manifests/kcp/system-admin"];
+  if (workspace === "root:dep-ctrl") dirs.push("manifests/kcp/dep-ctrl");
+  if (workspace === "root" || workspace === "root:providers") {
+    dirs.push("manifests/kcp/workspace-reader");
+  }
+  return dirs;
+}
+
+/** One rule of a ClusterRole. */
+interface RbacRule {
+  apiGroups?: string[];
+  resources?: string[];
+  resourceNames?: string[];
+  verbs?: string[];
+}
+
+/** Whether the YAML in `dirs` lets `user` make `verb` on one resource. */
+async function granted(
+  dirs: string[],
+  ask: {
+    user: string;
+    verb: string;
+    group: string;
+    resource: string;
+    name?: string;
+  },
+): Promise<boolean> {
+  const roles = new Map<string, RbacRule[]>();
+  const bound: string[] = [];
+  for (const dir of dirs) {
+    for await (const entry of Deno.readDir(new URL(`${dir}/`, ROOT))) {
+      if (!entry.isFile || entry.name === "kustomization.yaml") continue;
+      const text = await Deno.readTextFile(
+        new URL(`${dir}/${entry.name}`, ROOT),
+      );
+      for (const doc of parseAllDocuments(text)) {
+        const o = doc.toJS() as {
+          kind?: string;
+          metadata?: { name?: string };
+          rules?: RbacRule[];
+          roleRef?: { name?: string };
+          subjects?: { kind?: string; name?: string }[];
+        } | null;
+        if (o?.kind === "ClusterRole") {
+          roles.set(o.metadata!.name!, o.rules ?? []);
+        }
+        if (
+          o?.kind === "ClusterRoleBinding" &&
+          o.subjects?.some((s) => s.kind === "User" && s.name === ask.user)
+        ) bound.push(o.roleRef!.name!);
+      }
+    }
+  }
+  return bound.flatMap((r) => roles.get(r) ?? []).some((rule) =>
+    (rule.apiGroups ?? []).some((g) => g === ask.group || g === "*") &&
+    (rule.resources ?? []).some((r) => r === ask.resource || r === "*") &&
+    (rule.verbs ?? []).some((v) => v === ask.verb || v === "*") &&
+    (rule.resourceNames === undefined ||
+      (ask.name !== undefined && rule.resourceNames.includes(ask.name)))
+  );
+}
+
+Deno.test("every kubectl check the getting-started guide runs as a component asks what the shipped RBAC grants", async () => {
+  const markdown = await Deno.readTextFile(new URL(GETTING_STARTED, ROOT));
+  let checked = 0;
+  for (const words of shellCommands(markdown).map(shellWords)) {
+    if (words[0] !== "kubectl") continue;
+    const at = words.indexOf("--kubeconfig");
+    const user = /^(controller|webhook)\.kubeconfig$/.exec(words[at + 1] ?? "")
+      ?.[1];
+    const get = words.indexOf("get");
+    if (at < 0 || user === undefined || get < 0) continue;
+    const server = words[words.indexOf("--server") + 1];
+    const workspace = words.includes("--server")
+      ? /\/clusters\/([^/]+)$/.exec(server!)![1]!
+      : "root:dep-ctrl";
+    const kind = words[get + 1]!.replace(/s$/, "");
+    const name = words[get + 2]?.startsWith("-") ? undefined : words[get + 2];
+    const type = RESOURCES[kind];
+    assert.ok(type, `add ${kind} to RESOURCES: ${words.join(" ")}`);
+    const ask = {
+      user: `dependency-${user}`,
+      verb: name === undefined ? "list" : "get",
+      group: type[0],
+      resource: type[1],
+      ...(name === undefined ? {} : { name }),
+    };
+    assert.ok(
+      await granted(manifestsFor(workspace), ask),
+      `${
+        words.join(" ")
+      }: ${ask.user} may not ${ask.verb} ${ask.resource} in ${workspace}`,
+    );
+    checked++;
+  }
+  assert.ok(checked >= 4, `only ${checked} checks found`);
 });

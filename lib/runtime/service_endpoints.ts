@@ -85,10 +85,11 @@ export interface ListenerName {
  * ```ts
  * import { listenError } from "./service_endpoints.ts";
  *
- * listenError(new Deno.errors.AddrInUse("Address already in use"), {
+ * const error = listenError(new Deno.errors.AddrInUse("in use"), {
  *   hostname: "0.0.0.0",
  *   port: 8080,
- * }, { purpose: "metrics", flag: "metrics-bind-address" }).message;
+ * }, { purpose: "metrics", flag: "metrics-bind-address" });
+ * (error as Error).message;
  * // "cannot listen on 0.0.0.0:8080 for metrics: the address is in use; pass --metrics-bind-address=<host>:<port> to use another"
  * ```
  */

@@ -1,7 +1,7 @@
 /**
  * Whether the controller may write a webhook configuration in a workspace:
  * the workspace must bind the dep-ctrl export and accept its claim on
- * ValidatingWebhookConfigurations — for every object (`selector.matchAll`;
+ * ValidatingWebhookConfigurations, for every object (`selector.matchAll`;
  * kcp v0.31 also lets a binding accept a claim for labelled objects only,
  * and then refuses writes of any other) and for the verbs the controller
  * uses. Rules and Locks ask the same question, of the bindings as

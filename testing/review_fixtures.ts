@@ -587,6 +587,8 @@ export function assertCausesAgree(verdict: Verdict): void {
       ? `Lock ${cause.lock.namespace}/${cause.lock.name}`
       : cause.type === "More"
       ? `${cause.count}`
+      : cause.type === "NotRead"
+      ? cause.group === "" ? cause.resource : `${cause.resource}.${cause.group}`
       : `${cause.object.kind}/`;
     assert.ok(message.includes(named), `${named} not in: ${message}`);
     if (cause.type === "Reference" || cause.type === "Owner") {

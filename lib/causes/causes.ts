@@ -36,6 +36,7 @@ export const CAUSE_REASONS = {
   Owner: "OwnedBy",
   Lock: "LockedBy",
   More: "MoreNotShown",
+  NotRead: "NotRead",
 } as const;
 
 /** An object a cause names: its type and where it is. */
@@ -106,8 +107,40 @@ export interface MoreCause {
   count: number;
 }
 
-/** One thing that holds an object. */
-export type Cause = ReferenceCause | OwnerCause | LockCause | MoreCause;
+/**
+ * Something the review could not read that might hold the object: a
+ * dependent type it could not list, owners it could not look up. The
+ * denial is then incomplete, and says so. A reader that does not know this
+ * reason ignores it ({@linkcode causeOf} of an older version returns
+ * `undefined` for it): it holds nothing by itself.
+ */
+export interface NotReadCause {
+  /** Discriminator. */
+  type: "NotRead";
+  /** The type's API group, `""` for core. */
+  group: string;
+  /** The type's plural resource. */
+  resource: string;
+  /** The read that failed: `list` of dependents, `get` of owners. */
+  verb: "list" | "get";
+  /** Why it could not be read, in words (a 403, no answer in time, ...). */
+  why: string;
+}
+
+/** One thing that holds an object, or that might and could not be read. */
+export type Cause =
+  | ReferenceCause
+  | OwnerCause
+  | LockCause
+  | MoreCause
+  | NotReadCause;
+
+/** Whether `cause` holds the object by itself (all but {@linkcode NotReadCause}). */
+export function isBlocking(
+  cause: Cause,
+): cause is ReferenceCause | OwnerCause | LockCause | MoreCause {
+  return cause.type !== "NotRead";
+}
 
 /** A Kubernetes `metav1.StatusCause`. */
 export interface StatusCause {
@@ -129,6 +162,8 @@ export function statusCause(cause: Cause): StatusCause {
     ? cause.fields.join(", ")
     : cause.type === "Owner"
     ? cause.field
+    : cause.type === "NotRead"
+    ? (cause.group === "" ? cause.resource : `${cause.resource}.${cause.group}`)
     : undefined;
   return {
     reason: CAUSE_REASONS[type],
@@ -170,6 +205,12 @@ const BODIES = {
   More: z.object({
     of: z.enum(["Reference", "Owner"]),
     count: z.int().min(1),
+  }),
+  NotRead: z.object({
+    group: z.string().max(253),
+    resource: NAME,
+    verb: z.enum(["list", "get"]),
+    why: TEXT,
   }),
 };
 

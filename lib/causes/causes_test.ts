@@ -4,6 +4,7 @@ import {
   type Cause,
   causeOf,
   causesOf,
+  isBlocking,
   MAX_CAUSE_MESSAGE,
   parseCause,
   statusCause,
@@ -38,6 +39,13 @@ const CAUSES: Cause[] = [
     reason: "production",
   },
   { type: "More", of: "Reference", count: 3 },
+  {
+    type: "NotRead",
+    group: "compute.example.com",
+    resource: "virtualmachines",
+    verb: "list",
+    why: "the webhook's identity may not list virtualmachines (403 Forbidden)",
+  },
 ];
 
 Deno.test("statusCause() and causeOf() carry each kind of cause there and back", () => {
@@ -57,6 +65,53 @@ Deno.test("statusCause() and causeOf() carry each kind of cause there and back",
     }),
   });
   assert.equal(statusCause(CAUSES[2]!).field, undefined);
+  assert.deepEqual(statusCause(CAUSES[4]!), {
+    reason: "NotRead",
+    field: "virtualmachines.compute.example.com",
+    message: JSON.stringify({
+      group: "compute.example.com",
+      resource: "virtualmachines",
+      verb: "list",
+      why:
+        "the webhook's identity may not list virtualmachines (403 Forbidden)",
+    }),
+  });
+});
+
+Deno.test("a NotRead cause holds nothing by itself, and a reader that knows only the older reasons skips it", () => {
+  assert.deepEqual(CAUSES.map(isBlocking), [true, true, true, true, false]);
+  // What an older reader knew: ReferencedBy, OwnedBy, LockedBy, MoreNotShown.
+  const older = new Set([
+    "ReferencedBy",
+    "OwnedBy",
+    "LockedBy",
+    "MoreNotShown",
+  ]);
+  const status = {
+    details: { causes: [statusCause(CAUSES[2]!), statusCause(CAUSES[4]!)] },
+  };
+  const known = status.details.causes.filter((c) => older.has(c.reason));
+  assert.deepEqual(known.map(causeOf), [CAUSES[2]]);
+  // Its text is bounded like every other cause's.
+  assert.equal(
+    causeOf({
+      reason: "NotRead",
+      message: JSON.stringify({
+        group: "",
+        resource: "pods",
+        verb: "list",
+        why: "x".repeat(MAX_CAUSE_MESSAGE),
+      }),
+    }),
+    undefined,
+  );
+  assert.equal(
+    causeOf({
+      reason: "NotRead",
+      message: '{"group":"","resource":"pods","verb":"watch","why":"x"}',
+    }),
+    undefined,
+  );
 });
 
 Deno.test("causeOf() ignores causes that are not ours or do not parse", () => {

@@ -379,5 +379,13 @@ function _cause(cause: Cause): string {
       return `${cause.count} more ${
         cause.of === "Reference" ? "references" : "owners"
       } not shown`;
+    case "NotRead":
+      return `Not read: ${
+        escapeHtml(
+          cause.group === ""
+            ? cause.resource
+            : `${cause.resource}.${cause.group}`,
+        )
+      } (${cause.verb}): ${escapeHtml(cause.why)}`;
   }
 }

@@ -7,7 +7,12 @@
  *
  * @module
  */
-import { type Cause, type CauseObject, causesOf } from "../causes/mod.ts";
+import {
+  type Cause,
+  type CauseObject,
+  causesOf,
+  isBlocking,
+} from "../causes/mod.ts";
 import { isRecord } from "../runtime/mod.ts";
 import { typeName } from "../rules/mod.ts";
 import type { HttpAnswer } from "./dry_run.ts";
@@ -40,6 +45,8 @@ export interface DeniedDecision {
   code: number;
   /** The denial as the API server worded it. */
   message: string;
+  /** What the webhook said it could not read (`NotRead` causes), if any. */
+  causes?: Cause[];
 }
 
 /** The question could not be asked: no such object, no permission, another error. */
@@ -67,8 +74,9 @@ const WEBHOOK_CALL_FAILED = "failed calling webhook";
  * What the answer to a dry-run delete of `object` says:
  *
  * - 2xx: `free`.
- * - a 409, or any denial of an admission webhook, with causes of ours:
- *   `held`.
+ * - a 409, or any denial of an admission webhook, with causes of ours of
+ *   which one holds the object (not only `NotRead`): `held`, with every
+ *   cause (what could not be read too).
  * - any other 409, any other denial of an admission webhook (a 503
  *   "cannot check", a 403 for the skip-protection annotation), or a webhook
  *   the API server could not call: `denied` (fail closed: it cannot be
@@ -89,13 +97,18 @@ export function decide(
   const message = messageOf(body);
   const fromWebhook = message.startsWith(WEBHOOK_DENIAL_PREFIX);
   const causes = causesOf(body);
-  if (causes.length > 0 && (status === 409 || fromWebhook)) {
+  if (causes.some(isBlocking) && (status === 409 || fromWebhook)) {
     return { state: "held", causes, message };
   }
   if (
     status === 409 || fromWebhook || message.includes(WEBHOOK_CALL_FAILED)
   ) {
-    return { state: "denied", code: status, message };
+    return {
+      state: "denied",
+      code: status,
+      message,
+      ...(causes.length === 0 ? {} : { causes }),
+    };
   }
   const type = typeName(object);
   const where = object.namespace !== ""

@@ -188,3 +188,32 @@ Deno.test("decide: the English message is never parsed: a message naming blocker
   assert.equal(decision.state, "denied");
   assert.ok(!("causes" in decision));
 });
+
+const NOT_READ: Cause = {
+  type: "NotRead",
+  group: "lb.example.com",
+  resource: "loadbalancers",
+  verb: "list",
+  why:
+    "the webhook's identity may not list loadbalancers.lb.example.com in this workspace (403 Forbidden)",
+};
+
+Deno.test("decide: what the webhook could not read is kept beside the blockers, and alone it holds nothing: denied", () => {
+  const message =
+    `${WEBHOOK}cannot delete vpcs/core: locked by Lock default/prod`;
+  assert.deepEqual(
+    decide({ status: 409, body: status(409, message, [LOCK, NOT_READ]) }, VPC),
+    { state: "held", causes: [LOCK, NOT_READ], message },
+  );
+  const unavailable = `${WEBHOOK}cannot delete vpcs/core: cannot check`;
+  assert.deepEqual(
+    decide({
+      status: 503,
+      body: {
+        ...status(503, unavailable, [NOT_READ]),
+        reason: "ServiceUnavailable",
+      },
+    }, VPC),
+    { state: "denied", code: 503, message: unavailable, causes: [NOT_READ] },
+  );
+});

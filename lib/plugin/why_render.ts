@@ -161,6 +161,7 @@ function childLines(child: WhyNode, prefix: string, paint: Paint): string[] {
         `${branch}${paint("red", "cannot be deleted now:")} ${
           shownMessage(child.message ?? "")
         }`,
+        ...causeLines(child, `${prefix}${GAP}`, paint),
       ];
     case "error":
       return [
@@ -213,6 +214,15 @@ function causeText(cause: Cause, paint: Paint): string {
         : "owners";
       return `and ${cause.count} more ${what} not named`;
     }
+    case "NotRead":
+      return `${paint("yellow", "not read:")} ${printable(typeName(cause))}${
+        details([
+          cause.verb === "list"
+            ? "its objects may refer to it too"
+            : "its owners may hold it too",
+          printable(cause.why),
+        ])
+      }`;
   }
 }
 
@@ -423,6 +433,14 @@ function causeEdge(
         attributes: [["style", dotString("dashed")]],
       });
       return { from, text: "" };
+    }
+    case "NotRead": {
+      const from = `notread:${where.index}:${where.to}`;
+      where.nodes.set(from, {
+        lines: [`not read: ${typeName(cause)}`],
+        attributes: [["style", dotString("dashed")]],
+      });
+      return { from, text: cause.why };
     }
   }
 }

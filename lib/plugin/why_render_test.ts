@@ -394,3 +394,46 @@ Deno.test("renderWhy: each output ends with a newline", () => {
     assert.ok(renderWhy(HELD, output).endsWith("\n"), output);
   }
 });
+
+const NOT_READ: Cause = {
+  type: "NotRead",
+  group: "lb.example.com",
+  resource: "loadbalancers",
+  verb: "list",
+  why: "403 Forbidden",
+};
+
+Deno.test("renderWhy: what the webhook could not read is said in the tree, JSON and DOT, on a held and on a denied node", () => {
+  const node: WhyNode = {
+    object: VPC,
+    state: "held",
+    held: true,
+    message: "cannot delete vpcs/core: locked by Lock default/prod",
+    causes: [LOCK, REFERENCE, NOT_READ],
+    children: [{
+      object: vm("vm-1"),
+      state: "denied",
+      held: true,
+      message: "cannot delete virtualmachines/vm-1: cannot check",
+      causes: [{ ...NOT_READ, resource: "disks", verb: "get" }],
+    }],
+  };
+  assert.equal(
+    renderTree(node),
+    [
+      "VPC default/core is held by:",
+      "\u251c\u2500\u2500 locked by Lock default/prod (reason: production VPC, ask #netops)",
+      "\u251c\u2500\u2500 referenced by VirtualMachine default/vm-1 (.spec.vpcRef.name; rule 2x8ab/vm-vpc)",
+      "\u2502   \u2514\u2500\u2500 cannot be deleted now: cannot delete virtualmachines/vm-1: cannot check",
+      "\u2502       \u2514\u2500\u2500 not read: disks.lb.example.com (its owners may hold it too; 403 Forbidden)",
+      "\u2514\u2500\u2500 not read: loadbalancers.lb.example.com (its objects may refer to it too; 403 Forbidden)",
+      "",
+    ].join("\n"),
+  );
+  const json = JSON.parse(renderJson(node));
+  assert.deepEqual(json.causes[2], NOT_READ);
+  assert.equal(json.children[0].causes[0].type, "NotRead");
+  const dot = renderDot(node);
+  assert.match(dot, /"not read: loadbalancers\.lb\.example\.com"/);
+  assert.match(dot, /label="403 Forbidden"/);
+});

@@ -45,7 +45,9 @@ export type WhyState =
  * - `message`: the API server's denial (`held`, `denied`);
  * - `error`: why the question could not be asked (`error`);
  * - `causes`: what holds it, as `lib/causes` defines them (`free`, `held`,
- *   `denied`; empty unless `held`);
+ *   `denied`; empty when `free`); beside the blockers of a `held` node, and
+ *   alone on a `denied` one, `NotRead` causes say what the webhook could
+ *   not read that might hold it too (the answer is then incomplete);
  * - `children`: with `--recursive`, one node per `Reference` and `Owner`
  *   cause, in the causes' order, about the object that cause names
  *   (`free`, `held`, `denied`; a Lock is a leaf).
@@ -190,7 +192,7 @@ function nodeOf(object: CauseObject, decision: Decision): WhyNode {
         state: "denied",
         held: true,
         message: decision.message,
-        causes: [],
+        causes: decision.causes ?? [],
       };
     case "error":
       return { object, state: "error", error: decision.message };

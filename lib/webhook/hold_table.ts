@@ -249,7 +249,7 @@ export function boundedCauses(causes: readonly Cause[]): Cause[] {
       bytes += size;
     } else if (cause.type === "More") {
       more[cause.of] += cause.count;
-    } else if (cause.type !== "Lock") {
+    } else if (cause.type === "Reference" || cause.type === "Owner") {
       more[cause.type]++;
     }
   }

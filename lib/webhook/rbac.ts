@@ -95,8 +95,9 @@ export interface WebhookReadsOptions {
 
 /**
  * The ClusterRole that lets the webhook read what `rules` name: `get` and
- * `list` on each dependent type (it lists them; `get` alone where every
- * dependency reads the owner on the protected object), `get` on each
+ * `list` on each dependent type (it lists them; an owner type is read by
+ * name, or listed when an object names more owners than a review looks up
+ * one by one), `get` on each
  * protected type (it reads the object under review), `get` on core
  * `namespaces` for a rule that reads the owner on the Namespace
  * (`from: TargetNamespace`), and `get` on the target types of
@@ -120,16 +121,9 @@ export function webhookReadsRole(
   for (const rule of rules) {
     const { dependent, dependencies } = rule.spec;
     // It lists dependents that name the object, and reads an owner the
-    // object (or its Namespace) names: `get` alone for owner rules.
-    const lists = dependencies.some((d) =>
-      (d.fieldRef.from ?? "Dependent") === "Dependent"
-    );
-    grant(
-      dependent.group,
-      dependent.resource,
-      "get",
-      ...(lists ? ["list"] : []),
-    );
+    // object (or its Namespace) names: by name, or with one list of the
+    // owner type when the object names more owners than it looks up.
+    grant(dependent.group, dependent.resource, "get", "list");
     for (const d of dependencies) {
       grant(d.group, d.resource, "get");
       // The Namespace's metadata, where it names the owner.

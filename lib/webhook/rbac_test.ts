@@ -135,7 +135,7 @@ Deno.test("webhookReadsRole() never grants Secrets, ConfigMaps or RBAC, whatever
   assert.deepEqual(role.rules, []);
 });
 
-Deno.test("webhookReadsRole() grants get alone on an owner type, and get on namespaces only for a rule that reads the Namespace", () => {
+Deno.test("webhookReadsRole() grants get and list on an owner type, and get on namespaces only for a rule that reads the Namespace", () => {
   const owned = (target: typeof VPCS, from: "Target" | "TargetNamespace") => {
     const path = '.metadata.labels["compute.example.com/owner"]';
     return { ...dependency(target, path), fieldRef: { from, path } };
@@ -165,10 +165,11 @@ Deno.test("webhookReadsRole() grants get alone on an owner type, and get on name
       reason: "r",
     });
   const cases: [string, Parameters<typeof webhookReadsRole>, unknown[]][] = [
-    ["an owner rule reads its owner by name: get, no list", [[target]], [
-      VMS(["get"]),
-      NETWORK_GET(["subnets"]),
-    ]],
+    [
+      "an owner rule reads its owner by name, or lists the type past the lookups' bound",
+      [[target]],
+      [VMS(["get", "list"]), NETWORK_GET(["subnets"])],
+    ],
     ["with a rule that lists the same dependent: get and list", [[
       plain,
       target,
@@ -177,7 +178,7 @@ Deno.test("webhookReadsRole() grants get alone on an owner type, and get on name
       namespaced,
     ]], [
       { apiGroups: [""], resources: ["namespaces"], verbs: ["get"] },
-      VMS(["get"]),
+      VMS(["get", "list"]),
       NETWORK_GET(["vpcs"]),
     ]],
     ["merged with the core types Locks need", [[namespaced], {
@@ -189,7 +190,7 @@ Deno.test("webhookReadsRole() grants get alone on an owner type, and get on name
         resources: ["namespaces", "services"],
         verbs: ["get"],
       },
-      VMS(["get"]),
+      VMS(["get", "list"]),
       NETWORK_GET(["vpcs"]),
     ]],
   ];

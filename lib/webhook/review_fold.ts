@@ -27,8 +27,11 @@ import {
   skipUnauthorized,
   unavailable,
   unconfirmed,
+  type Unread,
+  unreadText,
   type Verdict,
 } from "./verdicts.ts";
+import { typeName } from "../rules/mod.ts";
 
 /** The verdict of `plan` given what was read. */
 export function foldReview(
@@ -40,7 +43,8 @@ export function foldReview(
   if (plan.holds.length > 0) {
     // A Lock holds whatever the annotation says, once the live object
     // confirms the review: a forged review learns nothing, not even a
-    // Lock's reason. A failed list does not matter: the Lock denies anyway.
+    // Lock's reason. A failed list does not change the verdict (the Lock
+    // denies anyway), but the denial says what it could not read.
     if (
       confirmed.status === "rejected" && confirmed.reason instanceof Forbidden
     ) {
@@ -48,12 +52,17 @@ export function foldReview(
     }
     const refused = refusal(plan, confirmed);
     if (refused !== undefined) return refused;
+    // The denial is not complete unless every read was made: what could
+    // not be read is named, and what the other reads found too.
     const blockers = readings.blockers;
     return locked(uid, {
       target,
       verb: plan.verb,
       holds: plan.holds,
-      also: blockers?.status === "fulfilled" ? blockers.value : undefined,
+      also: blockers?.status === "fulfilled"
+        ? blockers.value
+        : readings.partial,
+      unread: unreadOf(plan, readings),
     });
   }
   return foldUnlocked(plan, readings, { confirmFirst: plan.covered });
@@ -172,17 +181,39 @@ function foldUnlocked(
         ? owned.reason
         : undefined;
       if (listed.status === "rejected" || owned.status === "rejected") {
+        const unread = unreadOf(plan, readings);
+        // What the reads that answered found holds the object: a 409
+        // naming it, and saying what could not be read.
+        const found = listed.status === "fulfilled"
+          ? listed.value
+          : readings.partial ?? { named: [], total: 0 };
+        const holding = owned.status === "fulfilled" ? owned.value : undefined;
+        if (found.total > 0 || (holding?.holding.length ?? 0) > 0) {
+          return holding === undefined || holding.holding.length === 0
+            ? referenced(uid, { target, ...found, unread })
+            : held(uid, {
+              target,
+              owners: holding.holding,
+              unchecked: holding.unchecked,
+              ...found,
+              unread,
+            });
+        }
+        const what = failed instanceof Forbidden
+          ? failed.message
+          : listed.status === "rejected"
+          ? `cannot check whether other objects still refer to it (${
+            errorText(failed)
+          })`
+          : `cannot check whether the owners it names still hold it (${
+            errorText(failed)
+          })`;
+        // Every type not read is named: those the first failure does not.
+        const unsaid = unread.filter((u) => !what.includes(typeName(u.type)));
         return unavailable(uid, {
+          unread,
           shown,
-          what: failed instanceof Forbidden
-            ? failed.message
-            : listed.status === "rejected"
-            ? `cannot check whether other objects still refer to it (${
-              errorText(failed)
-            })`
-            : `cannot check whether the owners it names still hold it (${
-              errorText(failed)
-            })`,
+          what: `${what}${unreadText(unsaid)}`,
           until: failed instanceof Forbidden ? "it may" : "they can be checked",
           forbidden: failed instanceof Forbidden
             ? failed.permission
@@ -200,6 +231,57 @@ function foldUnlocked(
       return held(uid, { target, owners: holding, unchecked, named, total });
     }
   }
+}
+
+/**
+ * What the reads of `plan` could not read that might hold the object: the
+ * dependent types not listed, and the owner types not looked up.
+ */
+export function unreadOf(
+  plan: ReviewPlan,
+  readings: ReviewReadings,
+): Unread[] {
+  const unread = [...(readings.unread ?? [])];
+  const { blockers, owners } = readings;
+  if (
+    blockers?.status === "rejected" && unread.length === 0 &&
+    blockers.reason instanceof Forbidden
+  ) {
+    unread.push(
+      unreadRead("list", blockers.reason.permission, blockers.reason),
+    );
+  }
+  if (owners?.status === "rejected") {
+    const reason = owners.reason;
+    if (reason instanceof Forbidden) {
+      unread.push(unreadRead("get", reason.permission, reason));
+    } else {
+      const reads = planReads(plan);
+      const types = new Map(
+        [...reads.owners, ...reads.namespaceOwners].map((p) => [
+          typeName(p.dependent),
+          p.dependent,
+        ]),
+      );
+      for (const type of types.values()) {
+        unread.push(unreadRead("get", type, reason));
+      }
+    }
+  }
+  return unread;
+}
+
+function unreadRead(
+  verb: "list" | "get",
+  type: { group: string; resource: string },
+  error: unknown,
+): Unread {
+  return {
+    verb,
+    type: { group: type.group, resource: type.resource },
+    why: errorText(error),
+    ...(error instanceof Forbidden ? { forbidden: error.permission } : {}),
+  };
 }
 
 function settled<T>(value: T): PromiseSettledResult<T> {

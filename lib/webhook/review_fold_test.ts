@@ -26,6 +26,7 @@ import {
   gvrOf,
   LABEL_OWNER_RULE,
   lbBlocker,
+  LOAD_BALANCERS,
   LOCKED_MESSAGE as LOCKED,
   NAMESPACE_OWNER_RULE,
   namespaceDeleteRequest,
@@ -202,12 +203,25 @@ function failedCheck(detail: string): Verdict {
   );
 }
 
-/** The 503 for owners that could not be checked, with `detail`. */
-function failedOwners(detail: string): Verdict {
+/**
+ * The 503 for owners that could not be checked, with `detail`; the owner
+ * type not read is named (`networks.network.example.com`).
+ */
+function failedOwners(
+  detail: string,
+  type: string | null = "networks.network.example.com",
+): Verdict {
   return unavailable(
-    `cannot check whether the owners it names still hold it (${detail})`,
+    `cannot check whether the owners it names still hold it (${detail})${
+      type === null ? "" : `; ${ownersNotRead(type, detail)}`
+    }`,
     "they can be checked",
   );
+}
+
+/** What a denial says of owners of `type` it could not look up. */
+function ownersNotRead(type: string, detail: string): string {
+  return `the dependency webhook could not look up its owners of type ${type}, which may hold it too (${detail})`;
 }
 
 /** The 503 when kcp refuses our identity `verb` on `type`. */
@@ -929,7 +943,7 @@ const FOLD_CASES: FoldCase[] = [
     want: ALLOWED,
   },
   {
-    name: "owners: more named than looked up, one holding",
+    name: "owners: more named than read, one holding",
     plan: plan({ rules: [OWNED_BY_REFERENCE] }),
     readings: {
       confirmed: OK,
@@ -940,17 +954,16 @@ const FOLD_CASES: FoldCase[] = [
     },
     want: ownedBy(
       "cannot delete vpcs/vpc-a: it belongs to Network/net-0 (.metadata.ownerReferences[0].name), " +
-        "which still exists, and it names 2 more owners not looked up (at most 16 per delete)",
+        "which still exists, and it names 2 more owners not read (at most 100000 per delete)",
     ),
   },
   {
-    name:
-      "owners: more named than looked up, none holding: denied (fail closed)",
+    name: "owners: more named than read, none holding: denied (fail closed)",
     plan: plan({ rules: [OWNED_BY_REFERENCE] }),
     readings: { confirmed: OK, owners: owned(3) },
     want: ownedBy(
-      "cannot delete vpcs/vpc-a: it names 19 owners, more than the 16 the dependency webhook looks up per delete: " +
-        "none of those it looked up holds it, and the other 3 were not looked up; " +
+      "cannot delete vpcs/vpc-a: it names 100003 owners, more than the 100000 the dependency webhook reads per delete: " +
+        "none of those it read holds it, and the other 3 were not read; " +
         "remove the surplus owner references and retry",
     ),
   },
@@ -1006,7 +1019,7 @@ const FOLD_CASES: FoldCase[] = [
     name: "owners: planned but not read: denied (fail closed)",
     plan: OWNED,
     readings: { confirmed: OK },
-    want: failedOwners("no owner was read"),
+    want: failedOwners("no owner was read", null),
   },
   {
     name: "owners: an owner not granted, the permission carried",
@@ -1038,7 +1051,15 @@ const FOLD_CASES: FoldCase[] = [
       blockers: fail(new Error("boom")),
       owners: fail(new Error("reading Network/net-a failed: unavailable")),
     },
-    want: failedCheck("boom"),
+    want: unavailable(
+      `cannot check whether other objects still refer to it (boom); ${
+        ownersNotRead(
+          "networks.network.example.com",
+          "reading Network/net-a failed: unavailable",
+        )
+      }`,
+      "they can be checked",
+    ),
   },
   {
     name: "owners and references: owners unreadable though the list is fine",
@@ -1048,8 +1069,21 @@ const FOLD_CASES: FoldCase[] = [
       blockers: found(1, vmBlocker("vm-1")),
       owners: fail(new Error("reading Network/net-a failed: unavailable")),
     },
-    want: failedOwners("reading Network/net-a failed: unavailable"),
-    unsaid: /vm-1/,
+    // What was read holds it: named, with what could not be read.
+    want: {
+      blockers: 1,
+      ...denied(
+        409,
+        "Conflict",
+        `cannot delete vpcs/vpc-a: still referenced by VirtualMachine/vm-1 (.spec.vpcRef.name); ${
+          ownersNotRead(
+            "networks.network.example.com",
+            "reading Network/net-a failed: unavailable",
+          )
+        }`,
+        "denied_referenced",
+      ),
+    },
   },
   {
     name: "owners, locked: the Lock named, not the owners",
@@ -1335,4 +1369,100 @@ Deno.test("asksTeardown() asks about the workspace only for a denial a teardown 
       assert.equal(asksTeardown(foldReview(p, readings)), want);
     });
   }
+});
+
+Deno.test("a Lock's denial says what else it could not read: the Lock, what the other lists found, and each type not listed", () => {
+  const refused = new Forbidden("list", LOAD_BALANCERS);
+  const readings: ReviewReadings = {
+    confirmed: OK,
+    blockers: fail(refused),
+    unread: [{
+      verb: "list",
+      type: { group: LOAD_BALANCERS.group, resource: LOAD_BALANCERS.resource },
+      why: refused.message,
+      forbidden: refused.permission,
+    }],
+    partial: { named: [vmBlocker("vm-1")], total: 1 },
+  };
+  const verdict = foldReview(plan({ lock: "vpc-a" }), readings);
+  assertCausesAgree(verdict);
+  assert.equal(verdict.outcome, "denied_locked");
+  assert.equal(verdict.response.status?.code, 409);
+  assert.equal(
+    verdict.response.status?.message,
+    `${LOCKED}; also still referenced by VirtualMachine/vm-1 (.spec.vpcRef.name); ` +
+      `the dependency webhook could not list loadbalancers.lb.example.com, which may refer to it too (${refused.message})`,
+  );
+  assert.deepEqual(verdict.causes?.map((c) => c.type), [
+    "Lock",
+    "Reference",
+    "NotRead",
+  ]);
+  assert.deepEqual(verdict.causes?.at(-1), {
+    type: "NotRead",
+    group: "lb.example.com",
+    resource: "loadbalancers",
+    verb: "list",
+    why: refused.message,
+  });
+  // The operator's part is counted as for any 403.
+  assert.deepEqual(verdict.forbidden, refused.permission);
+});
+
+Deno.test("without a Lock, what the lists found is named with each type not listed; with nothing found, 503 naming every type not read", async (t) => {
+  const refused = new Forbidden("list", LOAD_BALANCERS);
+  const unread = [{
+    verb: "list" as const,
+    type: { group: LOAD_BALANCERS.group, resource: LOAD_BALANCERS.resource },
+    why: refused.message,
+    forbidden: refused.permission,
+  }, {
+    verb: "list" as const,
+    type: {
+      group: VIRTUAL_MACHINES.group,
+      resource: VIRTUAL_MACHINES.resource,
+    },
+    why: "no answer within 50 ms",
+  }];
+  await t.step("found: 409 naming vm-1 and what was not read", () => {
+    const verdict = foldReview(plan(), {
+      confirmed: OK,
+      blockers: fail(refused),
+      unread: unread.slice(0, 1),
+      partial: { named: [vmBlocker("vm-1")], total: 1 },
+    });
+    assertCausesAgree(verdict);
+    assert.equal(verdict.outcome, "denied_referenced");
+    assert.equal(verdict.response.status?.code, 409);
+    assert.match(
+      verdict.response.status?.message ?? "",
+      /still referenced by VirtualMachine\/vm-1 \(\.spec\.vpcRef\.name\); the dependency webhook could not list loadbalancers\.lb\.example\.com, which may refer to it too/,
+    );
+    assert.deepEqual(verdict.forbidden, refused.permission);
+  });
+  await t.step(
+    "nothing found: 503, every type not read named and a cause",
+    () => {
+      const verdict = foldReview(plan(), {
+        confirmed: OK,
+        blockers: fail(refused),
+        unread,
+        partial: { named: [], total: 0 },
+      });
+      assertCausesAgree(verdict);
+      assert.equal(verdict.outcome, "denied_error");
+      assert.equal(verdict.response.status?.code, 503);
+      const message = verdict.response.status?.message ?? "";
+      assert.ok(
+        message.startsWith(
+          `cannot delete vpcs/vpc-a: ${refused.message}; the dependency webhook could not list virtualmachines.compute.example.com, which may refer to it too (no answer within 50 ms); the delete is denied until it may`,
+        ),
+        message,
+      );
+      assert.deepEqual(
+        verdict.causes?.map((c) => c.type === "NotRead" ? c.resource : c.type),
+        ["loadbalancers", "virtualmachines"],
+      );
+    },
+  );
 });

@@ -4,7 +4,7 @@ import type { ClusterRule } from "../rules/mod.ts";
 import { Deadline, DeadlineExceeded } from "../runtime/mod.ts";
 import { WHEN_COST_LIMIT, WhenBudget } from "../when/mod.ts";
 import { RuleRegistry } from "./rule_registry.ts";
-import { readOwners } from "./review_owner_reads.ts";
+import { MAX_OWNER_LIST_ITEMS, readOwners } from "./review_owner_reads.ts";
 import { MAX_OWNERS_LOOKED_UP, type OwnerFindings } from "./review_owners.ts";
 import { Forbidden } from "./review_source.ts";
 import type { ReviewTarget } from "./review_target.ts";
@@ -20,6 +20,11 @@ import {
   ownerRef,
   SUBNETS,
 } from "../../testing/mod.ts";
+
+const NOT_FOUND = new KubeApiError("not found", {
+  status: 404,
+  reason: "NotFound",
+});
 
 /** subnets/s-1 in team-a of consumer1, as a review names it. */
 const TARGET: ReviewTarget = {
@@ -219,28 +224,6 @@ Deno.test("readOwners() looks up the owners the live object and its Namespace na
       holding: [],
       lookups: [],
     },
-    {
-      name: "past the bound, owners are counted, not read",
-      rules: [BY_REFS, BY_NAMESPACE],
-      live: subnet({
-        ownerReferences: Array.from(
-          { length: MAX_OWNERS_LOOKED_UP + 3 },
-          (_, i) => ownerRef(`n-${i}`),
-        ),
-      }),
-      owners: {
-        "namespaces/team-a": {
-          metadata: { name: "team-a", labels: { [OWNER_LABEL]: "net-b" } },
-        },
-        "networks/n-0": network("n-0"),
-      },
-      holding: ["provider1/by-refs n-0"],
-      unchecked: 3 + 1,
-      lookups: Array.from(
-        { length: MAX_OWNERS_LOOKED_UP },
-        (_, i) => `networks/n-${i}`,
-      ),
-    },
   ];
   for (const c of cases) {
     const source = new FakeDependentSource();
@@ -403,4 +386,136 @@ Deno.test("readOwners() counts an owner rule only where the workspace binds its 
     assert.deepEqual(shortly(findings), c.holding, c.name);
     assert.deepEqual(reads, c.reads, c.name);
   }
+});
+
+/** A subnet naming `count` Networks `n-0`, `n-1`, ... by ownerReference. */
+function ownedByMany(count: number): Record<string, unknown> {
+  return subnet({
+    ownerReferences: Array.from(
+      { length: count },
+      (_, i) => ownerRef(`n-${i}`),
+    ),
+  });
+}
+
+Deno.test("readOwners() past the lookups' bound lists each owner type once: none alive lets it go, one alive holds", async (t) => {
+  for (const count of [MAX_OWNERS_LOOKED_UP + 1, 100]) {
+    await t.step(`${count} owners, none alive: nothing holds it`, async () => {
+      const source = new FakeDependentSource({
+        networks: { pages: [[network("other")], []] },
+      });
+      const findings = await read(source, [BY_REFS], ownedByMany(count));
+      assert.deepEqual(findings, { holding: [], unchecked: 0 });
+      assert.deepEqual(source.ownerQueries, []);
+      assert.deepEqual(source.plainQueries.map((q) => q.namespace), [
+        "team-a",
+      ]);
+    });
+    await t.step(`${count} owners, one alive: it holds, named`, async () => {
+      const source = new FakeDependentSource({
+        networks: { pages: [[network("other"), network(`n-${count - 1}`)]] },
+      });
+      const findings = await read(source, [BY_REFS], ownedByMany(count));
+      assert.deepEqual(shortly(findings), [`provider1/by-refs n-${count - 1}`]);
+      assert.equal(
+        findings.holding[0]?.field,
+        `.metadata.ownerReferences[${count - 1}].name`,
+      );
+      assert.equal(findings.unchecked, 0);
+    });
+  }
+  await t.step(
+    "an owner of the same name with another uid does not hold",
+    async () => {
+      const source = new FakeDependentSource({
+        networks: { pages: [[network("n-3", { uid: "uid-new" })]] },
+      });
+      const findings = await read(source, [BY_REFS], ownedByMany(20));
+      assert.deepEqual(findings.holding, []);
+    },
+  );
+  await t.step(
+    "an owner type not namespaced there is listed cluster-wide",
+    async () => {
+      const source = new FakeDependentSource({
+        networks: {
+          run: (query) =>
+            (async function* () {
+              if (query.namespace !== undefined) throw NOT_FOUND;
+              yield [network("n-2"), network("n-3", { namespace: "team-b" })];
+            })(),
+        },
+      });
+      const findings = await read(source, [BY_REFS], ownedByMany(20));
+      assert.deepEqual(shortly(findings), ["provider1/by-refs n-2"]);
+      assert.deepEqual(source.plainQueries.map((q) => q.namespace), [
+        "team-a",
+        undefined,
+      ]);
+    },
+  );
+});
+
+Deno.test("readOwners() past the lookups' bound fails closed when the list fails, is refused or is too long, saying what to do", async (t) => {
+  const cases: [string, FakeDependentSource, (error: unknown) => void][] = [
+    [
+      "the list fails",
+      new FakeDependentSource({ networks: { error: new Error("boom") } }),
+      (error) => {
+        assert.ok(error instanceof Error);
+        assert.equal(
+          error.message,
+          "listing networks.network.example.com in namespace team-a failed: boom",
+        );
+      },
+    ],
+    [
+      "the list is refused",
+      new FakeDependentSource({
+        networks: { error: new KubeApiError("forbidden", { status: 403 }) },
+      }),
+      (error) => {
+        assert.ok(error instanceof Forbidden);
+        assert.equal(error.permission.verb, "list");
+      },
+    ],
+    [
+      "the list is too long",
+      new FakeDependentSource({
+        networks: {
+          pages: Array.from(
+            { length: MAX_OWNER_LIST_ITEMS / 1000 + 1 },
+            () => Array.from({ length: 1000 }, () => network("x")),
+          ),
+        },
+      }),
+      (error) => {
+        assert.ok(error instanceof Error);
+        assert.match(
+          error.message,
+          /more than 20000 networks\.network\.example\.com in namespace team-a to find the 17 owners it names among; remove the owner references that name no existing owner, then retry/,
+        );
+      },
+    ],
+  ];
+  for (const [name, source, check] of cases) {
+    await t.step(name, async () => {
+      const error = await read(source, [BY_REFS], ownedByMany(17)).then(
+        () => undefined,
+        (e) => e,
+      );
+      check(error);
+    });
+  }
+  await t.step("the list does not answer in time", async () => {
+    const source = new FakeDependentSource({ networks: { hang: true } });
+    const error = await read(source, [BY_REFS], ownedByMany(17), {
+      timeoutMs: 50,
+    }).then(() => undefined, (e) => e);
+    assert.ok(error instanceof DeadlineExceeded);
+    assert.match(
+      error.message,
+      /listing networks\.network\.example\.com in namespace team-a/,
+    );
+  });
 });

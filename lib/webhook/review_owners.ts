@@ -25,8 +25,18 @@ import type { Protection } from "./rule_registry.ts";
 import { asRecord } from "./review_target.ts";
 import { protectsNow } from "./protects_now.ts";
 
-/** Most owners one review looks up; more are reported, not read. */
+/**
+ * Most owners one review looks up one by one; past it, each owner type is
+ * listed instead (`review_owner_reads.ts`).
+ */
 export const MAX_OWNERS_LOOKED_UP = 16;
+
+/**
+ * Most owners one review reads, by lists past
+ * {@linkcode MAX_OWNERS_LOOKED_UP}; more are counted, and the delete is
+ * denied while none of those read holds (fail closed).
+ */
+export const MAX_OWNERS_READ = 100_000;
 
 /** One owner a protected object names, to look up. */
 export interface NamedOwner {
@@ -47,7 +57,7 @@ export interface NamedOwner {
   field: string;
 }
 
-/** The owners `metadata` names for `protections`, the first {@linkcode MAX_OWNERS_LOOKED_UP}. */
+/** The owners `metadata` names for `protections`, the first `max`. */
 export interface OwnersNamed {
   /** The owners to look up, distinct, in the order named. */
   owners: NamedOwner[];
@@ -68,8 +78,14 @@ export interface OwnersNamed {
  */
 export function ownersNamed(
   metadata: unknown,
-  context: { protections: readonly Protection[]; home: string | undefined },
+  context: {
+    protections: readonly Protection[];
+    home: string | undefined;
+    /** The most owners kept; more are counted. @default {MAX_OWNERS_LOOKED_UP} */
+    max?: number;
+  },
 ): OwnersNamed {
+  const max = context.max ?? MAX_OWNERS_LOOKED_UP;
   const object = { metadata };
   const seen = new Set<string>();
   const owners: NamedOwner[] = [];
@@ -86,7 +102,7 @@ export function ownersNamed(
       const key = JSON.stringify([gvrKey(p.dependent), name, uid ?? ""]);
       if (seen.has(key)) continue;
       seen.add(key);
-      if (owners.length >= MAX_OWNERS_LOOKED_UP) {
+      if (owners.length >= max) {
         more++;
         continue;
       }
@@ -152,7 +168,7 @@ export interface OwnerHold {
 export interface OwnerFindings {
   /** The owners that hold it, in the order named. */
   holding: OwnerHold[];
-  /** Owners named and not looked up (over {@linkcode MAX_OWNERS_LOOKED_UP}). */
+  /** Owners named and not read (over {@linkcode MAX_OWNERS_READ}). */
   unchecked: number;
 }
 

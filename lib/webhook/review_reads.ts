@@ -36,7 +36,7 @@ export {
   type ObjectQuery,
   UnknownWorkspace,
 } from "./review_source.ts";
-import type { Blocker } from "./verdicts.ts";
+import type { Blocker, Unread } from "./verdicts.ts";
 import { keepFirst, ownDependents, referringFields } from "./review_match.ts";
 
 /** The dependents that still refer to the object: the first few, and how many. */
@@ -57,6 +57,13 @@ export interface ReviewReadings {
   bypass?: PromiseSettledResult<boolean>;
   /** The owners the object (or its Namespace) names that hold it; absent when no rule reads them. */
   owners?: PromiseSettledResult<OwnerFindings>;
+  /**
+   * When `blockers` failed: the dependent types that could not be listed,
+   * each with why (the first failure is `blockers`' reason).
+   */
+  unread?: Unread[];
+  /** When `blockers` failed: what the lists that did answer found. */
+  partial?: Blockers;
 }
 
 /** Options of {@linkcode ReviewReader}. */
@@ -95,8 +102,9 @@ export class ReviewReader {
 
   /**
    * Makes the reads of `plan` at once. A live object that is missing,
-   * another, or unreadable ends the lists (their answer would not be used),
-   * and so does the first list that fails. Never throws.
+   * another, or unreadable ends the lists (their answer would not be used);
+   * a list that fails does not end the others, so that the denial names
+   * what they find and each type not read. Never throws.
    */
   async read(plan: ReviewPlan): Promise<ReviewReadings> {
     const reads = planReads(plan);
@@ -115,11 +123,15 @@ export class ReviewReader {
       stopLists(error);
       throw error;
     });
+    const found: Blockers = { named: [], total: 0 };
+    const unread: Unread[] = [];
     const listing = reads.lists.length === 0
       ? undefined
       : this.#findBlockers(reads.lists, plan.target, {
         cancel: lists.signal,
         boundIdentities: reads.boundIdentities,
+        found,
+        unread,
       });
     const owners = whole
       ? readOwners(this.#source, {
@@ -152,6 +164,9 @@ export class ReviewReader {
       ...(owners === undefined
         ? {}
         : { owners: held as PromiseSettledResult<OwnerFindings> }),
+      ...(blockers.status === "rejected" && unread.length > 0
+        ? { unread, partial: found }
+        : {}),
     };
   }
 
@@ -266,11 +281,21 @@ export class ReviewReader {
     }, this.#deadline.signal));
   }
 
-  /** Lists each dependent type once; the first failure ends the others. */
+  /**
+   * Lists each dependent type once, into `options.found`. A failed list
+   * does not end the others (the answer names what they find), but fails
+   * the whole: every type not read goes to `options.unread`, and the first
+   * failure is thrown.
+   */
   async #findBlockers(
     protections: readonly Protection[],
     target: ReviewTarget,
-    options: { cancel: AbortSignal; boundIdentities: boolean },
+    options: {
+      cancel: AbortSignal;
+      boundIdentities: boolean;
+      found: Blockers;
+      unread: Unread[];
+    },
   ): Promise<Blockers> {
     const byDependent = new Map<string, Protection[]>();
     for (const p of protections) {
@@ -284,7 +309,8 @@ export class ReviewReader {
       this.#deadline.signal,
     ]);
     const pending = new Map(byDependent);
-    const found: Blockers = { named: [], total: 0 };
+    const { found, unread } = options;
+    const failures: unknown[] = [];
     // Which export each dependent type comes from in this workspace, read
     // beside the lists: a rule counts only dependents bound from its own
     // dependent export. Unreadable, every rule counts (fail closed).
@@ -298,14 +324,19 @@ export class ReviewReader {
       this.#scan(group, target, { signal, bound, freshBound }, found).then(
         () => pending.delete(key),
         (error) => {
-          if (!stop.signal.aborted) stop.abort(error);
+          // Cut by the deadline: named below with the others not read.
+          if (signal.reason instanceof DeadlineExceeded) throw error;
+          pending.delete(key);
+          failures.push(error);
+          unread.push(unreadList(group[0]!.dependent, error));
           throw error;
         },
       )
     );
     try {
       // A source that ignores the signal still cannot hold the review past the deadline.
-      await this.#deadline.race(Promise.all(lists));
+      await this.#deadline.race(Promise.allSettled(lists));
+      if (signal.reason instanceof DeadlineExceeded) throw signal.reason;
     } catch (error) {
       if (
         error instanceof DeadlineExceeded ||
@@ -314,11 +345,16 @@ export class ReviewReader {
         const reason = error instanceof DeadlineExceeded
           ? error
           : signal.reason as DeadlineExceeded;
-        const names = [...pending.values()].map((g) =>
-          `${g[0]!.dependent.resource}.${g[0]!.dependent.group}`
-        );
+        const late = [...pending.values()].map((g) => g[0]!.dependent);
+        for (const type of late) {
+          unread.push({
+            verb: "list",
+            type: { group: type.group, resource: type.resource },
+            why: `no answer within ${reason.timeoutMs} ms`,
+          });
+        }
         throw new DeadlineExceeded(
-          `listing ${names.join(", ")}`,
+          `listing ${late.map((t) => `${t.resource}.${t.group}`).join(", ")}`,
           reason.timeoutMs,
         );
       }
@@ -326,6 +362,7 @@ export class ReviewReader {
     } finally {
       if (!stop.signal.aborted) stop.abort(new Error("review finished"));
     }
+    if (failures.length > 0) throw failures[0];
     return found;
   }
 
@@ -411,4 +448,17 @@ export class ReviewReader {
       );
     }
   }
+}
+
+/** A dependent type whose list failed with `error`, for the denial. */
+function unreadList(
+  type: { group: string; resource: string },
+  error: unknown,
+): Unread {
+  return {
+    verb: "list",
+    type: { group: type.group, resource: type.resource },
+    why: errorText(error),
+    ...(error instanceof Forbidden ? { forbidden: error.permission } : {}),
+  };
 }

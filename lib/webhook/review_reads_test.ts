@@ -1571,3 +1571,72 @@ Deno.test("ReviewReader.read() makes the reads of a plan and settles each, case 
     });
   }
 });
+
+Deno.test("a Lock held while one dependent type may not be listed: the denial names the Lock, what the other list found, and the type not read", async () => {
+  const source = new FakeDependentSource({
+    virtualmachines: { pages: [[VM_ON_A]] },
+    loadbalancers: { error: FORBIDDEN },
+  });
+  const verdict = await new DeletionValidator(
+    registryOf(VM_RULE, LB_RULE),
+    source,
+    { locks: vpcLock("vpc-a") },
+  ).validate(deleteRequest());
+  assert.equal(verdict.outcome, "denied_locked");
+  assert.equal(verdict.response.status?.code, 409);
+  const message = verdict.response.status?.message ?? "";
+  assert.match(message, /locked by Lock default\/prod/);
+  assert.match(message, /also still referenced by VirtualMachine\/vm-1/);
+  assert.match(
+    message,
+    /could not list loadbalancers\.lb\.example\.com, which may refer to it too \(the webhook's identity may not list/,
+  );
+  assert.deepEqual(verdict.causes?.map((c) => c.type), [
+    "Lock",
+    "Reference",
+    "NotRead",
+  ]);
+  assert.deepEqual(verdict.forbidden, {
+    verb: "list",
+    group: "lb.example.com",
+    resource: "loadbalancers",
+  });
+});
+
+Deno.test("ReviewReader.read(): a failed list does not end the others; the types not read are named, and what the others found kept", async () => {
+  const plan = planOf(deleteRequest(), { rules: [VM_RULE, LB_RULE] });
+  const source = new FakeDependentSource({
+    virtualmachines: { pages: [[VM_ON_A]] },
+    loadbalancers: { error: FORBIDDEN },
+  });
+  const deadline = new Deadline(10_000, { what: "the review's reads" });
+  const readings = await new ReviewReader(source, { deadline }).read(plan)
+    .finally(() => deadline.close());
+  assert.equal(readings.blockers?.status, "rejected");
+  assert.deepEqual(readings.partial, {
+    named: [vmBlocker("vm-1")],
+    total: 1,
+  });
+  assert.deepEqual(readings.unread?.map((u) => [u.verb, u.type.resource]), [
+    ["list", "loadbalancers"],
+  ]);
+  assert.ok(readings.unread?.[0]?.forbidden !== undefined);
+});
+
+Deno.test("ReviewReader.read(): a list cut by the deadline is named as not read, with the deadline", async () => {
+  const plan = planOf(deleteRequest(), { rules: [VM_RULE, LB_RULE] });
+  const source = new FakeDependentSource({
+    virtualmachines: { pages: [[VM_ON_A]] },
+    loadbalancers: { hang: true },
+  });
+  const deadline = new Deadline(50, { what: "the review's reads" });
+  const readings = await new ReviewReader(source, { deadline }).read(plan)
+    .finally(() => deadline.close());
+  assert.equal(readings.blockers?.status, "rejected");
+  assert.equal(readings.partial?.total, 1);
+  assert.deepEqual(readings.unread, [{
+    verb: "list",
+    type: { group: "lb.example.com", resource: "loadbalancers" },
+    why: "no answer within 50 ms",
+  }]);
+});

@@ -15,7 +15,15 @@ import { BYPASS_RESOURCE, BYPASS_VERB } from "./access_review.ts";
 import { type AdmissionResponse, allow, deny } from "./admission_review.ts";
 import { lockedMessage, type LockHold } from "../locks/mod.ts";
 import { printable } from "../runtime/mod.ts";
-import { MAX_OWNERS_LOOKED_UP, type OwnerHold } from "./review_owners.ts";
+import { MAX_OWNERS_READ, type OwnerHold } from "./review_owners.ts";
+import { type Unread, unreadCauses, unreadText } from "./review_unread.ts";
+
+export {
+  MAX_UNREAD_NAMED,
+  type Unread,
+  unreadCauses,
+  unreadText,
+} from "./review_unread.ts";
 import {
   isNamespaceType,
   type ReviewTarget,
@@ -62,7 +70,10 @@ export interface Verdict {
   outcome: Outcome;
   /** Number of blocking dependents found (denied_referenced only). */
   blockers?: number;
-  /** The permission kcp refused our identity (denied_error only). */
+  /**
+   * The permission kcp refused our identity: on a `denied_error`, or on a
+   * denial that holds the object and says what it could not read.
+   */
   forbidden?: Permission;
   /** What holds the object, as the denial's `status.details.causes` carry it. */
   causes?: Cause[];
@@ -188,9 +199,12 @@ export function unavailable(
     forbidden?: Permission | undefined;
     verb?: "delete" | "update";
     skippable?: boolean;
+    /** What could not be read, as causes: said in the message already. */
+    unread?: readonly Unread[] | undefined;
   },
 ): Verdict {
   const verb = problem.verb ?? "delete";
+  const causes = unreadCauses(problem.unread ?? []);
   const skip = verb === "delete" && (problem.skippable ?? true)
     ? `, or set the annotation ${SKIP_PROTECTION_ANNOTATION}=true on the object to delete it anyway`
     : "";
@@ -203,30 +217,50 @@ export function unavailable(
       reason: "ServiceUnavailable",
       message: `cannot ${verb} ${problem.shown}: ${problem.what}; ` +
         `the ${verb} is denied until ${problem.until}: retry later${skip}`,
+      causes: causes.map(statusCause),
     }),
     outcome: "denied_error",
+    ...(causes.length === 0 ? {} : { causes }),
   };
 }
 
 /** Denied while dependents refer to the object (409), naming them. */
 export function referenced(
   uid: string,
-  found: { target: ReviewTarget; named: readonly Blocker[]; total: number },
+  found: {
+    target: ReviewTarget;
+    named: readonly Blocker[];
+    total: number;
+    unread?: readonly Unread[] | undefined;
+  },
 ): Verdict {
-  const causes = referenceCauses(found.named, found.total);
+  const unread = found.unread ?? [];
+  const causes = [
+    ...referenceCauses(found.named, found.total),
+    ...unreadCauses(unread),
+  ];
   return {
+    ...forbiddenOf(unread),
     response: deny(uid, {
       code: 409,
       reason: "Conflict",
       message: `cannot delete ${shownTarget(found.target)}: ${
         referencedBy(found.named, found.total, found.target.namespace)
-      }`,
+      }${unreadText(unread)}`,
       causes: causes.map(statusCause),
     }),
     outcome: "denied_referenced",
     blockers: found.total,
     causes,
   };
+}
+
+/** The first permission kcp refused among `unread`, as a verdict's field. */
+function forbiddenOf(
+  unread: readonly Unread[],
+): { forbidden?: Permission } {
+  const refused = unread.find((u) => u.forbidden !== undefined)?.forbidden;
+  return refused === undefined ? {} : { forbidden: refused };
 }
 
 /**
@@ -242,17 +276,19 @@ export function held(
     unchecked: number;
     named: readonly Blocker[];
     total: number;
+    unread?: readonly Unread[] | undefined;
   },
 ): Verdict {
   const { target, owners, unchecked, total } = found;
+  const unread = found.unread ?? [];
   const parts: string[] = [];
   if (owners.length > 0) parts.push(ownedBy(owners, target, unchecked));
   else if (unchecked > 0) {
     parts.push(
       `it names ${
-        MAX_OWNERS_LOOKED_UP + unchecked
-      } owners, more than the ${MAX_OWNERS_LOOKED_UP} the dependency webhook looks up per delete: ` +
-        `none of those it looked up holds it, and the other ${unchecked} were not looked up; ` +
+        MAX_OWNERS_READ + unchecked
+      } owners, more than the ${MAX_OWNERS_READ} the dependency webhook reads per delete: ` +
+        `none of those it read holds it, and the other ${unchecked} were not read; ` +
         "remove the surplus owner references and retry",
     );
   }
@@ -262,12 +298,16 @@ export function held(
   const causes = [
     ...ownerCauses(owners, unchecked),
     ...referenceCauses(found.named, total),
+    ...unreadCauses(unread),
   ];
   return {
+    ...forbiddenOf(unread),
     response: deny(uid, {
       code: 409,
       reason: "Conflict",
-      message: `cannot delete ${shownTarget(target)}: ${parts.join("; ")}`,
+      message: `cannot delete ${shownTarget(target)}: ${parts.join("; ")}${
+        unreadText(unread)
+      }`,
       causes: causes.map(statusCause),
     }),
     outcome: total > 0 ? "denied_referenced" : "denied_owned",
@@ -300,7 +340,7 @@ export function ownedBy(
     ? "which still exists"
     : "which still exist";
   const more = unchecked > 0
-    ? `, and it names ${unchecked} more owners not looked up (at most ${MAX_OWNERS_LOOKED_UP} per delete)`
+    ? `, and it names ${unchecked} more owners not read (at most ${MAX_OWNERS_READ} per delete)`
     : "";
   return `it belongs to ${names.join(", ")}, ${exist}${more}`;
 }
@@ -316,9 +356,12 @@ export function locked(
     verb: "delete" | "update";
     holds: readonly LockHold[];
     also?: { named: readonly Blocker[]; total: number } | undefined;
+    /** What could not be read that might hold it too: said, not waited for. */
+    unread?: readonly Unread[] | undefined;
   },
 ): Verdict {
   const { target, also } = context;
+  const unread = context.unread ?? [];
   const references = also !== undefined && also.total > 0
     ? `; also ${referencedBy(also.named, also.total, target.namespace)}`
     : "";
@@ -329,14 +372,16 @@ export function locked(
       reason: h.reason,
     })),
     ...(also === undefined ? [] : referenceCauses(also.named, also.total)),
+    ...unreadCauses(unread),
   ];
   return {
+    ...forbiddenOf(unread),
     response: deny(uid, {
       code: 409,
       reason: "Conflict",
       message: `cannot ${context.verb} ${shownTarget(target)}: ${
         lockedMessage(context.holds)
-      }${references}`,
+      }${references}${unreadText(unread)}`,
       causes: causes.map(statusCause),
     }),
     outcome: "denied_locked",
@@ -434,7 +479,7 @@ export function referenceCauses(
   return causes;
 }
 
-/** One cause per owner that holds, and a count of those not looked up. */
+/** One cause per owner that holds, and a count of those not read. */
 export function ownerCauses(
   owners: readonly OwnerHold[],
   unchecked: number,

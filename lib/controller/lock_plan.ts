@@ -74,7 +74,19 @@ export type LockState =
     checking?: boolean;
   }
   | { state: "pending" }
-  | { state: "failed"; reason: LockProblemReason; message: string };
+  | {
+    state: "failed";
+    reason: LockProblemReason;
+    message: string;
+    /**
+     * For `ProviderMismatch`, once its path is resolved: the workspace whose
+     * configuration kcp calls for the target's type. The webhook honours
+     * every Lock of the workspace whenever it is called, so the Lock holds
+     * whenever that configuration covers the type for other rules or Locks
+     * (`lock_status_plan.ts` says so).
+     */
+    calledIn?: { cluster: string; shown: string };
+  };
 
 /** What the placement step is computed from. */
 export interface LockPlacementContext {
@@ -231,9 +243,20 @@ function checkTarget(
   // check, and the status waits for its answer.
   if (check.state === "pending") return { checking: true };
   const problem = { reason: check.reason, message: check.message };
-  return check.placed
-    ? { problem }
-    : { state: { state: "failed", ...problem } };
+  if (check.placed) return { problem };
+  const calledBy = check.calledBy;
+  if (calledBy === undefined) return { state: { state: "failed", ...problem } };
+  placement.paths.add(calledBy.path);
+  const resolution = context.resolutions.get(calledBy.path);
+  return {
+    state: {
+      state: "failed",
+      ...problem,
+      ...(resolution !== undefined && "cluster" in resolution
+        ? { calledIn: { cluster: resolution.cluster, shown: calledBy.path } }
+        : {}),
+    },
+  };
 }
 
 /** Where a Lock needs the webhook by what it names, or why it cannot have it. */

@@ -290,6 +290,13 @@ Deno.test("planLockPlacement() refuses a Lock without apiExportRef on a bound ty
   );
   // Not placed in the Lock's own configuration, which kcp never calls for it.
   assert.equal(placement.desired.size, 0);
+  // Where kcp does call the webhook for it, for its status to say whether
+  // the webhook holds it there all the same.
+  assert.ok(placement.paths.has(NETWORK_PATH));
+  assert.deepEqual(
+    state.state === "failed" ? state.calledIn : undefined,
+    { cluster: NETWORK, shown: NETWORK_PATH },
+  );
 });
 
 Deno.test("planLockPlacement() refuses a Lock on a cluster-scoped type, but not on its namespace", () => {

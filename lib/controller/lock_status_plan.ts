@@ -6,7 +6,9 @@
  * @module
  */
 import { type Condition, READY_CONDITION } from "../rules/mod.ts";
-import type { LockConditionReason } from "../locks/mod.ts";
+import type { Lock, LockConditionReason } from "../locks/mod.ts";
+import { typeName } from "../rules/mod.ts";
+import type { ProtectedType } from "./webhook_config.ts";
 import { clusterOf, type EndpointObject } from "../kcp/mod.ts";
 import { lockKey, type LockPlacement } from "./lock_plan.ts";
 import {
@@ -21,7 +23,14 @@ import {
  */
 export function planLockStatuses(
   locks: readonly EndpointObject[],
-  context: StatusContext & { placement: LockPlacement },
+  context: StatusContext & {
+    placement: LockPlacement;
+    /**
+     * The types each cluster's configuration covers (rules' and Locks'),
+     * to say when a Lock not placed holds all the same.
+     */
+    desired?: ReadonlyMap<string, ReadonlyMap<string, ProtectedType>>;
+  },
 ): PlannedStatuses {
   const { placement, settings } = context;
   const planned = new StatusTally(context.memo);
@@ -40,7 +49,27 @@ export function planLockStatuses(
       continue;
     }
     if (state.state === "failed") {
-      ready = lockReady("False", state);
+      const honoured = state.calledIn === undefined
+        ? undefined
+        : honouredAnyway(placement.locks.get(key), {
+          ...state.calledIn,
+          context,
+        });
+      if (honoured === "wait") {
+        planned.countShown(source.object);
+        continue;
+      }
+      ready = honoured === undefined
+        ? lockReady("False", state)
+        : lockReady(honoured.status, {
+          reason: honoured.status === "True" ? "Enforced" : state.reason,
+          message: honoured.status === "True"
+            ? `${honoured.denied} while this Lock exists: kcp calls the webhook configuration of ${state.calledIn?.shown} for ${honoured.type}, ` +
+              "which covers it for other rules or Locks there, and the webhook honours every Lock of the workspace; " +
+              `but this Lock is not placed there itself, and holds only while they need it: ${state.message}`
+            : `${state.message}; meanwhile ${honoured.denied} while this Lock exists, since the webhook configuration of ` +
+              `${state.calledIn?.shown}, which kcp calls for ${honoured.type}, covers that for other rules or Locks there`,
+        });
     } else if (state.problem !== undefined) {
       ready = lockReady("False", state.problem);
     } else if ("error" in settings) {
@@ -78,6 +107,54 @@ export function planLockStatuses(
     });
   }
   return { statuses: planned.statuses, ready: planned.ready };
+}
+
+/**
+ * Whether the webhook honours a Lock not placed (`ProviderMismatch`)
+ * because the configuration kcp calls for its type (that of `cluster`)
+ * covers the type for other rules or Locks: `True` when it covers every
+ * operation of the Lock, `False` with those it covers, `undefined` when it
+ * covers none (or the Lock is not known), `wait` while that configuration
+ * is being written.
+ */
+function honouredAnyway(
+  lock: Lock | undefined,
+  where: {
+    cluster: string;
+    context: StatusContext & {
+      desired?: ReadonlyMap<string, ReadonlyMap<string, ProtectedType>>;
+    };
+  },
+):
+  | { status: "True" | "False"; denied: string; type: string }
+  | "wait"
+  | undefined {
+  const { context } = where;
+  if (lock === undefined || context.desired === undefined) return undefined;
+  const { target, operations } = lock.spec;
+  const covered = new Set<string>();
+  for (const type of context.desired.get(where.cluster)?.values() ?? []) {
+    if (type.group !== target.group || type.resource !== target.resource) {
+      continue;
+    }
+    for (const operation of type.operations ?? ["DELETE"]) {
+      covered.add(operation);
+    }
+  }
+  const held = operations.filter((o) =>
+    covered.has(o === "Update" ? "UPDATE" : "DELETE")
+  );
+  if (held.length === 0) return undefined;
+  if (context.pendingClusters.has(where.cluster)) {
+    return context.installErrors.has(where.cluster) ? undefined : "wait";
+  }
+  const verbs = held.map((o) => o === "Update" ? "updating" : "deleting")
+    .join(" and ");
+  return {
+    status: held.length === operations.length ? "True" : "False",
+    denied: `${verbs} ${target.resource}/${target.name} is denied`,
+    type: typeName(target),
+  };
 }
 
 /** A Lock's Ready condition. */

@@ -3,6 +3,7 @@ import { PlanMemo } from "./plan_memo.ts";
 import { READY_CONDITION } from "../rules/mod.ts";
 import { exportKey } from "../exports/mod.ts";
 import { VPCS } from "../../testing/mod.ts";
+import { parseLock } from "../locks/mod.ts";
 import { planReconcile } from "./reconcile_plan.ts";
 import { lockKey, type LockPlacement, type LockState } from "./lock_plan.ts";
 import { planLockStatuses } from "./lock_status_plan.ts";
@@ -123,4 +124,93 @@ Deno.test("planLockStatuses() says why a Lock is not placed, and waits for one w
     }),
   });
   assert.deepEqual(writing, { statuses: [], ready: new Map() });
+});
+
+Deno.test("planLockStatuses() says a Lock not placed (ProviderMismatch) is Enforced when the configuration kcp calls for its type covers it for others", () => {
+  const lock = lockSource({ ...VPCS, name: "core" }, ["Delete", "Update"]);
+  const parsed = parseLock(lock.object);
+  assert.ok(parsed.ok);
+  const key = lockKey(CONSUMER, "team-a", "prod");
+  const mismatch = {
+    state: "failed" as const,
+    reason: "ProviderMismatch" as const,
+    message:
+      `vpcs.network.example.com is bound from the APIExport network.example.com in ${NETWORK_PATH}, whose webhook configuration kcp calls for it: set spec.target.apiExportRef to {path: ${NETWORK_PATH}, name: network.example.com}`,
+    calledIn: { cluster: NETWORK, shown: NETWORK_PATH },
+  };
+  const placement: LockPlacement = {
+    desired: new Map(),
+    paths: new Set(),
+    providerPaths: new Map(),
+    exports: new Map(),
+    targets: new Map(),
+    unsure: false,
+    states: new Map([[key, mismatch]]),
+    locks: new Map([[key, parsed.lock]]),
+  };
+  const context = {
+    settings: SETTINGS,
+    installErrors: new Map<string, string>(),
+    pendingClusters: new Set<string>(),
+    now: NOW,
+    memo: new PlanMemo(),
+    placement,
+  };
+  const ready = (
+    types: { operations: ("DELETE" | "UPDATE")[] }[] | undefined,
+    more: { pending?: boolean; error?: string } = {},
+  ) => {
+    const planned = planLockStatuses([lock], {
+      ...context,
+      ...(more.pending
+        ? {
+          pendingClusters: new Set([NETWORK]),
+          installErrors: new Map(
+            more.error === undefined ? [] : [[NETWORK, more.error]],
+          ),
+        }
+        : {}),
+      desired: new Map([[
+        NETWORK,
+        new Map((types ?? []).map((t, i) => [`${i}`, { ...VPCS, ...t }])),
+      ]]),
+    });
+    return planned.statuses[0]?.status.conditions?.[0];
+  };
+  // Covered for every operation of the Lock: the webhook holds it, and the
+  // status says so, and why it is fragile.
+  const enforced = ready([{ operations: ["DELETE"] }, {
+    operations: ["UPDATE"],
+  }]);
+  assert.equal(enforced?.status, "True");
+  assert.equal(enforced?.reason, "Enforced");
+  assert.match(
+    enforced?.message ?? "",
+    new RegExp(
+      `^deleting and updating vpcs/core is denied while this Lock exists: kcp calls the webhook configuration of ${NETWORK_PATH} for vpcs\\.network\\.example\\.com, which covers it for other rules or Locks there.*not placed there itself.*set spec\\.target\\.apiExportRef`,
+    ),
+  );
+  // Deletes only: not all it asks, but the status says what it still denies.
+  const partly = ready([{ operations: ["DELETE"] }]);
+  assert.equal(partly?.status, "False");
+  assert.equal(partly?.reason, "ProviderMismatch");
+  assert.match(
+    partly?.message ?? "",
+    /; meanwhile deleting vpcs\/core is denied while this Lock exists/,
+  );
+  // Not covered: not placed, and nothing denies.
+  const idle = ready(undefined);
+  assert.equal(idle?.reason, "ProviderMismatch");
+  assert.equal(idle?.message, mismatch.message);
+  // While that configuration is written, nothing is said; if it fails, the
+  // mismatch alone.
+  assert.equal(
+    ready([{ operations: ["DELETE"] }], { pending: true }),
+    undefined,
+  );
+  assert.equal(
+    ready([{ operations: ["DELETE"] }], { pending: true, error: "boom" })
+      ?.message,
+    mismatch.message,
+  );
 });

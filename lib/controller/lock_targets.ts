@@ -153,6 +153,12 @@ export type LockTargetCheck =
      * placed all the same, but is not said to be enforced.
      */
     placed: boolean;
+    /**
+     * For `ProviderMismatch`: the export the workspace binds the type from,
+     * whose configuration kcp calls for it (and so the webhook, which then
+     * honours every Lock of the workspace on that type).
+     */
+    calledBy?: { path: string; name: string };
   };
 
 /** What {@linkcode checkLockTarget} checks a reading against. */
@@ -233,6 +239,7 @@ export function checkLockTarget(
       state: "failed",
       reason: "ProviderMismatch",
       placed: false,
+      calledBy: from,
       message:
         `${type} is bound from the APIExport ${from.name} in ${from.path}, whose webhook configuration kcp calls for it: set spec.target.apiExportRef to ${named}`,
     };
@@ -255,6 +262,7 @@ export function checkLockTarget(
     state: "failed",
     reason: "ProviderMismatch",
     placed: false,
+    calledBy: from,
     message:
       `${type} is bound from the APIExport ${from.name} in ${from.path}, not from ${ref.name} in ${ref.path}: set spec.target.apiExportRef to ${named}`,
   };

@@ -153,8 +153,9 @@ export function planReconcile(
     exportRef: input.exportRef,
   });
   // 5. The configuration writes for the rules' and the Locks' types.
+  const demand = mergeDemands(coverage, placement);
   const { actions, wanted } = planConfigurations(input.configurations, {
-    demand: mergeDemands(coverage, placement),
+    demand,
     bindings,
     settings: input.settings,
     memo,
@@ -173,7 +174,11 @@ export function planReconcile(
     coverage,
     webhookAccess: input.webhookAccess,
   });
-  const lockStatuses = planLockStatuses(locks, { ...context, placement });
+  const lockStatuses = planLockStatuses(locks, {
+    ...context,
+    placement,
+    desired: demand.desired,
+  });
   // 7. What to read for the next pass, with the writes and the counts.
   return {
     paths: [...new Set([...coverage.paths, ...placement.paths])].sort(),

@@ -250,6 +250,13 @@ Deno.test("graphPage() lists what is held now, with its causes and how long", ()
           lock: { namespace: "default", name: "keep" },
           reason: "audit",
         },
+        {
+          type: "NotRead",
+          group: "lb.example.com",
+          resource: "loadbalancers",
+          verb: "list",
+          why: "<403>",
+        },
       ]),
       {
         ...hold("cm", "2025-03-01T11:59:15Z", []),
@@ -294,6 +301,12 @@ Deno.test("graphPage() lists what is held now, with its causes and how long", ()
     second,
   );
   assert.ok(second.includes("<li>Lock: default/keep: audit</li>"), second);
+  assert.ok(
+    second.includes(
+      "<li>Not read: loadbalancers.lb.example.com (list): &lt;403&gt;</li>",
+    ),
+    second,
+  );
   assert.ok(second.includes("<td>2d 3h</td>"), second);
   assert.ok(third.includes("<td><code>configmaps</code></td>"), third);
   assert.ok(third.includes("<td>45s</td>"), third);

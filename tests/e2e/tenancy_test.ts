@@ -407,7 +407,7 @@ kcpTest(
       );
 
       await step(
-        "a Lock without apiExportRef on a bound type is ProviderMismatch naming the ref to set; fixed in place it is Enforced and the delete is denied",
+        "a Lock without apiExportRef on a bound type a rule already sends to the webhook is Enforced (it denies), saying it is not placed and naming the ref to set; fixed in place it is Enforced as placed",
         async () => {
           await applyObjects(kcp, C1, [
             vpc("core"),
@@ -422,11 +422,19 @@ kcpTest(
             kcp,
             C1,
             { resource: "lock", name: "prod", ns: NS },
-            { status: "False", reason: "ProviderMismatch" },
+            { status: "True", reason: "Enforced" },
           );
           assert.ok(
             (mismatch.message ?? "").includes(
               "set spec.target.apiExportRef to {path: root:providers:network, name: network.example.com}",
+            ),
+            String(mismatch.message),
+          );
+          // Not placed, but the provider's configuration covers VPCs for the
+          // rule, and the webhook honours every Lock: the status says so.
+          assert.ok(
+            (mismatch.message ?? "").includes(
+              "this Lock is not placed there itself",
             ),
             String(mismatch.message),
           );

@@ -196,9 +196,10 @@ async function listOwners(
           const metadata = asRecord(asRecord(item)?.metadata);
           const name = metadata?.name;
           if (typeof name !== "string" || !wanted.has(name)) continue;
-          // Listed cluster-wide: only the type's cluster-scoped objects.
-          if (namespace === undefined && home !== undefined) {
-            if (typeof metadata?.namespace === "string") continue;
+          // Listed cluster-wide: only the type's cluster-scoped objects, as
+          // a lookup at the cluster-scoped URL finds.
+          if (namespace === undefined && (metadata?.namespace ?? "") !== "") {
+            continue;
           }
           found.set(ownerKey(type, name), item as Record<string, unknown>);
         }

@@ -17,10 +17,12 @@
  * @module
  */
 export * from "./apis.ts";
+export * from "./component_suite.ts";
 export * from "./components.ts";
 export * from "./connections.ts";
 export * from "./delete_checks.ts";
 export * from "./deletion_order.ts";
+export * from "./expect.ts";
 export * from "./fake_api.ts";
 export * from "./fake_dependent_source.ts";
 export * from "./fake_kcp.ts";
@@ -29,6 +31,7 @@ export * from "./kcp_server.ts";
 export * from "./kcp_suite.ts";
 export * from "./metrics_text.ts";
 export * from "./node_handler.ts";
+export * from "./objects.ts";
 export * from "./owned_projects.ts";
 export * from "./owners.ts";
 export * from "./process.ts";

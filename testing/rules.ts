@@ -1,7 +1,7 @@
 /**
  * DependencyRules over the test topology's types, as users write them: a
- * VirtualMachine (or a VPC) that refers to VPCs, Subnets or
- * VirtualMachines by name.
+ * VirtualMachine (or a VPCAttachment, or a VPC) that refers to VPCs,
+ * Subnets or VirtualMachines by name (and, if asked, namespace).
  *
  * @module
  */
@@ -16,6 +16,8 @@ export interface RuleDependency {
   field: string;
   /** API group, when not the provider's own (`network.example.com` or `compute.example.com`). */
   group?: string;
+  /** `fieldRef.namespacePath` in the dependent, if the reference names a namespace. */
+  namespacePath?: string;
 }
 
 /** Options for {@linkcode dependencyRule}. */
@@ -23,7 +25,7 @@ export interface DependencyRuleOptions {
   /** The protected types. */
   dependencies: readonly RuleDependency[];
   /** The type that holds the references. @default {"VirtualMachine"} */
-  dependent?: "VirtualMachine" | "VPC";
+  dependent?: "VirtualMachine" | "VPCAttachment" | "VPC";
 }
 
 /** A DependencyRule object named `name`, ready for `kubectl apply` or a POST. */
@@ -43,8 +45,10 @@ export function dependencyRule(
       apiExportName: "compute.example.com",
       group: "compute.example.com",
       version: "v1alpha1",
-      kind: "VirtualMachine",
-      resource: "virtualmachines",
+      kind: options.dependent ?? "VirtualMachine",
+      resource: options.dependent === "VPCAttachment"
+        ? "vpcattachments"
+        : "virtualmachines",
     };
   return {
     apiVersion: "dependencies.opendefense.cloud/v1alpha1",
@@ -61,7 +65,12 @@ export function dependencyRule(
           group: d.group ?? exportName,
           version: "v1alpha1",
           resource: d.resource,
-          fieldRef: { path: d.field },
+          fieldRef: {
+            path: d.field,
+            ...(d.namespacePath === undefined
+              ? {}
+              : { namespacePath: d.namespacePath }),
+          },
         };
       }),
     },

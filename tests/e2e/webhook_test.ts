@@ -17,6 +17,8 @@ import {
   MANIFESTS,
   startWebhook,
   type Topology,
+  vmManifest,
+  vpcManifest,
   waitFor,
   type WebhookProcess,
 } from "../../testing/mod.ts";
@@ -26,30 +28,7 @@ const RULE = new URL(
   import.meta.url,
 )
   .pathname;
-
-function vpc(name: string, annotations: Record<string, string> = {}): unknown {
-  return {
-    apiVersion: "network.example.com/v1alpha1",
-    kind: "VPC",
-    metadata: { name, namespace: "default", annotations },
-    spec: { cidr: "10.0.0.0/16" },
-  };
-}
-
-function vm(
-  name: string,
-  refs: { vpcRef?: string; altVpcRef?: string },
-): unknown {
-  const spec: Record<string, unknown> = {};
-  if (refs.vpcRef) spec.vpcRef = { name: refs.vpcRef };
-  if (refs.altVpcRef) spec.altVpcRef = { name: refs.altVpcRef };
-  return {
-    apiVersion: "compute.example.com/v1alpha1",
-    kind: "VirtualMachine",
-    metadata: { name, namespace: "default" },
-    spec,
-  };
-}
+const CIDR = "10.0.0.0/16";
 
 async function exists(
   kcp: KcpServer,
@@ -237,9 +216,9 @@ kcpTest(
           }],
         });
         await applyObjects(kcp, c1, [
-          vpc("vpc-a"),
-          vpc("vpc-b"),
-          vm("vm-1", { vpcRef: "vpc-a" }),
+          vpcManifest("vpc-a", { cidr: CIDR }),
+          vpcManifest("vpc-b", { cidr: CIDR }),
+          vmManifest("vm-1", { vpc: "vpc-a" }),
         ]);
         await waitForProtection(kcp, c1, "vpc-a", true);
       },
@@ -410,7 +389,7 @@ kcpTest(
     await step(
       "with two VMs, removing one still blocks; removing both allows",
       async () => {
-        await applyObjects(kcp, c1, [vm("vm-2", { vpcRef: "vpc-a" })]);
+        await applyObjects(kcp, c1, [vmManifest("vm-2", { vpc: "vpc-a" })]);
         let r = await kcp.kubectl(["delete", "vpc", "vpc-a", "-n", "default"], {
           workspace: c1,
         });
@@ -456,10 +435,10 @@ kcpTest(
       "another consumer's objects of the same names are unaffected",
       async () => {
         await applyObjects(kcp, c1, [
-          vpc("vpc-x"),
-          vm("vm-3", { vpcRef: "vpc-x" }),
+          vpcManifest("vpc-x", { cidr: CIDR }),
+          vmManifest("vm-3", { vpc: "vpc-x" }),
         ]);
-        await applyObjects(kcp, c2, [vpc("vpc-x")]);
+        await applyObjects(kcp, c2, [vpcManifest("vpc-x", { cidr: CIDR })]);
         await kcp.kubectlOk(["delete", "vpc", "vpc-x", "-n", "default"], {
           workspace: c2,
         });
@@ -512,10 +491,10 @@ kcpTest(
             },
           ]),
           bindUser("tenant", "user-1"),
-          vpc("vpc-t1"),
-          vm("vm-t1", { vpcRef: "vpc-t1" }),
-          vpc("vpc-t2"),
-          vm("vm-t2", { vpcRef: "vpc-t2" }),
+          vpcManifest("vpc-t1", { cidr: CIDR }),
+          vmManifest("vm-t1", { vpc: "vpc-t1" }),
+          vpcManifest("vpc-t2", { cidr: CIDR }),
+          vmManifest("vm-t2", { vpc: "vpc-t2" }),
         ]);
         const asTenant = (args: string[]) =>
           kcp.kubectl(args, { workspace: c1, identity: "user" });
@@ -626,7 +605,9 @@ kcpTest(
               resource: "vpcs",
             }],
           });
-          await applyObjects(kcp, c2, [vpc("vpc-probe")]);
+          await applyObjects(kcp, c2, [
+            vpcManifest("vpc-probe", { cidr: CIDR }),
+          ]);
           const before = await reviewsAnswered(webhook);
           await waitFor("kcp to call the first webhook again", async () => {
             await kcp.kubectl([
@@ -648,10 +629,10 @@ kcpTest(
       "an in-place edit of the rule's field path is followed without a restart",
       async () => {
         await applyObjects(kcp, c1, [
-          vpc("vpc-y"),
-          vpc("vpc-z"),
-          vm("vm-4", { vpcRef: "vpc-y" }),
-          vm("vm-5", { altVpcRef: "vpc-z" }),
+          vpcManifest("vpc-y", { cidr: CIDR }),
+          vpcManifest("vpc-z", { cidr: CIDR }),
+          vmManifest("vm-4", { vpc: "vpc-y" }),
+          vmManifest("vm-5", { altVpc: "vpc-z" }),
         ]);
         await waitForProtection(kcp, c1, "vpc-y", true);
         await kcp.kubectlOk([
@@ -738,8 +719,8 @@ kcpTest(
           },
         );
         await applyObjects(kcp, c1, [
-          vpc("vpc-r"),
-          vm("vm-r", { vpcRef: "vpc-r" }),
+          vpcManifest("vpc-r", { cidr: CIDR }),
+          vmManifest("vm-r", { vpc: "vpc-r" }),
         ]);
         await waitForProtection(kcp, c1, "vpc-r", true);
         const r = await kcp.kubectl(

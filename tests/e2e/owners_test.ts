@@ -338,6 +338,67 @@ kcpTest(
       );
 
       await step(
+        "more than 16 owners named: none alive lets the Subnet go (the user's delete, and kcp's garbage collector's), one alive holds it, named",
+        async () => {
+          const dead = (count: number) =>
+            Array.from({ length: count }, (_, i) =>
+              networkRef(
+                `gone-${i}`,
+                `6a1f3c2e-0000-4000-8000-${String(i).padStart(12, "0")}`,
+              ));
+          await applyObjects(kcp, C1, [networkObject("team-a", "net-m")]);
+          const uid = await uidOf(kcp, ["network", "net-m", "-n", "team-a"]);
+          await applyObjects(kcp, C1, [
+            // The anchor keeps kcp's garbage collector off: the user deletes.
+            subnetObject("team-a", "s-many-dead", {
+              ownerReferences: [...dead(17), GC_ANCHOR],
+            }),
+            subnetObject("team-a", "s-many-one-live", {
+              ownerReferences: [
+                ...dead(99),
+                networkRef("net-m", uid),
+                GC_ANCHOR,
+              ],
+            }),
+          ]);
+          await waitForDeleteDenial(
+            kcp,
+            subnet("team-a", "s-many-one-live"),
+            /it belongs to Network\/net-m \(\.metadata\.ownerReferences\[99\]\.name\), which still exists/,
+          );
+          await assertDeleteAllowed(kcp, subnet("team-a", "s-many-dead"));
+          // No anchor: every owner is gone, so kcp's garbage collector deletes
+          // the Subnet itself, and the webhook lets it.
+          await applyObjects(kcp, C1, [
+            subnetObject("team-a", "s-collected", {
+              ownerReferences: dead(20),
+            }),
+          ]);
+          await waitFor(
+            "kcp's garbage collector to delete s-collected",
+            async () =>
+              !(await objectExists(kcp, subnet("team-a", "s-collected"))) ||
+              undefined,
+            { timeoutMs: 90_000, intervalMs: 500 },
+          );
+          await kcp.kubectlOk(["delete", "network", "net-m", "-n", "team-a"], {
+            workspace: C1,
+          });
+          await waitFor("s-many-one-live to be deleted", async () => {
+            const r = await kcp.kubectl([
+              "delete",
+              "subnet",
+              "s-many-one-live",
+              "-n",
+              "team-a",
+              "--ignore-not-found",
+            ], { workspace: C1 });
+            return r.code === 0 || undefined;
+          }, { timeoutMs: 30_000, intervalMs: 500 });
+        },
+      );
+
+      await step(
         "from: TargetNamespace: a Namespace labelled with a Project's name puts its Subnets under that Project; a rule cannot name core namespaces",
         async () => {
           await applyObjects(kcp, OWNERS, [

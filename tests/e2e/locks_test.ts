@@ -12,16 +12,18 @@ import {
   applyObjects,
   applySystemAdminOverlay,
   assertStatusTruth,
+  attempt,
   bindExport,
   buildTopology,
   type ComponentProcess,
+  componentTest,
   DEP_CTRL_EXPORT,
-  type KcpServer,
-  kcpTest,
+  exportedTarget,
+  lockManifest,
   startController,
-  startWebhook,
   VWC_CLAIM,
   waitFor,
+  waitForDenial,
   waitForEndpointUrls,
   type WebhookProcess,
   workspaceCluster,
@@ -33,32 +35,14 @@ const C1 = "root:consumers:c1";
 const C2 = "root:consumers:c2";
 const REASON = "production VPC, ask #netops";
 
-function lock(
-  name: string,
-  target: Record<string, unknown>,
-  operations: string[] = ["Delete"],
-): unknown {
-  return {
-    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
-    kind: "Lock",
-    metadata: { name, namespace: "team-a" },
-    spec: { target, reason: REASON, operations },
-  };
-}
-
-const VPC_TARGET = {
-  apiExportRef: { path: NETWORK, name: "network.example.com" },
-  group: "network.example.com",
-  version: "v1alpha1",
-  resource: "vpcs",
-  name: "core",
+/** What this test's Locks are, but for their target: in team-a, for Delete. */
+const TEAM_A_LOCK = {
+  namespace: "team-a",
+  reason: REASON,
+  operations: ["Delete"],
 };
 
-/** Runs kubectl in the consumer; the error text, or `""` when it succeeded. */
-async function attempt(kcp: KcpServer, args: string[]): Promise<string> {
-  const r = await kcp.kubectl(args, { workspace: C1 });
-  return r.code === 0 ? "" : r.stderr;
-}
+const VPC_TARGET = exportedTarget(NETWORK, { resource: "vpcs", name: "core" });
 
 /**
  * kubectl arguments that label the VPC `core` in `namespace` with a value
@@ -78,605 +62,618 @@ function relabel(namespace: string): () => string[] {
   ];
 }
 
-async function waitForDenial(
-  kcp: KcpServer,
-  args: string[] | (() => string[]),
-  expected: RegExp,
-): Promise<string> {
-  const argsOf = typeof args === "function" ? args : () => args;
-  const what = typeof args === "function" ? "an update" : args.join(" ");
-  return await waitFor(`kubectl ${what} to be denied`, async () => {
-    const error = await attempt(kcp, argsOf());
-    if (expected.test(error)) return error;
-    // Not yet: the timeout names the last answer.
-    throw new Error(`last answer: ${error.trim() || "allowed"}`);
-  }, { timeoutMs: 60_000, intervalMs: 250 }) as string;
-}
-
-kcpTest(
+componentTest(
   "locks: a Lock denies the delete (and, if asked, the update) of its object with its reason until the Lock is deleted",
-  async (kcp, step) => {
-    let webhook: WebhookProcess | undefined;
-    let controller: ComponentProcess | undefined;
-    try {
-      await step(
-        "a consumer binds the dep-ctrl export to write Locks; the components start",
-        async () => {
-          await buildTopology(kcp, {
-            networkPath: NETWORK,
-            consumerPaths: [C1, C2],
-          });
-          await bindExport(kcp, C1, {
-            exportPath: "root:dep-ctrl",
-            exportName: DEP_CTRL_EXPORT,
-            acceptClaims: [VWC_CLAIM],
-          });
-          await applySystemAdminOverlay(kcp, [
-            {
-              group: "network.example.com",
-              resources: ["vpcs"],
-              verbs: ["get"],
-            },
-            {
-              group: "",
-              resources: ["configmaps", "namespaces"],
-              verbs: ["get"],
-            },
-          ]);
-          webhook = await startWebhook(kcp);
-          controller = await startController(kcp, { webhook });
-          for (const ns of ["team-a", "team-b"]) {
-            await kcp.kubectlOk(["create", "namespace", ns], { workspace: C1 });
-          }
-          await kcp.kubectlOk(["create", "namespace", "team-a"], {
-            workspace: C2,
-          });
-          await applyObjects(kcp, C2, [{
+  {},
+  async (world, step) => {
+    const { kcp } = world;
+    let webhook!: WebhookProcess;
+    let controller!: ComponentProcess;
+    await step(
+      "a consumer binds the dep-ctrl export to write Locks; the components start",
+      async () => {
+        await buildTopology(kcp, {
+          networkPath: NETWORK,
+          consumerPaths: [C1, C2],
+        });
+        await bindExport(kcp, C1, {
+          exportPath: "root:dep-ctrl",
+          exportName: DEP_CTRL_EXPORT,
+          acceptClaims: [VWC_CLAIM],
+        });
+        await applySystemAdminOverlay(kcp, [
+          {
+            group: "network.example.com",
+            resources: ["vpcs"],
+            verbs: ["get"],
+          },
+          {
+            group: "",
+            resources: ["configmaps", "namespaces"],
+            verbs: ["get"],
+          },
+        ]);
+        ({ webhook, controller } = await world.startComponents());
+        for (const ns of ["team-a", "team-b"]) {
+          await kcp.kubectlOk(["create", "namespace", ns], { workspace: C1 });
+        }
+        await kcp.kubectlOk(["create", "namespace", "team-a"], {
+          workspace: C2,
+        });
+        await applyObjects(kcp, C2, [{
+          apiVersion: "network.example.com/v1alpha1",
+          kind: "VPC",
+          metadata: { name: "core", namespace: "team-a" },
+          spec: {},
+        }]);
+        await applyObjects(kcp, C1, [
+          {
             apiVersion: "network.example.com/v1alpha1",
             kind: "VPC",
             metadata: { name: "core", namespace: "team-a" },
             spec: {},
-          }]);
-          await applyObjects(kcp, C1, [
-            {
-              apiVersion: "network.example.com/v1alpha1",
-              kind: "VPC",
-              metadata: { name: "core", namespace: "team-a" },
-              spec: {},
-            },
-            {
-              apiVersion: "network.example.com/v1alpha1",
-              kind: "VPC",
-              metadata: { name: "core", namespace: "team-b" },
-              spec: {},
-            },
-          ]);
-        },
-      );
+          },
+          {
+            apiVersion: "network.example.com/v1alpha1",
+            kind: "VPC",
+            metadata: { name: "core", namespace: "team-b" },
+            spec: {},
+          },
+        ]);
+      },
+    );
 
-      await step(
-        "a Lock denies the delete with its reason; a dry run explains; the same name in another namespace or another tenant's workspace is not locked",
-        async () => {
-          await applyObjects(kcp, C1, [lock("prod", VPC_TARGET)]);
-          const error = await waitForDenial(kcp, [
+    await step(
+      "a Lock denies the delete with its reason; a dry run explains; the same name in another namespace or another tenant's workspace is not locked",
+      async () => {
+        await applyObjects(kcp, C1, [
+          lockManifest("prod", { ...TEAM_A_LOCK, target: VPC_TARGET }),
+        ]);
+        const error = await waitForDenial(kcp, {
+          workspace: C1,
+          args: [
             "delete",
             "vpc",
             "core",
             "-n",
             "team-a",
             "--dry-run=server",
-          ], /locked by Lock/);
-          assert.match(
-            error,
-            /cannot delete vpcs\/core: locked by Lock team-a\/prod \("production VPC, ask #netops"\): deleting the Lock unlocks it; the skip-protection annotation does not/,
-          );
-          assert.notEqual(
-            await attempt(kcp, ["delete", "vpc", "core", "-n", "team-a"]),
-            "",
-          );
-          // Tenant B: the same type, namespace and name in another workspace.
-          const other = await kcp.kubectl([
+          ],
+          expected: /locked by Lock/,
+        });
+        assert.match(
+          error,
+          /cannot delete vpcs\/core: locked by Lock team-a\/prod \("production VPC, ask #netops"\): deleting the Lock unlocks it; the skip-protection annotation does not/,
+        );
+        assert.notEqual(
+          await attempt(kcp, C1, ["delete", "vpc", "core", "-n", "team-a"]),
+          "",
+        );
+        // Tenant B: the same type, namespace and name in another workspace.
+        const other = await kcp.kubectl([
+          "delete",
+          "vpc",
+          "core",
+          "-n",
+          "team-a",
+          "--dry-run=server",
+        ], { workspace: C2 });
+        assert.equal(other.code, 0, other.stderr);
+        await kcp.kubectlOk(["get", "vpc", "core", "-n", "team-a"], {
+          workspace: C1,
+        });
+        assert.equal(
+          await attempt(kcp, C1, [
             "delete",
             "vpc",
             "core",
             "-n",
-            "team-a",
+            "team-b",
             "--dry-run=server",
-          ], { workspace: C2 });
-          assert.equal(other.code, 0, other.stderr);
-          await kcp.kubectlOk(["get", "vpc", "core", "-n", "team-a"], {
+          ]),
+          "",
+        );
+      },
+    );
+
+    await step(
+      "a Lock reports Ready in its status and printer columns; one naming a type its export does not serve says TargetTypeUnknown",
+      async () => {
+        await waitFor("the Lock to be Ready", async () => {
+          const out = await kcp.kubectlOk(["get", "locks", "-n", "team-a"], {
             workspace: C1,
           });
-          assert.equal(
-            await attempt(kcp, [
-              "delete",
-              "vpc",
-              "core",
-              "-n",
-              "team-b",
-              "--dry-run=server",
-            ]),
-            "",
-          );
-        },
-      );
+          return /prod\s+core\s+vpcs\s+production VPC, ask #netops\s+True/
+            .test(out) || undefined;
+        }, { timeoutMs: 60_000, intervalMs: 250 });
+        await applyObjects(kcp, C1, [
+          lockManifest("typo", {
+            ...TEAM_A_LOCK,
+            target: { ...VPC_TARGET, resource: "vpcz" },
+          }),
+        ]);
+        const message = await waitFor("the typo Lock's status", async () => {
+          const r = await kcp.kubectl([
+            "get",
+            "lock",
+            "typo",
+            "-n",
+            "team-a",
+            "-o",
+            "jsonpath={.status.conditions[0].reason}|{.status.conditions[0].message}",
+          ], { workspace: C1 });
+          return r.stdout.startsWith("TargetTypeUnknown|")
+            ? r.stdout
+            : undefined;
+        }, { timeoutMs: 60_000, intervalMs: 250 }) as string;
+        assert.match(
+          message,
+          /does not export vpcz\.network\.example\.com: it exports subnets\.network\.example\.com \(v1alpha1\), vpcs\.network\.example\.com \(v1alpha1\)/,
+        );
+        await kcp.kubectlOk(["delete", "lock", "typo", "-n", "team-a"], {
+          workspace: C1,
+        });
+      },
+    );
 
-      await step(
-        "a Lock reports Ready in its status and printer columns; one naming a type its export does not serve says TargetTypeUnknown",
-        async () => {
-          await waitFor("the Lock to be Ready", async () => {
-            const out = await kcp.kubectlOk(["get", "locks", "-n", "team-a"], {
-              workspace: C1,
-            });
-            return /prod\s+core\s+vpcs\s+production VPC, ask #netops\s+True/
-              .test(out) || undefined;
-          }, { timeoutMs: 60_000, intervalMs: 250 });
-          await applyObjects(kcp, C1, [
-            lock("typo", { ...VPC_TARGET, resource: "vpcz" }),
-          ]);
-          const message = await waitFor("the typo Lock's status", async () => {
-            const r = await kcp.kubectl([
-              "get",
-              "lock",
-              "typo",
-              "-n",
-              "team-a",
-              "-o",
-              "jsonpath={.status.conditions[0].reason}|{.status.conditions[0].message}",
-            ], { workspace: C1 });
-            return r.stdout.startsWith("TargetTypeUnknown|")
-              ? r.stdout
-              : undefined;
-          }, { timeoutMs: 60_000, intervalMs: 250 }) as string;
-          assert.match(
-            message,
-            /does not export vpcz\.network\.example\.com: it exports subnets\.network\.example\.com \(v1alpha1\), vpcs\.network\.example\.com \(v1alpha1\)/,
-          );
-          await kcp.kubectlOk(["delete", "lock", "typo", "-n", "team-a"], {
-            workspace: C1,
-          });
-        },
-      );
+    await step(
+      "the skip-protection annotation does not override a Lock",
+      async () => {
+        await kcp.kubectlOk([
+          "annotate",
+          "vpc",
+          "core",
+          "-n",
+          "team-a",
+          "dependencies.opendefense.cloud/skip-protection=true",
+        ], { workspace: C1 });
+        assert.match(
+          await attempt(kcp, C1, ["delete", "vpc", "core", "-n", "team-a"]),
+          /locked by Lock team-a\/prod/,
+        );
+      },
+    );
 
-      await step(
-        "the skip-protection annotation does not override a Lock",
-        async () => {
-          await kcp.kubectlOk([
-            "annotate",
+    await step(
+      "a Lock for Update denies updates of the object, and only while it says so",
+      async () => {
+        assert.equal(
+          await attempt(kcp, C1, [
+            "label",
             "vpc",
             "core",
             "-n",
             "team-a",
-            "dependencies.opendefense.cloud/skip-protection=true",
-          ], { workspace: C1 });
-          assert.match(
-            await attempt(kcp, ["delete", "vpc", "core", "-n", "team-a"]),
-            /locked by Lock team-a\/prod/,
-          );
-        },
-      );
-
-      await step(
-        "a Lock for Update denies updates of the object, and only while it says so",
-        async () => {
-          assert.equal(
-            await attempt(kcp, [
-              "label",
-              "vpc",
-              "core",
-              "-n",
-              "team-a",
-              "tier=gold",
-            ]),
-            "",
-          );
-          await applyObjects(kcp, C1, [
-            lock("prod", VPC_TARGET, ["Delete", "Update"]),
-          ]);
-          const error = await waitForDenial(
-            kcp,
-            relabel("team-a"),
-            /locked by Lock/,
-          );
-          assert.match(
-            error,
-            /cannot update vpcs\/core: locked by Lock team-a\/prod/,
-          );
-          // The provider writes status through its virtual workspace, as
-          // its controller does: never blocked by a Lock.
-          const [vw] = await waitForEndpointUrls(
-            kcp,
-            NETWORK,
-            "network.example.com",
-          );
-          const cluster = await workspaceCluster(kcp, C1);
-          await kcp.request(
-            "PATCH",
-            `${
-              new URL(vw!).pathname
-            }/clusters/${cluster}/apis/network.example.com/v1alpha1/namespaces/team-a/vpcs/core/status`,
-            {
-              body: { status: { phase: "Ready" } },
-              contentType: "application/merge-patch+json",
-            },
-          );
-          assert.equal(
-            await kcp.kubectlOk([
-              "get",
-              "vpc",
-              "core",
-              "-n",
-              "team-a",
-              "-o",
-              "jsonpath={.status.phase}",
-            ], { workspace: C1 }),
-            "Ready",
-          );
-          await applyObjects(kcp, C1, [lock("prod", VPC_TARGET, ["Delete"])]);
-          await waitFor(
-            "updates to be allowed again",
-            async () =>
-              await attempt(kcp, relabel("team-a")()) === "" || undefined,
-            { timeoutMs: 60_000, intervalMs: 250 },
-          );
-        },
-      );
-
-      await step(
-        "a Lock on a ConfigMap, a type of the workspace's own, is enforced through a configuration in that workspace",
-        async () => {
+            "tier=gold",
+          ]),
+          "",
+        );
+        await applyObjects(kcp, C1, [
+          lockManifest("prod", {
+            ...TEAM_A_LOCK,
+            target: VPC_TARGET,
+            operations: ["Delete", "Update"],
+          }),
+        ]);
+        const error = await waitForDenial(kcp, {
+          workspace: C1,
+          args: relabel("team-a"),
+          expected: /locked by Lock/,
+        });
+        assert.match(
+          error,
+          /cannot update vpcs\/core: locked by Lock team-a\/prod/,
+        );
+        // The provider writes status through its virtual workspace, as
+        // its controller does: never blocked by a Lock.
+        const [vw] = await waitForEndpointUrls(
+          kcp,
+          NETWORK,
+          "network.example.com",
+        );
+        const cluster = await workspaceCluster(kcp, C1);
+        await kcp.request(
+          "PATCH",
+          `${
+            new URL(vw!).pathname
+          }/clusters/${cluster}/apis/network.example.com/v1alpha1/namespaces/team-a/vpcs/core/status`,
+          {
+            body: { status: { phase: "Ready" } },
+            contentType: "application/merge-patch+json",
+          },
+        );
+        assert.equal(
           await kcp.kubectlOk([
-            "create",
-            "configmap",
-            "settings",
+            "get",
+            "vpc",
+            "core",
             "-n",
             "team-a",
-            "--from-literal=a=b",
-          ], { workspace: C1 });
-          await applyObjects(kcp, C1, [
-            lock("cfg", {
+            "-o",
+            "jsonpath={.status.phase}",
+          ], { workspace: C1 }),
+          "Ready",
+        );
+        await applyObjects(kcp, C1, [
+          lockManifest("prod", { ...TEAM_A_LOCK, target: VPC_TARGET }),
+        ]);
+        await waitFor(
+          "updates to be allowed again",
+          async () =>
+            await attempt(kcp, C1, relabel("team-a")()) === "" || undefined,
+          { timeoutMs: 60_000, intervalMs: 250 },
+        );
+      },
+    );
+
+    await step(
+      "a Lock on a ConfigMap, a type of the workspace's own, is enforced through a configuration in that workspace",
+      async () => {
+        await kcp.kubectlOk([
+          "create",
+          "configmap",
+          "settings",
+          "-n",
+          "team-a",
+          "--from-literal=a=b",
+        ], { workspace: C1 });
+        await applyObjects(kcp, C1, [
+          lockManifest("cfg", {
+            ...TEAM_A_LOCK,
+            target: {
               group: "",
               version: "v1",
               resource: "configmaps",
               name: "settings",
-            }),
-          ]);
-          const error = await waitForDenial(kcp, [
+            },
+          }),
+        ]);
+        const error = await waitForDenial(kcp, {
+          workspace: C1,
+          args: [
             "delete",
             "configmap",
             "settings",
             "-n",
             "team-a",
             "--dry-run=server",
-          ], /locked by Lock/);
-          assert.match(
-            error,
-            /cannot delete configmaps\/settings: locked by Lock team-a\/cfg/,
-          );
-        },
-      );
+          ],
+          expected: /locked by Lock/,
+        });
+        assert.match(
+          error,
+          /cannot delete configmaps\/settings: locked by Lock team-a\/cfg/,
+        );
+      },
+    );
 
-      await step(
-        "status truth: every rule and Lock whose Ready is True/Enforced denies a delete of what it covers",
-        async () => {
-          // Placed where the most Locks are alive: prod and cfg (later
-          // steps delete cfg, and the Locks they create go again).
-          const truth = await assertStatusTruth(kcp, {
-            workspaces: [
-              "root:dep-ctrl",
-              NETWORK,
-              "root:providers:compute",
-              C1,
-              C2,
-            ],
-            minimum: { locks: 2 },
-          });
-          assert.deepEqual(truth.locksProven.sort(), [
-            `${C1}/team-a/cfg`,
-            `${C1}/team-a/prod`,
-          ]);
-          assert.deepEqual(truth.leftBehind, []);
-        },
-      );
+    await step(
+      "status truth: every rule and Lock whose Ready is True/Enforced denies a delete of what it covers",
+      async () => {
+        // Placed where the most Locks are alive: prod and cfg (later
+        // steps delete cfg, and the Locks they create go again).
+        const truth = await assertStatusTruth(kcp, {
+          workspaces: [
+            "root:dep-ctrl",
+            NETWORK,
+            "root:providers:compute",
+            C1,
+            C2,
+          ],
+          minimum: { locks: 2 },
+        });
+        assert.deepEqual(truth.locksProven.sort(), [
+          `${C1}/team-a/cfg`,
+          `${C1}/team-a/prod`,
+        ]);
+        assert.deepEqual(truth.leftBehind, []);
+      },
+    );
 
-      await step(
-        "a tenant without RBAC on Locks can neither create nor delete one; lock-editor in a namespace allows exactly that namespace",
-        async () => {
-          await kcp.kubectlOk([
-            "apply",
-            "-k",
-            new URL("../../manifests/kcp/lock-editor", import.meta.url)
-              .pathname,
-          ], { workspace: C1 });
-          await kcp.kubectlOk([
-            "create",
-            "clusterrolebinding",
-            "user-1-access",
-            "--clusterrole=system:kcp:workspace:access",
-            "--user=user-1",
-          ], { workspace: C1 });
-          const asUser = (args: string[], stdin?: string) =>
-            kcp.kubectl(args, {
-              workspace: C1,
-              identity: "user",
-              ...(stdin === undefined ? {} : { stdin }),
-            });
-          const mine = JSON.stringify(lock("mine", VPC_TARGET));
-          const denied = await asUser(["create", "-f", "-"], mine);
-          assert.notEqual(denied.code, 0);
-          assert.match(denied.stderr, /forbidden/i);
-          const unlock = await asUser([
-            "delete",
-            "lock",
-            "prod",
-            "-n",
-            "team-a",
-          ]);
-          assert.notEqual(unlock.code, 0);
-          assert.match(unlock.stderr, /forbidden/i);
-          await kcp.kubectlOk([
-            "create",
-            "rolebinding",
-            "lock-editors",
-            "-n",
-            "team-a",
-            "--clusterrole=dependencies:lock-editor",
-            "--user=user-1",
-          ], { workspace: C1 });
-          await waitFor(
-            "user-1 to create a Lock in team-a",
-            async () =>
-              (await asUser(["create", "-f", "-"], mine)).code === 0 ||
-              undefined,
-            { timeoutMs: 30_000, intervalMs: 250 },
-          );
-          const elsewhere = await asUser(
-            ["create", "-f", "-"],
-            JSON.stringify({
-              ...(lock("theirs", VPC_TARGET) as Record<string, unknown>),
-              metadata: { name: "theirs", namespace: "team-b" },
-            }),
-          );
-          assert.notEqual(elsewhere.code, 0);
-          assert.match(elsewhere.stderr, /forbidden/i);
-          const removed = await asUser([
-            "delete",
-            "lock",
-            "mine",
-            "-n",
-            "team-a",
-          ]);
-          assert.equal(removed.code, 0, removed.stderr);
-        },
-      );
-
-      await step(
-        "a Lock created and one deleted while the controller is down converge when it is back",
-        async () => {
-          await controller!.stop();
-          controller = undefined;
-          await applyObjects(kcp, C1, [{
-            apiVersion: "dependencies.opendefense.cloud/v1alpha1",
-            kind: "Lock",
-            metadata: { name: "later", namespace: "team-b" },
-            spec: {
-              target: VPC_TARGET,
-              reason: "locked while the controller was down",
-              operations: ["Delete", "Update"],
-            },
-          }]);
-          await kcp.kubectlOk(["delete", "lock", "cfg", "-n", "team-a"], {
+    await step(
+      "a tenant without RBAC on Locks can neither create nor delete one; lock-editor in a namespace allows exactly that namespace",
+      async () => {
+        await kcp.kubectlOk([
+          "apply",
+          "-k",
+          new URL("../../manifests/kcp/lock-editor", import.meta.url)
+            .pathname,
+        ], { workspace: C1 });
+        await kcp.kubectlOk([
+          "create",
+          "clusterrolebinding",
+          "user-1-access",
+          "--clusterrole=system:kcp:workspace:access",
+          "--user=user-1",
+        ], { workspace: C1 });
+        const asUser = (args: string[], stdin?: string) =>
+          kcp.kubectl(args, {
             workspace: C1,
+            identity: "user",
+            ...(stdin === undefined ? {} : { stdin }),
           });
-          assert.equal(
-            await kcp.kubectlOk([
-              "get",
-              "lock",
-              "later",
-              "-n",
-              "team-b",
-              "-o",
-              "jsonpath={.status.conditions}",
-            ], { workspace: C1 }),
-            "",
-            "no status without the controller",
-          );
-          controller = await startController(kcp, { webhook: webhook! });
-          await waitFor("the new Lock to be Ready", async () => {
-            const out = await kcp.kubectlOk([
-              "get",
-              "lock",
-              "later",
-              "-n",
-              "team-b",
-              "-o",
-              "jsonpath={.status.conditions[?(@.type=='Ready')].status}",
-            ], { workspace: C1 });
-            return out === "True" || undefined;
-          }, { timeoutMs: 60_000, intervalMs: 250 });
-          // Its Update is enforced: the configuration gained UPDATE.
-          const error = await waitForDenial(
-            kcp,
-            relabel("team-b"),
-            /locked by Lock/,
-          );
-          assert.match(
-            error,
-            /cannot update vpcs\/core: locked by Lock team-b\/later/,
-          );
-          // The Lock deleted meanwhile: the ConfigMap configuration in the
-          // consumer is removed, and the ConfigMap can go.
-          await waitFor(
-            "the consumer's own configuration to be removed",
-            async () => {
-              const r = await kcp.kubectl(
-                ["get", "validatingwebhookconfigurations", "-o", "name"],
-                { workspace: C1 },
-              );
-              return r.code === 0 && r.stdout.trim() === "" || undefined;
-            },
-            { timeoutMs: 60_000, intervalMs: 250 },
-          );
-          await controller.stop();
-          controller = undefined;
-          await kcp.kubectlOk(["delete", "lock", "later", "-n", "team-b"], {
-            workspace: C1,
-          });
-          controller = await startController(kcp, { webhook: webhook! });
-          await waitFor(
-            "UPDATE to leave the provider's configuration",
-            async () => {
-              const config = await kcp.request<{
-                webhooks: { rules: { operations: string[] }[] }[];
-              }>(
-                "GET",
-                `/clusters/${NETWORK}/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/dependency-controller`,
-              );
-              const operations = config.webhooks.flatMap((w) =>
-                w.rules.flatMap((r) => r.operations)
-              );
-              return !operations.includes("UPDATE") &&
-                  operations.includes("DELETE") ||
-                undefined;
-            },
-            { timeoutMs: 60_000, intervalMs: 250 },
-          );
-          assert.equal(
-            await attempt(kcp, relabel("team-b")()),
-            "",
-          );
-        },
-      );
+        const mine = JSON.stringify(
+          lockManifest("mine", { ...TEAM_A_LOCK, target: VPC_TARGET }),
+        );
+        const denied = await asUser(["create", "-f", "-"], mine);
+        assert.notEqual(denied.code, 0);
+        assert.match(denied.stderr, /forbidden/i);
+        const unlock = await asUser([
+          "delete",
+          "lock",
+          "prod",
+          "-n",
+          "team-a",
+        ]);
+        assert.notEqual(unlock.code, 0);
+        assert.match(unlock.stderr, /forbidden/i);
+        await kcp.kubectlOk([
+          "create",
+          "rolebinding",
+          "lock-editors",
+          "-n",
+          "team-a",
+          "--clusterrole=dependencies:lock-editor",
+          "--user=user-1",
+        ], { workspace: C1 });
+        await waitFor(
+          "user-1 to create a Lock in team-a",
+          async () =>
+            (await asUser(["create", "-f", "-"], mine)).code === 0 ||
+            undefined,
+          { timeoutMs: 30_000, intervalMs: 250 },
+        );
+        const elsewhere = await asUser(
+          ["create", "-f", "-"],
+          JSON.stringify({
+            ...lockManifest("theirs", { ...TEAM_A_LOCK, target: VPC_TARGET }),
+            metadata: { name: "theirs", namespace: "team-b" },
+          }),
+        );
+        assert.notEqual(elsewhere.code, 0);
+        assert.match(elsewhere.stderr, /forbidden/i);
+        const removed = await asUser([
+          "delete",
+          "lock",
+          "mine",
+          "-n",
+          "team-a",
+        ]);
+        assert.equal(removed.code, 0, removed.stderr);
+      },
+    );
 
-      await step(
-        "a Lock on a Namespace keeps the whole namespace; deleting the Lock lets it go",
-        async () => {
-          await applyObjects(kcp, C1, [{
-            apiVersion: "dependencies.opendefense.cloud/v1alpha1",
-            kind: "Lock",
-            metadata: { name: "home", namespace: "team-b" },
-            spec: {
-              target: {
-                group: "",
-                version: "v1",
-                resource: "namespaces",
-                name: "team-b",
-              },
-              reason: "tenant home",
+    await step(
+      "a Lock created and one deleted while the controller is down converge when it is back",
+      async () => {
+        await controller.stop();
+        await applyObjects(kcp, C1, [{
+          apiVersion: "dependencies.opendefense.cloud/v1alpha1",
+          kind: "Lock",
+          metadata: { name: "later", namespace: "team-b" },
+          spec: {
+            target: VPC_TARGET,
+            reason: "locked while the controller was down",
+            operations: ["Delete", "Update"],
+          },
+        }]);
+        await kcp.kubectlOk(["delete", "lock", "cfg", "-n", "team-a"], {
+          workspace: C1,
+        });
+        assert.equal(
+          await kcp.kubectlOk([
+            "get",
+            "lock",
+            "later",
+            "-n",
+            "team-b",
+            "-o",
+            "jsonpath={.status.conditions}",
+          ], { workspace: C1 }),
+          "",
+          "no status without the controller",
+        );
+        controller = await startController(kcp, { webhook });
+        world.keep({ webhook, controller });
+        await waitFor("the new Lock to be Ready", async () => {
+          const out = await kcp.kubectlOk([
+            "get",
+            "lock",
+            "later",
+            "-n",
+            "team-b",
+            "-o",
+            "jsonpath={.status.conditions[?(@.type=='Ready')].status}",
+          ], { workspace: C1 });
+          return out === "True" || undefined;
+        }, { timeoutMs: 60_000, intervalMs: 250 });
+        // Its Update is enforced: the configuration gained UPDATE.
+        const error = await waitForDenial(kcp, {
+          workspace: C1,
+          args: relabel("team-b"),
+          expected: /locked by Lock/,
+        });
+        assert.match(
+          error,
+          /cannot update vpcs\/core: locked by Lock team-b\/later/,
+        );
+        // The Lock deleted meanwhile: the ConfigMap configuration in the
+        // consumer is removed, and the ConfigMap can go.
+        await waitFor(
+          "the consumer's own configuration to be removed",
+          async () => {
+            const r = await kcp.kubectl(
+              ["get", "validatingwebhookconfigurations", "-o", "name"],
+              { workspace: C1 },
+            );
+            return r.code === 0 && r.stdout.trim() === "" || undefined;
+          },
+          { timeoutMs: 60_000, intervalMs: 250 },
+        );
+        await controller.stop();
+        await kcp.kubectlOk(["delete", "lock", "later", "-n", "team-b"], {
+          workspace: C1,
+        });
+        controller = await startController(kcp, { webhook });
+        world.keep({ webhook, controller });
+        await waitFor(
+          "UPDATE to leave the provider's configuration",
+          async () => {
+            const config = await kcp.request<{
+              webhooks: { rules: { operations: string[] }[] }[];
+            }>(
+              "GET",
+              `/clusters/${NETWORK}/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/dependency-controller`,
+            );
+            const operations = config.webhooks.flatMap((w) =>
+              w.rules.flatMap((r) => r.operations)
+            );
+            return !operations.includes("UPDATE") &&
+                operations.includes("DELETE") ||
+              undefined;
+          },
+          { timeoutMs: 60_000, intervalMs: 250 },
+        );
+        assert.equal(
+          await attempt(kcp, C1, relabel("team-b")()),
+          "",
+        );
+      },
+    );
+
+    await step(
+      "a Lock on a Namespace keeps the whole namespace; deleting the Lock lets it go",
+      async () => {
+        await applyObjects(kcp, C1, [{
+          apiVersion: "dependencies.opendefense.cloud/v1alpha1",
+          kind: "Lock",
+          metadata: { name: "home", namespace: "team-b" },
+          spec: {
+            target: {
+              group: "",
+              version: "v1",
+              resource: "namespaces",
+              name: "team-b",
             },
-          }]);
-          const error = await waitForDenial(kcp, [
+            reason: "tenant home",
+          },
+        }]);
+        const error = await waitForDenial(kcp, {
+          workspace: C1,
+          args: [
             "delete",
             "namespace",
             "team-b",
             "--dry-run=server",
-          ], /locked by Lock/);
-          assert.match(
-            error,
-            /cannot delete namespaces\/team-b: locked by Lock team-b\/home \("tenant home"\)/,
-          );
-          await kcp.kubectlOk(["delete", "lock", "home", "-n", "team-b"], {
-            workspace: C1,
-          });
-          await waitFor(
-            "the namespace delete to be accepted",
-            async () =>
-              await attempt(kcp, [
-                  "delete",
-                  "namespace",
-                  "team-b",
-                  "--wait=false",
-                ]) ===
-                "" || undefined,
-            { timeoutMs: 60_000, intervalMs: 250 },
-          );
-        },
-      );
+          ],
+          expected: /locked by Lock/,
+        });
+        assert.match(
+          error,
+          /cannot delete namespaces\/team-b: locked by Lock team-b\/home \("tenant home"\)/,
+        );
+        await kcp.kubectlOk(["delete", "lock", "home", "-n", "team-b"], {
+          workspace: C1,
+        });
+        await waitFor(
+          "the namespace delete to be accepted",
+          async () =>
+            await attempt(kcp, C1, [
+                "delete",
+                "namespace",
+                "team-b",
+                "--wait=false",
+              ]) ===
+              "" || undefined,
+          { timeoutMs: 60_000, intervalMs: 250 },
+        );
+      },
+    );
 
-      await step(
-        "deleting a namespace takes its Locks with it: the locked object goes once its Lock has gone",
-        async () => {
-          await kcp.kubectlOk(["create", "namespace", "team-c"], {
-            workspace: C1,
-          });
-          await applyObjects(kcp, C1, [
-            {
-              apiVersion: "network.example.com/v1alpha1",
-              kind: "VPC",
-              metadata: { name: "core", namespace: "team-c" },
-              spec: {},
-            },
-            {
-              apiVersion: "dependencies.opendefense.cloud/v1alpha1",
-              kind: "Lock",
-              metadata: { name: "prod", namespace: "team-c" },
-              spec: { target: VPC_TARGET, reason: "teardown test" },
-            },
-          ]);
-          await waitForDenial(kcp, [
+    await step(
+      "deleting a namespace takes its Locks with it: the locked object goes once its Lock has gone",
+      async () => {
+        await kcp.kubectlOk(["create", "namespace", "team-c"], {
+          workspace: C1,
+        });
+        await applyObjects(kcp, C1, [
+          {
+            apiVersion: "network.example.com/v1alpha1",
+            kind: "VPC",
+            metadata: { name: "core", namespace: "team-c" },
+            spec: {},
+          },
+          {
+            apiVersion: "dependencies.opendefense.cloud/v1alpha1",
+            kind: "Lock",
+            metadata: { name: "prod", namespace: "team-c" },
+            spec: { target: VPC_TARGET, reason: "teardown test" },
+          },
+        ]);
+        await waitForDenial(kcp, {
+          workspace: C1,
+          args: [
             "delete",
             "vpc",
             "core",
             "-n",
             "team-c",
             "--dry-run=server",
-          ], /locked by Lock team-c\/prod/);
-          const started = performance.now();
-          await kcp.kubectlOk(
-            ["delete", "namespace", "team-c", "--wait=false"],
-            {
-              workspace: C1,
-            },
-          );
-          await waitFor("namespace team-c to be gone", async () => {
-            const r = await kcp.kubectl(["get", "namespace", "team-c"], {
-              workspace: C1,
-            });
-            return (r.code !== 0 && /not found/i.test(r.stderr)) || undefined;
-          }, { timeoutMs: 180_000, intervalMs: 500 });
-          console.log(
-            `namespace teardown with a Lock took ${
-              ((performance.now() - started) / 1000).toFixed(1)
-            } s`,
-          );
-        },
-      );
-
-      await step("deleting the Locks unlocks", async () => {
+          ],
+          expected: /locked by Lock team-c\/prod/,
+        });
+        const started = performance.now();
         await kcp.kubectlOk(
-          ["delete", "locks", "prod", "-n", "team-a"],
+          ["delete", "namespace", "team-c", "--wait=false"],
           {
             workspace: C1,
           },
         );
-        await waitFor(
-          "the VPC to be deleted",
-          async () =>
-            await attempt(kcp, ["delete", "vpc", "core", "-n", "team-a"]) ===
-              "" ||
-            undefined,
-          { timeoutMs: 60_000, intervalMs: 250 },
+        await waitFor("namespace team-c to be gone", async () => {
+          const r = await kcp.kubectl(["get", "namespace", "team-c"], {
+            workspace: C1,
+          });
+          return (r.code !== 0 && /not found/i.test(r.stderr)) || undefined;
+        }, { timeoutMs: 180_000, intervalMs: 500 });
+        console.log(
+          `namespace teardown with a Lock took ${
+            ((performance.now() - started) / 1000).toFixed(1)
+          } s`,
         );
-        await waitFor(
-          "the ConfigMap to be deleted",
-          async () =>
-            await attempt(kcp, [
-                "delete",
-                "configmap",
-                "settings",
-                "-n",
-                "team-a",
-              ]) === "" || undefined,
-          { timeoutMs: 60_000, intervalMs: 250 },
-        );
-        assert.notEqual(
-          await attempt(kcp, ["get", "vpc", "core", "-n", "team-a"]),
-          "",
-        );
-      });
-    } finally {
-      await controller?.stop();
-      await webhook?.stop();
-    }
+      },
+    );
+
+    await step("deleting the Locks unlocks", async () => {
+      await kcp.kubectlOk(
+        ["delete", "locks", "prod", "-n", "team-a"],
+        {
+          workspace: C1,
+        },
+      );
+      await waitFor(
+        "the VPC to be deleted",
+        async () =>
+          await attempt(kcp, C1, ["delete", "vpc", "core", "-n", "team-a"]) ===
+            "" ||
+          undefined,
+        { timeoutMs: 60_000, intervalMs: 250 },
+      );
+      await waitFor(
+        "the ConfigMap to be deleted",
+        async () =>
+          await attempt(kcp, C1, [
+              "delete",
+              "configmap",
+              "settings",
+              "-n",
+              "team-a",
+            ]) === "" || undefined,
+        { timeoutMs: 60_000, intervalMs: 250 },
+      );
+      assert.notEqual(
+        await attempt(kcp, C1, ["get", "vpc", "core", "-n", "team-a"]),
+        "",
+      );
+    });
   },
 );

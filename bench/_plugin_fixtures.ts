@@ -40,6 +40,7 @@ import {
   startController,
   startWebhook,
   subnetObject,
+  vmVpcRule,
   VWC_CLAIM,
   waitForDeleteDenial,
   type WebhookProcess,
@@ -207,13 +208,7 @@ export interface Demo {
 export async function setUpDemo(kcp: KcpServer): Promise<Demo> {
   const ns = DEMO_NAMESPACE;
   await applyObjects(kcp, COMPUTE, [
-    dependencyRule("vm-vpc", {
-      dependencies: [{
-        path: NETWORK,
-        resource: "vpcs",
-        field: ".spec.vpcRef.name",
-      }],
-    }),
+    vmVpcRule(NETWORK),
   ]);
   await applyObjects(kcp, OWNERS, [
     ownerRule("subnet-owner", {

@@ -76,3 +76,21 @@ export function dependencyRule(
     },
   };
 }
+
+/**
+ * The demo's reference rule, as most tests declare it in the compute
+ * provider: a VirtualMachine's `.spec.vpcRef.name` names a VPC the network
+ * provider at `networkPath` exports.
+ */
+export function vmVpcRule(
+  networkPath: string,
+  name = "vm-vpc",
+): Record<string, unknown> {
+  return dependencyRule(name, {
+    dependencies: [{
+      path: networkPath,
+      resource: "vpcs",
+      field: ".spec.vpcRef.name",
+    }],
+  });
+}

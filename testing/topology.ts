@@ -274,3 +274,26 @@ export async function applySystemAdminOverlay(
     await Deno.remove(dir, { recursive: true });
   }
 }
+
+/**
+ * What the docs have an admin do before a tenant writes Locks: apply
+ * `manifests/kcp/lock-editor` (the `dependencies:lock-editor` and
+ * `dependencies:lock-viewer` ClusterRoles) in `workspace`, and let the
+ * ordinary user (`user-1`) into it (`system:kcp:workspace:access`). Which
+ * namespaces the user may lock in is each test's own RoleBindings.
+ */
+export async function applyLockEditor(
+  kcp: KcpApi,
+  workspace: string,
+): Promise<void> {
+  await kcp.kubectlOk(["apply", "-k", `${MANIFESTS}kcp/lock-editor`], {
+    workspace,
+  });
+  await kcp.kubectlOk([
+    "create",
+    "clusterrolebinding",
+    "user-1-access",
+    "--clusterrole=system:kcp:workspace:access",
+    "--user=user-1",
+  ], { workspace });
+}

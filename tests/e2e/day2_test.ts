@@ -16,13 +16,13 @@ import {
   buildTopology,
   componentTest,
   DEP_CTRL_EXPORT,
-  dependencyRule,
   dryRunDelete,
   exportedTarget,
   grantWebhookReads,
   type KcpServer,
   lockManifest,
   MANIFESTS,
+  vmVpcRule,
   vpcManifest,
   VWC_CLAIM,
   waitFor,
@@ -104,13 +104,7 @@ componentTest(
         });
         await world.startComponents();
         await applyObjects(kcp, COMPUTE, [
-          dependencyRule("vm-vpc", {
-            dependencies: [{
-              path: NETWORK,
-              resource: "vpcs",
-              field: ".spec.vpcRef.name",
-            }],
-          }),
+          vmVpcRule(NETWORK),
         ]);
         await grantWebhookReads(kcp);
         await waitForReason(kcp, "vm-vpc", "Enforced");

@@ -19,27 +19,27 @@ import {
   bindExport,
   bindOwners,
   buildTopology,
-  type ComponentProcess,
+  componentTest,
   DEP_CTRL_EXPORT,
-  dependencyRule,
+  dryRunDelete,
+  exportedTarget,
   grantWebhookReads,
-  kcpTest,
-  kubectlDelete,
   labelPath,
+  lockManifest,
   namespaceObject,
   networkObject,
   ownerRule,
   ownersProvider,
-  startController,
-  startWebhook,
-  stopComponents,
   subnetObject,
   subnetOwnedBy,
+  targetsOf,
+  vmManifest,
+  vmVpcRule,
+  vpcManifest,
   VWC_CLAIM,
   waitFor,
   waitForDeleteDenial,
   waitForRuleEnforced,
-  type WebhookProcess,
 } from "../../testing/mod.ts";
 import { KCP_VERSIONS, kcpVersionFromEnv } from "../../testing/kcp/binaries.ts";
 
@@ -51,201 +51,150 @@ const COMPUTE = "root:providers:compute";
 const OWNERS = "root:providers:owners";
 const C1 = "root:consumers:c1";
 const OWNER = "network.example.com/owner";
+const vpc = targetsOf(C1, "vpc");
 
-kcpTest(
+componentTest(
   `kcp ${OTHER}: a reference rule, an owner rule and a Lock deny through kubectl, and every Enforced status proves itself`,
-  async (kcp, step) => {
-    let webhook: WebhookProcess | undefined;
-    let controller: ComponentProcess | undefined;
-    let failed = true;
-    try {
-      await step(`the kcp under test is ${OTHER}`, async () => {
-        const version = await kcp.request<{ gitVersion: string }>(
-          "GET",
-          "/version",
-          { identity: "shardAdmin" },
+  { kcp: { version: OTHER }, sigterm: true },
+  async (world, step) => {
+    const { kcp } = world;
+    await step(`the kcp under test is ${OTHER}`, async () => {
+      const version = await kcp.request<{ gitVersion: string }>(
+        "GET",
+        "/version",
+        { identity: "shardAdmin" },
+      );
+      assert.match(version.gitVersion, new RegExp(`\\+kcp-${OTHER}$`));
+    });
+
+    await step(
+      "providers, an owners provider and a consumer bound to all of them and to dep-ctrl (for Locks); webhook and controller as processes",
+      async () => {
+        await buildTopology(kcp, {
+          networkPath: NETWORK,
+          computePath: COMPUTE,
+          consumerPaths: [C1],
+        });
+        await ownersProvider(kcp, OWNERS);
+        await bindOwners(kcp, { consumer: C1, ownersPath: OWNERS });
+        await bindExport(kcp, C1, {
+          exportPath: "root:dep-ctrl",
+          exportName: DEP_CTRL_EXPORT,
+          acceptClaims: [VWC_CLAIM],
+        });
+        await applyObjects(kcp, C1, [namespaceObject("team-a")]);
+        await world.startComponents();
+      },
+    );
+
+    await step(
+      "a reference rule: a VPC a VM names cannot be deleted until the VM is gone",
+      async () => {
+        await applyObjects(kcp, COMPUTE, [
+          vmVpcRule(NETWORK),
+        ]);
+        await grantWebhookReads(kcp, {
+          lockTypes: ["vpcs.network.example.com"],
+        });
+        await waitForRuleEnforced(kcp, {
+          workspace: COMPUTE,
+          name: "vm-vpc",
+        });
+        await applyObjects(kcp, C1, [
+          vpcManifest("vpc-a", { namespace: "team-a" }),
+          vmManifest("vm-1", { namespace: "team-a", vpc: "vpc-a" }),
+        ]);
+        const message =
+          "cannot delete vpcs/vpc-a: still referenced by VirtualMachine/vm-1 (.spec.vpcRef.name)";
+        await waitForDeleteDenial(kcp, vpc("team-a", "vpc-a"), message);
+        await assertDeleteDenied(kcp, vpc("team-a", "vpc-a"), message);
+        await kcp.kubectlOk(
+          ["delete", "virtualmachine", "vm-1", "-n", "team-a"],
+          { workspace: C1 },
         );
-        assert.match(version.gitVersion, new RegExp(`\\+kcp-${OTHER}$`));
-      });
+        await assertDeleteAllowed(kcp, vpc("team-a", "vpc-a"));
+      },
+    );
 
-      await step(
-        "providers, an owners provider and a consumer bound to all of them and to dep-ctrl (for Locks); webhook and controller as processes",
-        async () => {
-          await buildTopology(kcp, {
-            networkPath: NETWORK,
-            computePath: COMPUTE,
-            consumerPaths: [C1],
-          });
-          await ownersProvider(kcp, OWNERS);
-          await bindOwners(kcp, { consumer: C1, ownersPath: OWNERS });
-          await bindExport(kcp, C1, {
-            exportPath: "root:dep-ctrl",
-            exportName: DEP_CTRL_EXPORT,
-            acceptClaims: [VWC_CLAIM],
-          });
-          await applyObjects(kcp, C1, [namespaceObject("team-a")]);
-          webhook = await startWebhook(kcp);
-          controller = await startController(kcp, { webhook });
-        },
-      );
-
-      await step(
-        "a reference rule: a VPC a VM names cannot be deleted until the VM is gone",
-        async () => {
-          await applyObjects(kcp, COMPUTE, [
-            dependencyRule("vm-vpc", {
-              dependencies: [{
-                path: NETWORK,
-                resource: "vpcs",
-                field: ".spec.vpcRef.name",
-              }],
-            }),
-          ]);
-          await grantWebhookReads(kcp, {
-            lockTypes: ["vpcs.network.example.com"],
-          });
-          await waitForRuleEnforced(kcp, {
-            workspace: COMPUTE,
-            name: "vm-vpc",
-          });
-          await applyObjects(kcp, C1, [
-            {
-              apiVersion: "network.example.com/v1alpha1",
-              kind: "VPC",
-              metadata: { name: "vpc-a", namespace: "team-a" },
-              spec: {},
-            },
-            {
-              apiVersion: "compute.example.com/v1alpha1",
-              kind: "VirtualMachine",
-              metadata: { name: "vm-1", namespace: "team-a" },
-              spec: { vpcRef: { name: "vpc-a" } },
-            },
-          ]);
-          const vpc = {
-            workspace: C1,
-            type: "vpc",
-            namespace: "team-a",
-            name: "vpc-a",
-          };
-          const message =
-            "cannot delete vpcs/vpc-a: still referenced by VirtualMachine/vm-1 (.spec.vpcRef.name)";
-          await waitForDeleteDenial(kcp, vpc, message);
-          await assertDeleteDenied(kcp, vpc, message);
-          await kcp.kubectlOk(
-            ["delete", "virtualmachine", "vm-1", "-n", "team-a"],
-            { workspace: C1 },
-          );
-          await assertDeleteAllowed(kcp, vpc);
-        },
-      );
-
-      await step(
-        "an owner rule: a Subnet cannot be deleted while the Network its label names exists",
-        async () => {
-          await applyObjects(kcp, OWNERS, [
-            ownerRule("subnet-owner", {
-              owner: "Network",
-              fieldRef: { from: "Target", path: labelPath(OWNER) },
-            }),
-          ]);
-          await grantWebhookReads(kcp, {
-            lockTypes: ["vpcs.network.example.com"],
-          });
-          await waitForRuleEnforced(kcp, {
-            workspace: OWNERS,
-            name: "subnet-owner",
-          });
-          await applyObjects(kcp, C1, [
-            networkObject("team-a", "net-a"),
-            subnetObject("team-a", "s-1", { labels: { [OWNER]: "net-a" } }),
-          ]);
-          const subnet = {
-            workspace: C1,
-            type: "subnet",
-            namespace: "team-a",
-            name: "s-1",
-          };
-          const message = subnetOwnedBy("s-1", {
-            owner: "Network/net-a",
-            field: labelPath(OWNER),
-          });
-          await waitForDeleteDenial(kcp, subnet, message);
-          await assertDeleteDenied(kcp, subnet, message);
-        },
-      );
-
-      await step(
-        "a Lock: a VPC is kept with its reason until the Lock is deleted",
-        async () => {
-          await applyObjects(kcp, C1, [
-            {
-              apiVersion: "network.example.com/v1alpha1",
-              kind: "VPC",
-              metadata: { name: "core", namespace: "team-a" },
-              spec: {},
-            },
-            {
-              apiVersion: "dependencies.opendefense.cloud/v1alpha1",
-              kind: "Lock",
-              metadata: { name: "prod", namespace: "team-a" },
-              spec: {
-                target: {
-                  apiExportRef: { path: NETWORK, name: "network.example.com" },
-                  group: "network.example.com",
-                  version: "v1alpha1",
-                  resource: "vpcs",
-                  name: "core",
-                },
-                reason: "production VPC",
-                operations: ["Delete"],
-              },
-            },
-          ]);
-          const core = {
-            workspace: C1,
-            type: "vpc",
-            namespace: "team-a",
-            name: "core",
-          };
-          const message =
-            'cannot delete vpcs/core: locked by Lock team-a/prod ("production VPC"): deleting the Lock unlocks it; the skip-protection annotation does not';
-          await waitForDeleteDenial(kcp, core, message);
-          await assertDeleteDenied(kcp, core, message);
-        },
-      );
-
-      await step(
-        "status truth: every Enforced rule and Lock is proven by a denial",
-        async () => {
-          await assertStatusTruth(kcp, {
-            workspaces: [COMPUTE, OWNERS, NETWORK, C1],
-            minimum: { rules: 2, locks: 1 },
-          });
-        },
-      );
-
-      await step("the Lock deleted, the VPC can be deleted", async () => {
-        await kcp.kubectlOk(["delete", "lock", "prod", "-n", "team-a"], {
-          workspace: C1,
+    await step(
+      "an owner rule: a Subnet cannot be deleted while the Network its label names exists",
+      async () => {
+        await applyObjects(kcp, OWNERS, [
+          ownerRule("subnet-owner", {
+            owner: "Network",
+            fieldRef: { from: "Target", path: labelPath(OWNER) },
+          }),
+        ]);
+        await grantWebhookReads(kcp, {
+          lockTypes: ["vpcs.network.example.com"],
         });
-        const core = {
+        await waitForRuleEnforced(kcp, {
+          workspace: OWNERS,
+          name: "subnet-owner",
+        });
+        await applyObjects(kcp, C1, [
+          networkObject("team-a", "net-a"),
+          subnetObject("team-a", "s-1", { labels: { [OWNER]: "net-a" } }),
+        ]);
+        const subnet = {
           workspace: C1,
-          type: "vpc",
+          type: "subnet",
           namespace: "team-a",
-          name: "core",
+          name: "s-1",
         };
-        // The webhook learns of the deletion from its watch of Locks.
-        await waitFor("the unlocked VPC's dry-run delete to pass", async () => {
-          const r = await kubectlDelete(kcp, core, { dryRun: true });
-          return r.code === 0 || undefined;
+        const message = subnetOwnedBy("s-1", {
+          owner: "Network/net-a",
+          field: labelPath(OWNER),
         });
-        await assertDeleteAllowed(kcp, core);
+        await waitForDeleteDenial(kcp, subnet, message);
+        await assertDeleteDenied(kcp, subnet, message);
+      },
+    );
+
+    await step(
+      "a Lock: a VPC is kept with its reason until the Lock is deleted",
+      async () => {
+        await applyObjects(kcp, C1, [
+          vpcManifest("core", { namespace: "team-a" }),
+          lockManifest("prod", {
+            namespace: "team-a",
+            target: exportedTarget(NETWORK, {
+              resource: "vpcs",
+              name: "core",
+            }),
+            reason: "production VPC",
+            operations: ["Delete"],
+          }),
+        ]);
+        const core = vpc("team-a", "core");
+        const message =
+          'cannot delete vpcs/core: locked by Lock team-a/prod ("production VPC"): deleting the Lock unlocks it; the skip-protection annotation does not';
+        await waitForDeleteDenial(kcp, core, message);
+        await assertDeleteDenied(kcp, core, message);
+      },
+    );
+
+    await step(
+      "status truth: every Enforced rule and Lock is proven by a denial",
+      async () => {
+        await assertStatusTruth(kcp, {
+          workspaces: [COMPUTE, OWNERS, NETWORK, C1],
+          minimum: { rules: 2, locks: 1 },
+        });
+      },
+    );
+
+    await step("the Lock deleted, the VPC can be deleted", async () => {
+      await kcp.kubectlOk(["delete", "lock", "prod", "-n", "team-a"], {
+        workspace: C1,
       });
-      failed = false;
-    } finally {
-      await stopComponents([controller, webhook], { showLogs: failed });
-    }
+      const core = vpc("team-a", "core");
+      // The webhook learns of the deletion from its watch of Locks.
+      await waitFor(
+        "the unlocked VPC's dry-run delete to pass",
+        async () => (await dryRunDelete(kcp, core)) === "" || undefined,
+      );
+      await assertDeleteAllowed(kcp, core);
+    });
   },
-  { version: OTHER },
 );

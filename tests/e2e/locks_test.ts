@@ -9,6 +9,7 @@
  */
 import assert from "node:assert/strict";
 import {
+  applyLockEditor,
   applyObjects,
   applySystemAdminOverlay,
   assertStatusTruth,
@@ -373,19 +374,7 @@ componentTest(
     await step(
       "a tenant without RBAC on Locks can neither create nor delete one; lock-editor in a namespace allows exactly that namespace",
       async () => {
-        await kcp.kubectlOk([
-          "apply",
-          "-k",
-          new URL("../../manifests/kcp/lock-editor", import.meta.url)
-            .pathname,
-        ], { workspace: C1 });
-        await kcp.kubectlOk([
-          "create",
-          "clusterrolebinding",
-          "user-1-access",
-          "--clusterrole=system:kcp:workspace:access",
-          "--user=user-1",
-        ], { workspace: C1 });
+        await applyLockEditor(kcp, C1);
         const asUser = (args: string[], stdin?: string) =>
           kcp.kubectl(args, {
             workspace: C1,

@@ -20,6 +20,7 @@ import {
   grantWebhookReads,
   type KcpServer,
   vmManifest,
+  vmVpcRule,
   vpcManifest,
   VWC_CLAIM,
   waitFor,
@@ -47,13 +48,7 @@ componentTest(
         });
         await world.startComponents();
         await applyObjects(kcp, COMPUTE, [
-          dependencyRule("vm-vpc", {
-            dependencies: [{
-              path: NETWORK,
-              resource: "vpcs",
-              field: ".spec.vpcRef.name",
-            }],
-          }),
+          vmVpcRule(NETWORK),
         ]);
         // Until the webhook may read what the rule names, every such
         // delete would get 503: the status says so and how to grant it.

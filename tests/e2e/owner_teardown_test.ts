@@ -65,6 +65,7 @@ import {
   grantWebhookReads,
   kcpLogOffset,
   kcpLogSince,
+  type KcpServer,
   ownedCount,
   type OwnedTree,
   ownedTree,
@@ -93,6 +94,44 @@ const HELD = worldPaths("root:held");
 const HELD_NETWORK = HELD.network;
 const HELD_COMPUTE = HELD.compute;
 const HELD_C1 = HELD.consumer("c1");
+
+/**
+ * Declares the Project owner rule in one world, grants the webhook its reads
+ * and waits for it to be Enforced; then shows it with a probe (a Project our
+ * own finalizer keeps deleting, owning one VirtualMachine, which kcp's
+ * collector leaves alone while its owner exists): denied while it exists,
+ * and once it is being deleted still protecting under `Exists`, no longer
+ * under `Active`.
+ */
+async function declareProjectRule(
+  kcp: KcpServer,
+  options: {
+    network: string;
+    compute: string;
+    consumer: ProjectConsumer;
+    protectWhile: "Active" | "Exists";
+  },
+): Promise<void> {
+  const { network, consumer, protectWhile } = options;
+  await applyObjects(kcp, network, [
+    projectOwnerRule({
+      networkPath: network,
+      computePath: options.compute,
+      protectWhile,
+    }),
+  ]);
+  const role = await grantWebhookReads(kcp);
+  assert.match(role, /- projects\n/);
+  await waitForRuleEnforced(kcp, {
+    workspace: network,
+    name: PROJECT_OWNER_RULE,
+  }, { intervalMs: 200 });
+  await consumer.createProbe();
+  const denied = await consumer.waitForProbe(true);
+  assert.match(denied, /Conflict/);
+  await consumer.deleteProbe();
+  await consumer.waitForProbe(protectWhile === "Exists");
+}
 
 componentTest(
   "owner teardown: deleting a Project removes what it owns in dependency order with kcp's garbage collector, also under an Active owner rule; an Exists owner rule holds a Project's foreground delete, and a second delete with --cascade=background, the namespace's delete, or switching the rule to Active lets it go in dependency order",
@@ -182,28 +221,12 @@ componentTest(
     await step(
       "an owner rule (from: Target, protectWhile: Active): an active Project protects what it owns, one being deleted does not",
       async () => {
-        await applyObjects(kcp, NETWORK, [
-          projectOwnerRule({
-            networkPath: NETWORK,
-            computePath: COMPUTE,
-            protectWhile: "Active",
-          }),
-        ]);
-        const role = await grantWebhookReads(kcp);
-        assert.match(role, /- projects\n/);
-        await waitForRuleEnforced(kcp, {
-          workspace: NETWORK,
-          name: PROJECT_OWNER_RULE,
-        }, { intervalMs: 200 });
-        // A probe: a Project our own finalizer keeps deleting, owning one
-        // VirtualMachine (background: kcp's collector leaves it alone
-        // while its owner exists).
-        await c1.createProbe();
-        const denied = await c1.waitForProbe(true);
-        assert.match(denied, /Conflict/);
-        await c1.deleteProbe();
-        // Active: the probe, now being deleted, no longer protects.
-        await c1.waitForProbe(false);
+        await declareProjectRule(kcp, {
+          network: NETWORK,
+          compute: COMPUTE,
+          consumer: c1,
+          protectWhile: "Active",
+        });
       },
     );
 
@@ -301,28 +324,12 @@ componentTest(
     await step(
       "an owner rule (from: Target, protectWhile: Exists): a Project being deleted still protects what it owns",
       async () => {
-        await applyObjects(kcp, HELD_NETWORK, [
-          projectOwnerRule({
-            networkPath: HELD_NETWORK,
-            computePath: HELD_COMPUTE,
-            protectWhile: "Exists",
-          }),
-        ]);
-        const role = await grantWebhookReads(kcp);
-        assert.match(role, /- projects\n/);
-        await waitForRuleEnforced(kcp, {
-          workspace: HELD_NETWORK,
-          name: PROJECT_OWNER_RULE,
-        }, { intervalMs: 200 });
-        // A probe: a Project our own finalizer keeps deleting, owning one
-        // VirtualMachine (background: kcp's collector leaves it alone
-        // while its owner exists).
-        await heldC1.createProbe();
-        const denied = await heldC1.waitForProbe(true);
-        assert.match(denied, /Conflict/);
-        await heldC1.deleteProbe();
-        // Exists: the probe, now being deleted, still protects.
-        await heldC1.waitForProbe(true);
+        await declareProjectRule(kcp, {
+          network: HELD_NETWORK,
+          compute: HELD_COMPUTE,
+          consumer: heldC1,
+          protectWhile: "Exists",
+        });
       },
     );
 

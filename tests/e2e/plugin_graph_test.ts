@@ -13,6 +13,7 @@ import {
   componentTest,
   dependencyRule,
   grantWebhookReads,
+  vmVpcRule,
   waitFor,
 } from "../../testing/mod.ts";
 import { runPlugin } from "../../testing/plugin.ts";
@@ -65,13 +66,7 @@ componentTest(
           resource: "vpcattachments",
         };
         await applyObjects(kcp, COMPUTE, [
-          dependencyRule("vm-vpc", {
-            dependencies: [{
-              path: NETWORK,
-              resource: "vpcs",
-              field: ".spec.vpcRef.name",
-            }],
-          }),
+          vmVpcRule(NETWORK),
           dependencyRule("vm-nics", {
             dependencies: [{
               path: NETWORK,

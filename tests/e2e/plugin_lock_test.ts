@@ -10,6 +10,7 @@
  */
 import assert from "node:assert/strict";
 import {
+  applyLockEditor,
   applyObjects,
   applySystemAdminOverlay,
   assertExit,
@@ -86,19 +87,7 @@ componentTest(
     await step(
       "the tenant gets access, lock-editor in team-a and team-b, lock-viewer in team-c",
       async () => {
-        await kcp.kubectlOk([
-          "apply",
-          "-k",
-          new URL("../../manifests/kcp/lock-editor", import.meta.url)
-            .pathname,
-        ], { workspace: C1 });
-        await kcp.kubectlOk([
-          "create",
-          "clusterrolebinding",
-          "user-1-access",
-          "--clusterrole=system:kcp:workspace:access",
-          "--user=user-1",
-        ], { workspace: C1 });
+        await applyLockEditor(kcp, C1);
         for (const ns of ["team-a", "team-b"]) {
           await kcp.kubectlOk([
             "create",

@@ -28,6 +28,7 @@ import {
   ownersProvider,
   subnetObject,
   vmManifest,
+  vmVpcRule,
   vpcManifest,
   VWC_CLAIM,
   waitForDeleteDenial,
@@ -144,13 +145,7 @@ componentTest(
       "rules: a VM holds the VPC it names; a Network holds the Subnet that names it while its switch is on",
       async () => {
         await applyObjects(kcp, COMPUTE, [
-          dependencyRule("vm-vpc", {
-            dependencies: [{
-              path: NETWORK,
-              resource: "vpcs",
-              field: ".spec.vpcRef.name",
-            }],
-          }),
+          vmVpcRule(NETWORK),
         ]);
         await applyObjects(kcp, OWNERS, [
           ownerRule("subnet-owner", {

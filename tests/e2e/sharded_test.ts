@@ -32,6 +32,7 @@ import {
   shardedKcpTest,
   startController,
   startWebhook,
+  vmVpcRule,
   VWC_CLAIM,
   waitFor,
   type WebhookProcess,
@@ -198,13 +199,7 @@ shardedKcpTest(
         "a rule on shard-1 protects VPCs in consumers on both shards; its status and the network provider's configuration converge",
         async () => {
           await applyObjects(front, COMPUTE, [
-            dependencyRule("vm-vpc", {
-              dependencies: [{
-                path: NETWORK,
-                resource: "vpcs",
-                field: ".spec.vpcRef.name",
-              }],
-            }),
+            vmVpcRule(NETWORK),
           ]);
           // system:admin RBAC, applied on every shard; the rule is
           // Enforced only once the webhook may read what it names.

@@ -19,10 +19,10 @@ import {
   buildTopology,
   componentTest,
   DEP_CTRL_EXPORT,
-  dependencyRule,
   grantWebhookReads,
   type KcpServer,
   sample,
+  vmVpcRule,
   VWC_CLAIM,
   waitFor,
   type WebhookProcess,
@@ -356,13 +356,7 @@ componentTest(
         });
         ({ webhook } = await world.startComponents());
         await applyObjects(kcp, COMPUTE, [
-          dependencyRule("vm-vpc", {
-            dependencies: [{
-              path: NETWORK,
-              resource: "vpcs",
-              field: ".spec.vpcRef.name",
-            }],
-          }),
+          vmVpcRule(NETWORK),
         ]);
         for (const [ws, ns] of [[C1, "ordered"], [C2, "app"]] as const) {
           await kcp.kubectlOk(["create", "namespace", ns], { workspace: ws });

@@ -1,0 +1,797 @@
+/**
+ * The index of dependents: which kept dependents of one type refer to an
+ * object, answered from memory instead of a list per review. Watches (one
+ * list+watch per kcp shard endpoint, each a *source*) feed it objects of
+ * every consumer cluster; each object carries its logical cluster in the
+ * `kcp.io/cluster` annotation.
+ *
+ * Pure: no I/O, no clock. It keeps, per dependent, only its cluster,
+ * namespace, name, uid, resourceVersion, whether it is being deleted, and
+ * its references (which path, the referenced namespace and name, the list
+ * indexes). Cluster names and namespaces are interned with reference
+ * counts. A dependent without any reference is not kept at all: it cannot
+ * block a deletion, and keeping none saves memory (an update that removes
+ * its last reference drops it). `maxDependents` counts kept dependents only.
+ *
+ * Tenant objects are adversarial: a malformed object (not an object, no
+ * `metadata.name`, a path that finds odd values) is skipped or read as far
+ * as it goes, never thrown on.
+ *
+ * @example Usage
+ * ```ts
+ * import { parseFieldPath } from "../rules/mod.ts";
+ * import { DependentsIndex } from "./dependents_index.ts";
+ *
+ * const index = new DependentsIndex(
+ *   [{ fieldPath: parseFieldPath(".spec.vpcRef.name") }],
+ *   { maxDependents: 100_000 },
+ * );
+ * index.startResync("shard-1");
+ * index.upsert("shard-1", {
+ *   metadata: {
+ *     name: "vm-1",
+ *     namespace: "ns",
+ *     uid: "u1",
+ *     resourceVersion: "10",
+ *     annotations: { "kcp.io/cluster": "C" },
+ *   },
+ *   spec: { vpcRef: { name: "vpc-a" } },
+ * });
+ * index.finishResync("shard-1", "12");
+ * index.freshAt("shard-1", "11"); // true
+ * index.referrers({ cluster: "C", namespace: "ns", name: "vpc-a" });
+ * // [{ cluster: "C", namespace: "ns", name: "vm-1", uid: "u1",
+ * //    resourceVersion: "10", deleting: false, path: 0, indexes: [] }]
+ * ```
+ *
+ * @module
+ */
+import { type FieldPath, referencesOf } from "../rules/mod.ts";
+import { compareStrings, isRecord } from "../runtime/mod.ts";
+import { Interned } from "./interned.ts";
+
+/** How the index reads one rule's references out of a dependent of its type. */
+export interface IndexedPath {
+  /** Where the referenced name is (`fieldRef.path`). */
+  fieldPath: FieldPath;
+  /** Where the referenced namespace is (`fieldRef.namespacePath`), if the rule says. */
+  namespacePath?: FieldPath;
+}
+
+/** What a watch (or a list) says of one object. BOOKMARK carries only metadata.resourceVersion. */
+export interface IndexEvent {
+  /** The watch event's type. */
+  type: "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK";
+  /** The object, as decoded from JSON: anything, since tenants write it. */
+  object: unknown;
+}
+
+/** One dependent that refers to a queried object, as kept. */
+export interface IndexHit {
+  /** The dependent's logical cluster (its `kcp.io/cluster` annotation). */
+  cluster: string;
+  /** The dependent's namespace, `""` when cluster-scoped. */
+  namespace: string;
+  /** The dependent's name. */
+  name: string;
+  /** The dependent's uid, `""` if it had none. */
+  uid: string;
+  /** The dependent's resourceVersion, `""` if it had none. */
+  resourceVersion: string;
+  /** Whether it has a deletionTimestamp (for protectWhile: Active). */
+  deleting: boolean;
+  /** Which path (index into the index's paths) refers. */
+  path: number;
+  /** The list index taken at each [*] of that path (for naming the field, as referencesOf gives). */
+  indexes: readonly number[];
+}
+
+/** The limits of a {@linkcode DependentsIndex}. */
+export interface DependentsIndexOptions {
+  /** Most dependents kept (all sources); past it the index is overflowed and answers nothing. */
+  maxDependents: number;
+  /**
+   * Most references kept (all dependents, all sources); past it the index
+   * is overflowed too. Unlimited when absent. One dependent may carry a long
+   * list of references, so this bounds memory where `maxDependents` alone
+   * cannot.
+   */
+  maxReferences?: number;
+}
+
+/** The kcp annotation that names an object's logical cluster. */
+const CLUSTER_ANNOTATION = "kcp.io/cluster";
+
+/** A resourceVersion kcp can compare: a decimal etcd revision. */
+const DECIMAL = /^[0-9]+$/;
+
+/** The one empty index list every reference without `[*]` shares. */
+const NO_INDEXES: readonly number[] = Object.freeze([]);
+
+/** Single index lists `[i]` below this are shared, not kept per reference. */
+const SHARED_INDEXES = 256;
+
+/** `[0]`, `[1]`, ... up to {@linkcode SHARED_INDEXES}, frozen and shared. */
+const SINGLE_INDEXES: readonly (readonly number[])[] = Array.from(
+  { length: SHARED_INDEXES },
+  (_, i) => Object.freeze([i]),
+);
+
+/** One reference of a kept dependent: which path, to which namespace and name. */
+interface RefFields {
+  /** Which path of the index found it. */
+  readonly path: number;
+  /** The referenced namespace (interned). */
+  readonly refNamespace: string;
+  /** The referenced name. */
+  readonly refName: string;
+  /** The list index at each `[*]` of the path. */
+  readonly indexes: readonly number[];
+}
+
+/** A kept dependent's second and later references. */
+class Ref implements RefFields {
+  /**
+   * @param path Which path of the index found it.
+   * @param refNamespace The referenced namespace (interned).
+   * @param refName The referenced name.
+   * @param indexes The list index at each `[*]` of the path.
+   */
+  constructor(
+    readonly path: number,
+    readonly refNamespace: string,
+    readonly refName: string,
+    readonly indexes: readonly number[],
+  ) {}
+}
+
+/**
+ * One kept dependent: its identity, what hits show of it, and its
+ * references, the first in its own fields (most dependents have one),
+ * the others in `more`.
+ */
+class Kept implements RefFields {
+  /**
+   * @param cluster Its logical cluster (interned).
+   * @param namespace Its namespace (interned), `""` when cluster-scoped.
+   * @param name Its name.
+   * @param uid Its uid.
+   * @param resourceVersion Its resourceVersion.
+   * @param deleting Whether it has a deletionTimestamp.
+   * @param mark The resync generation of its source it was last seen in.
+   * @param path Its first reference's path.
+   * @param refNamespace Its first reference's namespace (interned).
+   * @param refName Its first reference's name.
+   * @param indexes Its first reference's list indexes.
+   * @param more Its other references, if any.
+   */
+  constructor(
+    readonly cluster: string,
+    readonly namespace: string,
+    readonly name: string,
+    public uid: string,
+    public resourceVersion: string,
+    public deleting: boolean,
+    public mark: number,
+    public path: number,
+    public refNamespace: string,
+    public refName: string,
+    public indexes: readonly number[],
+    public more: readonly Ref[] | undefined,
+  ) {}
+
+  /** How many references it has. */
+  get refCount(): number {
+    return 1 + (this.more?.length ?? 0);
+  }
+
+  /** Its `i`th reference, `i` below {@linkcode Kept.refCount}. */
+  ref(i: number): RefFields {
+    return i === 0 ? this : this.more![i - 1]!;
+  }
+
+  /** Takes `refs` (not empty, interned) as its references. */
+  setRefs(refs: readonly RefFields[]): void {
+    const first = refs[0]!;
+    this.path = first.path;
+    this.refNamespace = first.refNamespace;
+    this.refName = first.refName;
+    this.indexes = first.indexes;
+    this.more = refs.length === 1
+      ? undefined
+      : refs.slice(1).map((r) =>
+        new Ref(r.path, r.refNamespace, r.refName, r.indexes)
+      );
+  }
+}
+
+/** The dependents of one reverse key: one, or a set of several. */
+type Bucket = Kept | Set<Kept>;
+
+/** What one source (a list+watch) has said. */
+class Source {
+  /** Kept dependents by cluster, then namespace, then name. */
+  readonly objects = new Map<string, Map<string, Map<string, Kept>>>();
+  /** Whether its last list completed and its watch has not failed since. */
+  synced = false;
+  /** The last resourceVersion applied. */
+  watermark: string | undefined = undefined;
+  /** Counts resyncs: a dependent whose mark is older was not seen in the current one. */
+  generation = 0;
+}
+
+/** What the index reads of one object: its identity and what hits show. */
+interface Read {
+  cluster: string;
+  namespace: string;
+  name: string;
+  uid: string;
+  resourceVersion: string;
+  deleting: boolean;
+}
+
+/**
+ * The in-memory index of dependents of one type, fed by sources (one
+ * list+watch each) and asked which dependents refer to an object.
+ *
+ * Each source keys its dependents by (cluster, namespace, name). A source
+ * is synced from {@linkcode DependentsIndex.finishResync} until
+ * {@linkcode DependentsIndex.unsync}, a new
+ * {@linkcode DependentsIndex.startResync} or an overflow; its watermark is
+ * the last resourceVersion applied. Once more than `maxDependents`
+ * dependents (or `maxReferences` references) would be kept, the index is
+ * overflowed for good: it forgets everything, no source is synced,
+ * `referrers` answers nothing and every feed call returns `false`, so the
+ * caller falls back to listing.
+ */
+export class DependentsIndex {
+  /** The paths dependents are read at; a hit's `path` indexes this list. */
+  readonly paths: readonly IndexedPath[];
+  readonly #maxDependents: number;
+  readonly #maxReferences: number;
+  readonly #sources = new Map<string, Source>();
+  readonly #strings = new Interned();
+  /** Dependents by referenced object, see {@linkcode reverseKey}. */
+  readonly #reverse = new Map<string, Bucket>();
+  /** Per cluster, how many reverse keys each referenced namespace has. */
+  readonly #refNamespaces = new Map<string, Map<string, number>>();
+  #size = 0;
+  #references = 0;
+  #overflowed = false;
+
+  /**
+   * @param paths Where dependents of this type keep their references, one
+   * per rule (a hit's `path` is an index into this list).
+   * @param options The limits.
+   * @throws {RangeError} When a limit is negative or not a number.
+   */
+  constructor(paths: readonly IndexedPath[], options: DependentsIndexOptions) {
+    const maxReferences = options.maxReferences ?? Infinity;
+    for (
+      const [what, limit] of [
+        ["maxDependents", options.maxDependents],
+        ["maxReferences", maxReferences],
+      ] as const
+    ) {
+      if (!(limit >= 0)) {
+        throw new RangeError(`${what} must be at least 0, not ${limit}`);
+      }
+    }
+    this.paths = Object.freeze(paths.map((p) => Object.freeze({ ...p })));
+    this.#maxDependents = options.maxDependents;
+    this.#maxReferences = maxReferences;
+  }
+
+  /** How many dependents are kept. */
+  get size(): number {
+    return this.#size;
+  }
+
+  /** Whether the index went past its limits: then it keeps and answers nothing. */
+  get overflowed(): boolean {
+    return this.#overflowed;
+  }
+
+  /**
+   * A (re)list of `source` begins: objects upserted until finishResync
+   * replace what source had. Marks source not synced. What it had is still
+   * answered until {@linkcode DependentsIndex.finishResync}.
+   *
+   * @param source The list+watch, such as a shard's endpoint.
+   */
+  startResync(source: string): void {
+    if (this.#overflowed) return;
+    const state = this.#source(source);
+    state.generation++;
+    state.synced = false;
+  }
+
+  /**
+   * One listed object of source (during a resync). Returns false once over
+   * maxDependents (then overflowed). A malformed object is skipped; one
+   * older (by resourceVersion) than the kept version of the same object
+   * leaves that version as it is, but counts as listed.
+   *
+   * @param source The list+watch.
+   * @param object One item of the list, as decoded from JSON.
+   * @returns `false` when the index is overflowed.
+   */
+  upsert(source: string, object: unknown): boolean {
+    if (this.#overflowed) return false;
+    return this.#upsert(this.#source(source), object);
+  }
+
+  /**
+   * The list ended at resourceVersion rv: objects of source not upserted
+   * since startResync are dropped; source is synced at watermark rv. The
+   * watermark is rv even if lower than before: the index now shows the
+   * list, and claims no more than it.
+   *
+   * @param source The list+watch.
+   * @param rv The list's `metadata.resourceVersion`.
+   */
+  finishResync(source: string, rv: string): void {
+    if (this.#overflowed) return;
+    const state = this.#source(source);
+    const stale: Kept[] = [];
+    for (const byNamespace of state.objects.values()) {
+      for (const byName of byNamespace.values()) {
+        for (const kept of byName.values()) {
+          if (kept.mark !== state.generation) stale.push(kept);
+        }
+      }
+    }
+    for (const kept of stale) this.#remove(state, kept);
+    state.synced = true;
+    state.watermark = rv;
+  }
+
+  /**
+   * A watch event of source: ADDED/MODIFIED upsert, DELETED removes,
+   * BOOKMARK moves only the watermark; every event's
+   * metadata.resourceVersion becomes source's watermark unless it is
+   * numerically lower (the watermark never moves back). An event older than
+   * the kept version of its object, or whose object is malformed, changes
+   * no dependent; an event of another type changes nothing. Returns false
+   * once overflowed.
+   *
+   * @param source The list+watch.
+   * @param event The watch event.
+   * @returns `false` when the index is overflowed.
+   */
+  apply(source: string, event: IndexEvent): boolean {
+    if (this.#overflowed) return false;
+    if (!isRecord(event)) return true;
+    const state = this.#source(source);
+    const { type, object } = event;
+    switch (type) {
+      case "ADDED":
+      case "MODIFIED":
+        if (!this.#upsert(state, object)) return false;
+        break;
+      case "DELETED":
+        this.#delete(state, object);
+        break;
+      case "BOOKMARK":
+        break;
+      default:
+        return true;
+    }
+    const metadata = isRecord(object) ? object.metadata : undefined;
+    const rv = isRecord(metadata) ? metadata.resourceVersion : undefined;
+    if (typeof rv === "string" && rv !== "") {
+      const watermark = state.watermark;
+      if (watermark === undefined || !isOlder(rv, watermark)) {
+        state.watermark = rv;
+      }
+    }
+    return true;
+  }
+
+  /**
+   * Source's watch failed or stopped: it is no longer synced (its objects
+   * are kept for the next resync, and still answered, but synced(source)
+   * is false).
+   *
+   * @param source The list+watch.
+   */
+  unsync(source: string): void {
+    const state = this.#sources.get(source);
+    if (state !== undefined) state.synced = false;
+  }
+
+  /**
+   * Forget a source entirely: its dependents, watermark and sync.
+   *
+   * @param source The list+watch.
+   */
+  dropSource(source: string): void {
+    const state = this.#sources.get(source);
+    if (state === undefined) return;
+    const all: Kept[] = [];
+    for (const byNamespace of state.objects.values()) {
+      for (const byName of byNamespace.values()) all.push(...byName.values());
+    }
+    for (const kept of all) this.#remove(state, kept);
+    this.#sources.delete(source);
+  }
+
+  /**
+   * Whether source's last list completed and nothing unsynced it since.
+   *
+   * @param source The list+watch.
+   * @returns `false` for an unknown source and once overflowed.
+   */
+  synced(source: string): boolean {
+    return !this.#overflowed && this.#sources.get(source)?.synced === true;
+  }
+
+  /**
+   * The watermark (last resourceVersion applied) of source, or undefined.
+   *
+   * @param source The list+watch.
+   * @returns The watermark, `undefined` before any and once overflowed.
+   */
+  watermark(source: string): string | undefined {
+    return this.#sources.get(source)?.watermark;
+  }
+
+  /**
+   * Whether source is synced and its watermark is at least rv. kcp
+   * resource versions are decimal etcd revisions, comparable only within
+   * one source: both are compared as integers of any length; anything not
+   * a decimal integer on either side gives `false` (no freshness is claimed
+   * that cannot be shown).
+   *
+   * @param source The list+watch.
+   * @param rv A resourceVersion of that source.
+   * @returns `true` only when every event up to rv has been applied.
+   */
+  freshAt(source: string, rv: string): boolean {
+    if (!this.synced(source)) return false;
+    const watermark = this.#sources.get(source)?.watermark;
+    if (watermark === undefined) return false;
+    const order = compareDecimals(watermark, rv);
+    return order !== undefined && order >= 0;
+  }
+
+  /**
+   * Every kept dependent whose path names {cluster, namespace, name}, one
+   * hit per referring field: `namespace` undefined means a cluster-scoped
+   * object (then any reference namespace matches, as the review's
+   * `referringFields` does), else the reference's namespace must be
+   * `namespace`. Sorted by (namespace, name, path), then the indexes. All
+   * sources, synced or not; nothing once overflowed.
+   *
+   * @param query The object under review, in its logical cluster.
+   * @returns The hits, a new array.
+   */
+  referrers(
+    query: { cluster: string; namespace?: string; name: string },
+  ): IndexHit[] {
+    if (this.#overflowed) return [];
+    const { cluster, namespace, name } = query;
+    const found = new Set<Kept>();
+    const collect = (refNamespace: string) => {
+      const bucket = this.#reverse.get(reverseKey(cluster, refNamespace, name));
+      if (bucket === undefined) return;
+      if (bucket instanceof Kept) found.add(bucket);
+      else for (const kept of bucket) found.add(kept);
+    };
+    if (namespace !== undefined) collect(namespace);
+    else {
+      for (
+        const refNamespace of this.#refNamespaces.get(cluster)?.keys() ?? []
+      ) {
+        collect(refNamespace);
+      }
+    }
+    const hits: IndexHit[] = [];
+    for (const kept of found) {
+      for (let i = 0; i < kept.refCount; i++) {
+        const ref = kept.ref(i);
+        if (ref.refName !== name) continue;
+        if (namespace !== undefined && ref.refNamespace !== namespace) continue;
+        hits.push({
+          cluster: kept.cluster,
+          namespace: kept.namespace,
+          name: kept.name,
+          uid: kept.uid,
+          resourceVersion: kept.resourceVersion,
+          deleting: kept.deleting,
+          path: ref.path,
+          indexes: ref.indexes,
+        });
+      }
+    }
+    return hits.sort(compareHits);
+  }
+
+  /** The state of `source`, made if new. */
+  #source(source: string): Source {
+    let state = this.#sources.get(source);
+    if (state === undefined) {
+      state = new Source();
+      this.#sources.set(source, state);
+    }
+    return state;
+  }
+
+  /** The kept dependent of `state` with that identity, if any. */
+  #find(state: Source, read: Read): Kept | undefined {
+    return state.objects.get(read.cluster)?.get(read.namespace)?.get(
+      read.name,
+    );
+  }
+
+  /** Keeps, replaces or drops one object of `state`; `false` on overflow. */
+  #upsert(state: Source, object: unknown): boolean {
+    const read = readObject(object);
+    if (read === undefined) return true;
+    const refs = this.#readRefs(object);
+    if (refs === undefined) return true;
+    const kept = this.#find(state, read);
+    if (kept !== undefined) {
+      kept.mark = state.generation;
+      if (isOlder(read.resourceVersion, kept.resourceVersion)) return true;
+      if (refs.length === 0) {
+        this.#remove(state, kept);
+        return true;
+      }
+      if (
+        this.#references - kept.refCount + refs.length > this.#maxReferences
+      ) {
+        this.#overflow();
+        return false;
+      }
+      this.#unlink(kept);
+      kept.uid = read.uid;
+      kept.resourceVersion = read.resourceVersion;
+      kept.deleting = read.deleting;
+      kept.setRefs(this.#internRefs(refs));
+      this.#link(kept);
+      return true;
+    }
+    if (refs.length === 0) return true;
+    if (
+      this.#size + 1 > this.#maxDependents ||
+      this.#references + refs.length > this.#maxReferences
+    ) {
+      this.#overflow();
+      return false;
+    }
+    const interned = this.#internRefs(refs);
+    const first = interned[0]!;
+    const added = new Kept(
+      this.#strings.intern(read.cluster),
+      this.#strings.intern(read.namespace),
+      read.name,
+      read.uid,
+      read.resourceVersion,
+      read.deleting,
+      state.generation,
+      first.path,
+      first.refNamespace,
+      first.refName,
+      first.indexes,
+      undefined,
+    );
+    if (interned.length > 1) added.setRefs(interned);
+    let byNamespace = state.objects.get(added.cluster);
+    if (byNamespace === undefined) {
+      byNamespace = new Map();
+      state.objects.set(added.cluster, byNamespace);
+    }
+    let byName = byNamespace.get(added.namespace);
+    if (byName === undefined) {
+      byName = new Map();
+      byNamespace.set(added.namespace, byName);
+    }
+    byName.set(added.name, added);
+    this.#size++;
+    this.#link(added);
+    return true;
+  }
+
+  /** Drops the kept version of a deleted object, unless it is newer. */
+  #delete(state: Source, object: unknown): void {
+    const read = readObject(object);
+    if (read === undefined) return;
+    const kept = this.#find(state, read);
+    if (kept === undefined) return;
+    if (isOlder(read.resourceVersion, kept.resourceVersion)) return;
+    this.#remove(state, kept);
+  }
+
+  /** Forgets `kept`, a dependent of `state`. */
+  #remove(state: Source, kept: Kept): void {
+    const byNamespace = state.objects.get(kept.cluster);
+    const byName = byNamespace?.get(kept.namespace);
+    if (byName?.get(kept.name) !== kept) return;
+    this.#unlink(kept);
+    byName.delete(kept.name);
+    if (byName.size === 0) {
+      byNamespace!.delete(kept.namespace);
+      if (byNamespace!.size === 0) state.objects.delete(kept.cluster);
+    }
+    this.#strings.release(kept.cluster);
+    this.#strings.release(kept.namespace);
+    this.#size--;
+  }
+
+  /** Every reference `object` has at the index's paths; `undefined` if reading threw. */
+  #readRefs(object: unknown): RefFields[] | undefined {
+    try {
+      const refs: RefFields[] = [];
+      for (let path = 0; path < this.paths.length; path++) {
+        for (const r of referencesOf(object, this.paths[path]!)) {
+          if (typeof r.name !== "string" || typeof r.namespace !== "string") {
+            continue;
+          }
+          refs.push({
+            path,
+            refNamespace: r.namespace,
+            refName: r.name,
+            indexes: sharedIndexes(r.indexes),
+          });
+        }
+      }
+      return refs;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** The kept form of `refs`: namespaces interned, counted as kept references. */
+  #internRefs(refs: readonly RefFields[]): RefFields[] {
+    this.#references += refs.length;
+    return refs.map((r) => ({
+      ...r,
+      refNamespace: this.#strings.intern(r.refNamespace),
+    }));
+  }
+
+  /** Files `kept` under every object it refers to. */
+  #link(kept: Kept): void {
+    for (let i = 0; i < kept.refCount; i++) {
+      const ref = kept.ref(i);
+      const key = reverseKey(kept.cluster, ref.refNamespace, ref.refName);
+      const bucket = this.#reverse.get(key);
+      if (bucket === undefined) {
+        this.#reverse.set(key, kept);
+        let counts = this.#refNamespaces.get(kept.cluster);
+        if (counts === undefined) {
+          counts = new Map();
+          this.#refNamespaces.set(kept.cluster, counts);
+        }
+        counts.set(ref.refNamespace, (counts.get(ref.refNamespace) ?? 0) + 1);
+      } else if (bucket instanceof Kept) {
+        if (bucket !== kept) this.#reverse.set(key, new Set([bucket, kept]));
+      } else bucket.add(kept);
+    }
+  }
+
+  /** Takes `kept` out from under every object it refers to, and releases its references. */
+  #unlink(kept: Kept): void {
+    for (let i = 0; i < kept.refCount; i++) {
+      const ref = kept.ref(i);
+      const key = reverseKey(kept.cluster, ref.refNamespace, ref.refName);
+      const bucket = this.#reverse.get(key);
+      if (bucket instanceof Set) {
+        bucket.delete(kept);
+        if (bucket.size === 1) {
+          this.#reverse.set(key, bucket.values().next().value!);
+        }
+      } else if (bucket === kept) {
+        this.#reverse.delete(key);
+        const counts = this.#refNamespaces.get(kept.cluster)!;
+        const left = counts.get(ref.refNamespace)! - 1;
+        if (left > 0) counts.set(ref.refNamespace, left);
+        else {
+          counts.delete(ref.refNamespace);
+          if (counts.size === 0) this.#refNamespaces.delete(kept.cluster);
+        }
+      }
+      this.#strings.release(ref.refNamespace);
+    }
+    this.#references -= kept.refCount;
+  }
+
+  /** Past the limits: forget everything, for good. */
+  #overflow(): void {
+    this.#overflowed = true;
+    this.#sources.clear();
+    this.#reverse.clear();
+    this.#refNamespaces.clear();
+    this.#strings.clear();
+    this.#size = 0;
+    this.#references = 0;
+  }
+}
+
+/**
+ * The reverse key of a referenced object: unambiguous whatever the strings
+ * hold (NUL too), since the cluster and namespace carry their lengths.
+ */
+function reverseKey(cluster: string, namespace: string, name: string): string {
+  return `${cluster.length}\u0000${cluster}${namespace.length}\u0000${namespace}\u0000${name}`;
+}
+
+/** Identity and shown fields of an object; `undefined` when it has no name. */
+function readObject(object: unknown): Read | undefined {
+  if (!isRecord(object)) return undefined;
+  const metadata = object.metadata;
+  if (!isRecord(metadata)) return undefined;
+  const { name, namespace, uid, resourceVersion, deletionTimestamp } = metadata;
+  if (typeof name !== "string" || name === "") return undefined;
+  const annotations = metadata.annotations;
+  const cluster = isRecord(annotations)
+    ? annotations[CLUSTER_ANNOTATION]
+    : undefined;
+  return {
+    cluster: typeof cluster === "string" ? cluster : "",
+    namespace: typeof namespace === "string" ? namespace : "",
+    name,
+    uid: typeof uid === "string" ? uid : "",
+    resourceVersion: typeof resourceVersion === "string" ? resourceVersion : "",
+    deleting: typeof deletionTimestamp === "string" && deletionTimestamp !== "",
+  };
+}
+
+/** `indexes`, or an equal shared list for the common short ones. */
+function sharedIndexes(indexes: readonly number[]): readonly number[] {
+  if (indexes.length === 0) return NO_INDEXES;
+  if (indexes.length === 1) {
+    const shared = SINGLE_INDEXES[indexes[0]!];
+    if (shared !== undefined) return shared;
+  }
+  return Object.freeze([...indexes]);
+}
+
+/**
+ * `a` and `b` as decimal integers of any length: negative, zero or
+ * positive as `a` is lower, equal or higher; `undefined` unless both are
+ * decimal. Equal to comparing `BigInt(a)` and `BigInt(b)`, without
+ * building either.
+ */
+function compareDecimals(a: string, b: string): number | undefined {
+  if (!DECIMAL.test(a) || !DECIMAL.test(b)) return undefined;
+  const x = withoutLeadingZeros(a);
+  const y = withoutLeadingZeros(b);
+  return x.length - y.length || compareStrings(x, y);
+}
+
+/** A decimal without its leading zeros, `"0"` for zero. */
+function withoutLeadingZeros(decimal: string): string {
+  let i = 0;
+  while (i < decimal.length - 1 && decimal[i] === "0") i++;
+  return decimal.slice(i);
+}
+
+/** Whether resourceVersion `a` is older than `b`: both decimal, `a` lower. */
+function isOlder(a: string, b: string): boolean {
+  const order = compareDecimals(a, b);
+  return order !== undefined && order < 0;
+}
+
+/** (namespace, name, path, indexes), then the rest, so the order is total. */
+function compareHits(a: IndexHit, b: IndexHit): number {
+  return compareStrings(a.namespace, b.namespace) ||
+    compareStrings(a.name, b.name) || a.path - b.path ||
+    compareIndexes(a.indexes, b.indexes) ||
+    compareStrings(a.cluster, b.cluster) || compareStrings(a.uid, b.uid) ||
+    compareStrings(a.resourceVersion, b.resourceVersion) ||
+    Number(a.deleting) - Number(b.deleting);
+}
+
+/** Lists of indexes in lexicographic order, a prefix first. */
+function compareIndexes(
+  a: readonly number[],
+  b: readonly number[],
+): number {
+  for (let i = 0; i < a.length && i < b.length; i++) {
+    const order = a[i]! - b[i]!;
+    if (order !== 0) return order;
+  }
+  return a.length - b.length;
+}

@@ -1,0 +1,8 @@
+/**
+ * Dependents kept in memory: the index of which dependents of a type refer
+ * to an object (`DependentsIndex`), fed by list+watch sources and asked
+ * instead of a list per review.
+ *
+ * @module
+ */
+export * from "./dependents_index.ts";

@@ -8,14 +8,20 @@
  * Pure: no I/O, no clock. It keeps, per dependent, only its cluster,
  * namespace, name, uid, resourceVersion, whether it is being deleted, and
  * its references (which path, the referenced namespace and name, the list
- * indexes). Cluster names and namespaces are interned with reference
- * counts. A dependent without any reference is not kept at all: it cannot
+ * indexes). Cluster names and namespaces (the dependent's and the
+ * referenced ones) are interned with reference counts. A dependent without any reference is not kept at all: it cannot
  * block a deletion, and keeping none saves memory (an update that removes
  * its last reference drops it). `maxDependents` counts kept dependents only.
  *
  * Tenant objects are adversarial: a malformed object (not an object, no
  * `metadata.name`, a path that finds odd values) is skipped or read as far
  * as it goes, never thrown on.
+ *
+ * Staleness is judged per object against its kept version: an event with a
+ * lower (decimal) resourceVersion than the kept one changes nothing. Of an
+ * object not kept (deleted, or without references) the index knows no
+ * version, so an event about it is taken as it comes; a watch delivers its
+ * events in order, so only a feed that replays old events could tell.
  *
  * @example Usage
  * ```ts
@@ -210,8 +216,8 @@ type Bucket = Kept | Set<Kept>;
 
 /** What one source (a list+watch) has said. */
 class Source {
-  /** Kept dependents by cluster, then namespace, then name. */
-  readonly objects = new Map<string, Map<string, Map<string, Kept>>>();
+  /** Kept dependents by {@linkcode scopeKey} (cluster and namespace), then name. */
+  readonly objects = new Map<string, Map<string, Kept>>();
   /** Whether its last list completed and its watch has not failed since. */
   synced = false;
   /** The last resourceVersion applied. */
@@ -251,10 +257,13 @@ export class DependentsIndex {
   readonly #maxReferences: number;
   readonly #sources = new Map<string, Source>();
   readonly #strings = new Interned();
-  /** Dependents by referenced object, see {@linkcode reverseKey}. */
+  /**
+   * Dependents by the cluster and name they refer to, whatever the
+   * namespace (see {@linkcode reverseKey}): a cluster-scoped object is one
+   * lookup, and a namespaced one filters the few dependents that refer to
+   * its name in other namespaces of its cluster.
+   */
   readonly #reverse = new Map<string, Bucket>();
-  /** Per cluster, how many reverse keys each referenced namespace has. */
-  readonly #refNamespaces = new Map<string, Map<string, number>>();
   #size = 0;
   #references = 0;
   #overflowed = false;
@@ -334,11 +343,9 @@ export class DependentsIndex {
     if (this.#overflowed) return;
     const state = this.#source(source);
     const stale: Kept[] = [];
-    for (const byNamespace of state.objects.values()) {
-      for (const byName of byNamespace.values()) {
-        for (const kept of byName.values()) {
-          if (kept.mark !== state.generation) stale.push(kept);
-        }
+    for (const byName of state.objects.values()) {
+      for (const kept of byName.values()) {
+        if (kept.mark !== state.generation) stale.push(kept);
       }
     }
     for (const kept of stale) this.#remove(state, kept);
@@ -409,9 +416,7 @@ export class DependentsIndex {
     const state = this.#sources.get(source);
     if (state === undefined) return;
     const all: Kept[] = [];
-    for (const byNamespace of state.objects.values()) {
-      for (const byName of byNamespace.values()) all.push(...byName.values());
-    }
+    for (const byName of state.objects.values()) all.push(...byName.values());
     for (const kept of all) this.#remove(state, kept);
     this.#sources.delete(source);
   }
@@ -471,23 +476,10 @@ export class DependentsIndex {
   ): IndexHit[] {
     if (this.#overflowed) return [];
     const { cluster, namespace, name } = query;
-    const found = new Set<Kept>();
-    const collect = (refNamespace: string) => {
-      const bucket = this.#reverse.get(reverseKey(cluster, refNamespace, name));
-      if (bucket === undefined) return;
-      if (bucket instanceof Kept) found.add(bucket);
-      else for (const kept of bucket) found.add(kept);
-    };
-    if (namespace !== undefined) collect(namespace);
-    else {
-      for (
-        const refNamespace of this.#refNamespaces.get(cluster)?.keys() ?? []
-      ) {
-        collect(refNamespace);
-      }
-    }
+    const bucket = this.#reverse.get(reverseKey(cluster, name));
+    if (bucket === undefined) return [];
     const hits: IndexHit[] = [];
-    for (const kept of found) {
+    for (const kept of bucket instanceof Kept ? [bucket] : bucket) {
       for (let i = 0; i < kept.refCount; i++) {
         const ref = kept.ref(i);
         if (ref.refName !== name) continue;
@@ -519,7 +511,7 @@ export class DependentsIndex {
 
   /** The kept dependent of `state` with that identity, if any. */
   #find(state: Source, read: Read): Kept | undefined {
-    return state.objects.get(read.cluster)?.get(read.namespace)?.get(
+    return state.objects.get(scopeKey(read.cluster, read.namespace))?.get(
       read.name,
     );
   }
@@ -577,15 +569,11 @@ export class DependentsIndex {
       undefined,
     );
     if (interned.length > 1) added.setRefs(interned);
-    let byNamespace = state.objects.get(added.cluster);
-    if (byNamespace === undefined) {
-      byNamespace = new Map();
-      state.objects.set(added.cluster, byNamespace);
-    }
-    let byName = byNamespace.get(added.namespace);
+    const scope = scopeKey(added.cluster, added.namespace);
+    let byName = state.objects.get(scope);
     if (byName === undefined) {
       byName = new Map();
-      byNamespace.set(added.namespace, byName);
+      state.objects.set(scope, byName);
     }
     byName.set(added.name, added);
     this.#size++;
@@ -605,15 +593,12 @@ export class DependentsIndex {
 
   /** Forgets `kept`, a dependent of `state`. */
   #remove(state: Source, kept: Kept): void {
-    const byNamespace = state.objects.get(kept.cluster);
-    const byName = byNamespace?.get(kept.namespace);
+    const scope = scopeKey(kept.cluster, kept.namespace);
+    const byName = state.objects.get(scope);
     if (byName?.get(kept.name) !== kept) return;
     this.#unlink(kept);
     byName.delete(kept.name);
-    if (byName.size === 0) {
-      byNamespace!.delete(kept.namespace);
-      if (byNamespace!.size === 0) state.objects.delete(kept.cluster);
-    }
+    if (byName.size === 0) state.objects.delete(scope);
     this.#strings.release(kept.cluster);
     this.#strings.release(kept.namespace);
     this.#size--;
@@ -655,17 +640,10 @@ export class DependentsIndex {
   #link(kept: Kept): void {
     for (let i = 0; i < kept.refCount; i++) {
       const ref = kept.ref(i);
-      const key = reverseKey(kept.cluster, ref.refNamespace, ref.refName);
+      const key = reverseKey(kept.cluster, ref.refName);
       const bucket = this.#reverse.get(key);
-      if (bucket === undefined) {
-        this.#reverse.set(key, kept);
-        let counts = this.#refNamespaces.get(kept.cluster);
-        if (counts === undefined) {
-          counts = new Map();
-          this.#refNamespaces.set(kept.cluster, counts);
-        }
-        counts.set(ref.refNamespace, (counts.get(ref.refNamespace) ?? 0) + 1);
-      } else if (bucket instanceof Kept) {
+      if (bucket === undefined) this.#reverse.set(key, kept);
+      else if (bucket instanceof Kept) {
         if (bucket !== kept) this.#reverse.set(key, new Set([bucket, kept]));
       } else bucket.add(kept);
     }
@@ -675,23 +653,14 @@ export class DependentsIndex {
   #unlink(kept: Kept): void {
     for (let i = 0; i < kept.refCount; i++) {
       const ref = kept.ref(i);
-      const key = reverseKey(kept.cluster, ref.refNamespace, ref.refName);
+      const key = reverseKey(kept.cluster, ref.refName);
       const bucket = this.#reverse.get(key);
       if (bucket instanceof Set) {
         bucket.delete(kept);
         if (bucket.size === 1) {
           this.#reverse.set(key, bucket.values().next().value!);
         }
-      } else if (bucket === kept) {
-        this.#reverse.delete(key);
-        const counts = this.#refNamespaces.get(kept.cluster)!;
-        const left = counts.get(ref.refNamespace)! - 1;
-        if (left > 0) counts.set(ref.refNamespace, left);
-        else {
-          counts.delete(ref.refNamespace);
-          if (counts.size === 0) this.#refNamespaces.delete(kept.cluster);
-        }
-      }
+      } else if (bucket === kept) this.#reverse.delete(key);
       this.#strings.release(ref.refNamespace);
     }
     this.#references -= kept.refCount;
@@ -702,7 +671,6 @@ export class DependentsIndex {
     this.#overflowed = true;
     this.#sources.clear();
     this.#reverse.clear();
-    this.#refNamespaces.clear();
     this.#strings.clear();
     this.#size = 0;
     this.#references = 0;
@@ -710,11 +678,19 @@ export class DependentsIndex {
 }
 
 /**
- * The reverse key of a referenced object: unambiguous whatever the strings
- * hold (NUL too), since the cluster and namespace carry their lengths.
+ * The key of a cluster's namespace: unambiguous whatever the strings hold
+ * (NUL too), since the cluster carries its length.
  */
-function reverseKey(cluster: string, namespace: string, name: string): string {
-  return `${cluster.length}\u0000${cluster}${namespace.length}\u0000${namespace}\u0000${name}`;
+function scopeKey(cluster: string, namespace: string): string {
+  return `${cluster.length}\u0000${cluster}${namespace}`;
+}
+
+/**
+ * The reverse key of a referenced name in a cluster: unambiguous whatever
+ * the strings hold (NUL too), since the cluster carries its length.
+ */
+function reverseKey(cluster: string, name: string): string {
+  return `${cluster.length}\u0000${cluster}${name}`;
 }
 
 /** Identity and shown fields of an object; `undefined` when it has no name. */

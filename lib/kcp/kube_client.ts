@@ -25,6 +25,7 @@ import type {
   WatchOptions,
 } from "./kube_types.ts";
 import { boundedText, decoded, formatBytes } from "./response_body.ts";
+import { lineCap, watchLines } from "./watch_lines.ts";
 
 /** A REST client bound to one identity and trust configuration. */
 export class KubeClient {
@@ -184,10 +185,13 @@ export class KubeClient {
 
   /**
    * Watches a collection and yields its events until the server ends the
-   * watch or `signal` aborts (then it returns quietly).
+   * watch or `signal` aborts (then it returns quietly). Each event is read
+   * up to `maxLineBytes`; with `sendInitialEvents`, the stream starts with
+   * the collection's objects (see {@linkcode WatchOptions}).
    *
-   * @throws {KubeApiError} If the watch cannot start, or the server sends an
-   * ERROR event (`gone` is true for "too old resource version").
+   * @throws {KubeApiError} If the watch cannot start, the server sends an
+   * ERROR event (`gone` is true for "too old resource version"), or an
+   * event is over `maxLineBytes` (reason {@linkcode RESPONSE_TOO_LARGE}).
    */
   async *watch(
     url: string,
@@ -199,7 +203,9 @@ export class KubeClient {
       fieldSelector,
       timeoutSeconds = 300,
       signal,
+      sendInitialEvents = false,
     } = options;
+    const maxLineBytes = lineCap(options.maxLineBytes);
     const query = new URLSearchParams({
       watch: "true",
       allowWatchBookmarks: "true",
@@ -208,6 +214,10 @@ export class KubeClient {
     if (resourceVersion) query.set("resourceVersion", resourceVersion);
     if (labelSelector) query.set("labelSelector", labelSelector);
     if (fieldSelector) query.set("fieldSelector", fieldSelector);
+    if (sendInitialEvents) {
+      query.set("sendInitialEvents", "true");
+      query.set("resourceVersionMatch", "NotOlderThan");
+    }
     const target = withQuery(url, query);
     // The server ends the watch after timeoutSeconds; the client gives up a
     // little later in case the connection silently died.
@@ -228,11 +238,29 @@ export class KubeClient {
       throw error;
     }
     if (!response.ok) {
-      throw statusError("WATCH", url, response.status, await response.text());
+      // An error answer is read up to the cap of an event, too.
+      let text: string;
+      try {
+        text = await boundedText(response, {
+          method: "WATCH",
+          url,
+          maxBytes: maxLineBytes,
+          memory: false,
+        });
+      } catch (error) {
+        if (error instanceof KubeApiError) throw error;
+        throw transportError("WATCH", url, error);
+      }
+      throw statusError("WATCH", url, response.status, text);
     }
     if (response.body === null) return;
     try {
-      for await (const line of lines(response.body)) {
+      const lines = watchLines(response.body, {
+        what: `WATCH ${url}`,
+        status: response.status,
+        maxLineBytes,
+      });
+      for await (const line of lines) {
         const event = JSON.parse(line) as { type: string; object: KubeObject };
         if (event.type === "ERROR") {
           const status = event.object as {
@@ -450,21 +478,4 @@ function redirectRefused(
 /** Appends a query to a URL that may already have one. */
 function withQuery(url: string, query: URLSearchParams): string {
   return `${url}${url.includes("?") ? "&" : "?"}${query}`;
-}
-
-/** Splits a byte stream into non-empty lines. */
-async function* lines(
-  body: ReadableStream<Uint8Array>,
-): AsyncGenerator<string> {
-  let buffer = "";
-  for await (const chunk of body.pipeThrough(new TextDecoderStream())) {
-    buffer += chunk;
-    let newline: number;
-    while ((newline = buffer.indexOf("\n")) !== -1) {
-      const line = buffer.slice(0, newline).trim();
-      buffer = buffer.slice(newline + 1);
-      if (line !== "") yield line;
-    }
-  }
-  if (buffer.trim() !== "") yield buffer.trim();
 }

@@ -704,6 +704,128 @@ Deno.test("KubeClient.watch() keeps streaming past the client's per-request time
   }, { timeoutMs: 1_000 });
 });
 
+Deno.test("KubeClient.watch() with sendInitialEvents asks for them with resourceVersionMatch=NotOlderThan", async () => {
+  await withApi(watchStream, async (api, client) => {
+    const events = client.watch(`${api.url}/things`, {
+      sendInitialEvents: true,
+      resourceVersion: "9",
+    });
+    const next = events.next();
+    await waitUntil("the watch request", () => api.streams.length === 1);
+    api.streams[0]!.end();
+    assert.equal((await next).done, true);
+    const query = api.requests[0]!.url.searchParams;
+    assert.equal(query.get("sendInitialEvents"), "true");
+    assert.equal(query.get("resourceVersionMatch"), "NotOlderThan");
+    assert.equal(query.get("allowWatchBookmarks"), "true");
+    assert.equal(query.get("resourceVersion"), "9");
+  });
+  await withApi(watchStream, async (api, client) => {
+    const events = client.watch(`${api.url}/things`, {
+      sendInitialEvents: false,
+    });
+    const next = events.next();
+    await waitUntil("the watch request", () => api.streams.length === 1);
+    api.streams[0]!.end();
+    assert.equal((await next).done, true);
+    const query = api.requests[0]!.url.searchParams;
+    assert.equal(query.has("sendInitialEvents"), false);
+    assert.equal(query.has("resourceVersionMatch"), false);
+  });
+});
+
+Deno.test("KubeClient.watch() with maxLineBytes yields events up to it and fails with ResponseTooLarge on a larger one, hanging up", async () => {
+  await withApi(watchStream, async (api, client) => {
+    const small = { metadata: { name: "a", resourceVersion: "2" } };
+    const line = JSON.stringify({ type: "ADDED", object: small });
+    const events = client.watch(`${api.url}/things`, {
+      maxLineBytes: line.length,
+    });
+    const first = events.next();
+    await waitUntil("the watch request", () => api.streams.length === 1);
+    const stream = api.streams[0]!;
+    stream.event("ADDED", small);
+    assert.deepEqual((await first).value, { type: "ADDED", object: small });
+    // One byte more, sent in pieces that never end the line.
+    const second = apiError(events.next());
+    stream.send(line.slice(0, 10));
+    await delay(10);
+    stream.send(`${line.slice(10)}x`);
+    const error = await second;
+    assert.equal(error.reason, RESPONSE_TOO_LARGE);
+    assert.equal(error.status, 200);
+    assert.equal(
+      error.message,
+      `WATCH ${api.url}/things: a line of the stream is over ${line.length} bytes; stopped reading it`,
+    );
+    await stream.closed;
+    assert.equal(stream.cancelled, true, "the client hangs up the stream");
+  });
+});
+
+Deno.test("KubeClient.watch() bounds events at 8 MiB by default", async () => {
+  await withApi(watchStream, async (api, client) => {
+    const pending = apiError((async () => {
+      for await (const _ of client.watch(`${api.url}/things`)) { /* drain */ }
+    })());
+    await waitUntil("the watch request", () => api.streams.length === 1);
+    const stream = api.streams[0]!;
+    const chunk = "x".repeat(1024 * 1024);
+    // The first 8 MiB of an event that would never end.
+    for (let i = 0; i < 9 && stream.open; i++) {
+      stream.send(i === 0 ? `{"type":"ADDED","object":"${chunk}` : chunk);
+      await delay(1);
+    }
+    const error = await pending;
+    assert.equal(error.reason, RESPONSE_TOO_LARGE);
+    assert.match(error.message, /over 8 MiB/);
+  });
+});
+
+Deno.test("KubeClient.watch() reads an error answer up to maxLineBytes", async () => {
+  const sent: Sent = { bytes: 0, cancelled: false };
+  await withApi(
+    () => {
+      const response = endless(sent);
+      return new Response(response.body, { status: 500 });
+    },
+    async (api, client) => {
+      const error = await apiError(
+        client.watch(`${api.url}/things`, { maxLineBytes: 1024 * 1024 })
+          .next(),
+      );
+      assert.equal(error.reason, RESPONSE_TOO_LARGE);
+      assert.equal(error.status, 500);
+      assert.match(error.message, /^WATCH .*over 1 MiB/);
+      await waitUntil("the body cancelled", () => sent.cancelled);
+    },
+  );
+  await withApi(
+    () => json(status(403, "Forbidden", "no"), 403),
+    async (api, client) => {
+      const error = await apiError(
+        client.watch(`${api.url}/things`, { maxLineBytes: 64 }).next(),
+      );
+      assert.equal(error.reason, RESPONSE_TOO_LARGE, "the Status is 90 bytes");
+      const fits = await apiError(
+        client.watch(`${api.url}/things`, { maxLineBytes: 1024 }).next(),
+      );
+      assert.equal(fits.status, 403);
+      assert.equal(fits.reason, "Forbidden");
+    },
+  );
+});
+
+Deno.test("KubeClient.watch() refuses a maxLineBytes that is not a positive integer, sending nothing", async () => {
+  await withApi(watchStream, async (api, client) => {
+    await assert.rejects(
+      client.watch(`${api.url}/things`, { maxLineBytes: 0 }).next(),
+      RangeError,
+    );
+    assert.equal(api.requests.length, 0);
+  });
+});
+
 // ---------------------------------------------------------------------------
 // Bounded answers: maxBytes and byteBudget
 

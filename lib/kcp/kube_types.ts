@@ -161,4 +161,21 @@ export interface WatchOptions {
   timeoutSeconds?: number;
   /** Ends the watch. */
   signal?: AbortSignal;
+  /**
+   * Most bytes of one event (one line of the stream): the watch fails with
+   * reason {@linkcode RESPONSE_TOO_LARGE} as soon as an event is over it,
+   * having held no more of it (see `watchLines`).
+   * @default {DEFAULT_MAX_LINE_BYTES, 8 MiB}
+   */
+  maxLineBytes?: number;
+  /**
+   * Asks the server to start the stream with the collection's objects as
+   * ADDED events, then a BOOKMARK (annotated
+   * `k8s.io/initial-events-end`) once they are all sent
+   * (`sendInitialEvents=true&resourceVersionMatch=NotOlderThan`: the state
+   * is at least as new as `resourceVersion`, or the latest without it): a
+   * list and a watch in one request. Servers without the `WatchList`
+   * feature refuse it or ignore it. @default {false}
+   */
+  sendInitialEvents?: boolean;
 }

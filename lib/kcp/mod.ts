@@ -20,3 +20,4 @@ export * from "./kube_config.ts";
 export * from "./kube_types.ts";
 export { boundedText, estimateMemory, formatBytes } from "./response_body.ts";
 export * from "./urls.ts";
+export * from "./watch_lines.ts";

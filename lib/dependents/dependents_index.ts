@@ -214,16 +214,63 @@ class Kept implements RefFields {
 /** The dependents of one reverse key: one, or a set of several. */
 type Bucket = Kept | Set<Kept>;
 
+/** The dependents of one cluster's namespace: one, or a map of several by name. */
+type Scope = Kept | Map<string, Kept>;
+
 /** What one source (a list+watch) has said. */
 class Source {
-  /** Kept dependents by {@linkcode scopeKey} (cluster and namespace), then name. */
-  readonly objects = new Map<string, Map<string, Kept>>();
+  /**
+   * Kept dependents by {@linkcode scopeKey} (cluster and namespace), then
+   * name; a namespace with one dependent keeps it without a map.
+   */
+  readonly #scopes = new Map<string, Scope>();
   /** Whether its last list completed and its watch has not failed since. */
   synced = false;
   /** The last resourceVersion applied. */
   watermark: string | undefined = undefined;
   /** Counts resyncs: a dependent whose mark is older was not seen in the current one. */
   generation = 0;
+
+  /** The kept dependent (cluster, namespace, name), if any. */
+  find(cluster: string, namespace: string, name: string): Kept | undefined {
+    const scope = this.#scopes.get(scopeKey(cluster, namespace));
+    if (scope instanceof Kept) return scope.name === name ? scope : undefined;
+    return scope?.get(name);
+  }
+
+  /** Keeps `kept`, of an identity not kept yet. */
+  add(kept: Kept): void {
+    const key = scopeKey(kept.cluster, kept.namespace);
+    const scope = this.#scopes.get(key);
+    if (scope === undefined) this.#scopes.set(key, kept);
+    else if (scope instanceof Kept) {
+      this.#scopes.set(key, new Map([[scope.name, scope], [kept.name, kept]]));
+    } else scope.set(kept.name, kept);
+  }
+
+  /** Forgets `kept`; whether it was kept. */
+  delete(kept: Kept): boolean {
+    const key = scopeKey(kept.cluster, kept.namespace);
+    const scope = this.#scopes.get(key);
+    if (scope === kept) {
+      this.#scopes.delete(key);
+      return true;
+    }
+    if (!(scope instanceof Map) || scope.get(kept.name) !== kept) return false;
+    scope.delete(kept.name);
+    if (scope.size === 1) this.#scopes.set(key, scope.values().next().value!);
+    return true;
+  }
+
+  /** Every kept dependent, as a new array. */
+  all(): Kept[] {
+    const all: Kept[] = [];
+    for (const scope of this.#scopes.values()) {
+      if (scope instanceof Kept) all.push(scope);
+      else all.push(...scope.values());
+    }
+    return all;
+  }
 }
 
 /** What the index reads of one object: its identity and what hits show. */
@@ -342,13 +389,9 @@ export class DependentsIndex {
   finishResync(source: string, rv: string): void {
     if (this.#overflowed) return;
     const state = this.#source(source);
-    const stale: Kept[] = [];
-    for (const byName of state.objects.values()) {
-      for (const kept of byName.values()) {
-        if (kept.mark !== state.generation) stale.push(kept);
-      }
+    for (const kept of state.all()) {
+      if (kept.mark !== state.generation) this.#remove(state, kept);
     }
-    for (const kept of stale) this.#remove(state, kept);
     state.synced = true;
     state.watermark = rv;
   }
@@ -415,9 +458,7 @@ export class DependentsIndex {
   dropSource(source: string): void {
     const state = this.#sources.get(source);
     if (state === undefined) return;
-    const all: Kept[] = [];
-    for (const byName of state.objects.values()) all.push(...byName.values());
-    for (const kept of all) this.#remove(state, kept);
+    for (const kept of state.all()) this.#remove(state, kept);
     this.#sources.delete(source);
   }
 
@@ -509,20 +550,13 @@ export class DependentsIndex {
     return state;
   }
 
-  /** The kept dependent of `state` with that identity, if any. */
-  #find(state: Source, read: Read): Kept | undefined {
-    return state.objects.get(scopeKey(read.cluster, read.namespace))?.get(
-      read.name,
-    );
-  }
-
   /** Keeps, replaces or drops one object of `state`; `false` on overflow. */
   #upsert(state: Source, object: unknown): boolean {
     const read = readObject(object);
     if (read === undefined) return true;
     const refs = this.#readRefs(object);
     if (refs === undefined) return true;
-    const kept = this.#find(state, read);
+    const kept = state.find(read.cluster, read.namespace, read.name);
     if (kept !== undefined) {
       kept.mark = state.generation;
       if (isOlder(read.resourceVersion, kept.resourceVersion)) return true;
@@ -569,13 +603,7 @@ export class DependentsIndex {
       undefined,
     );
     if (interned.length > 1) added.setRefs(interned);
-    const scope = scopeKey(added.cluster, added.namespace);
-    let byName = state.objects.get(scope);
-    if (byName === undefined) {
-      byName = new Map();
-      state.objects.set(scope, byName);
-    }
-    byName.set(added.name, added);
+    state.add(added);
     this.#size++;
     this.#link(added);
     return true;
@@ -585,7 +613,7 @@ export class DependentsIndex {
   #delete(state: Source, object: unknown): void {
     const read = readObject(object);
     if (read === undefined) return;
-    const kept = this.#find(state, read);
+    const kept = state.find(read.cluster, read.namespace, read.name);
     if (kept === undefined) return;
     if (isOlder(read.resourceVersion, kept.resourceVersion)) return;
     this.#remove(state, kept);
@@ -593,12 +621,8 @@ export class DependentsIndex {
 
   /** Forgets `kept`, a dependent of `state`. */
   #remove(state: Source, kept: Kept): void {
-    const scope = scopeKey(kept.cluster, kept.namespace);
-    const byName = state.objects.get(scope);
-    if (byName?.get(kept.name) !== kept) return;
+    if (!state.delete(kept)) return;
     this.#unlink(kept);
-    byName.delete(kept.name);
-    if (byName.size === 0) state.objects.delete(scope);
     this.#strings.release(kept.cluster);
     this.#strings.release(kept.namespace);
     this.#size--;

@@ -5,8 +5,10 @@
  * snapshot of the live state, unsyncs and dropped sources. After every
  * step, for every object that could be under review, the index names
  * exactly the fields a list of what it was told would find, computed
- * independently with `referencesOf`; and it claims freshness at a
- * resourceVersion only when every event up to it was delivered.
+ * independently with `referencesOf` (once a source is caught up, what it
+ * was told is the live state, so this is what a list finds); and it claims
+ * freshness at a resourceVersion only when every event up to it was
+ * delivered.
  */
 import assert from "node:assert/strict";
 import fc from "fast-check";
@@ -342,6 +344,12 @@ function check(
         );
         assert.ok(sorted(hits), `${where}: order of ${JSON.stringify(query)}`);
       }
+    }
+  }
+  for (const source of sources) {
+    // Caught up, what the index was told is the live state: the list.
+    if (!source.dropped && source.delivered === source.log.length) {
+      assert.deepEqual(source.told, source.live, `${where}: model`);
     }
   }
   let kept = 0;

@@ -30,6 +30,7 @@ const LAYERS: readonly string[] = [
   "kcp",
   "when",
   "rules",
+  "dependents",
   "exports",
   "locks",
   "graph",

@@ -6,3 +6,4 @@
  * @module
  */
 export * from "./dependents_index.ts";
+export * from "./index_feed.ts";

@@ -15,6 +15,7 @@ import type { AdmissionRequest } from "./admission_review.ts";
 import { Deadline, type FairQueue } from "../runtime/mod.ts";
 import type { RuleRegistry } from "./rule_registry.ts";
 import type { LockIndex } from "../locks/mod.ts";
+import type { IndexedDependents } from "./index_reads.ts";
 import { planReview } from "./review_plan.ts";
 import {
   type DependentSource,
@@ -94,6 +95,13 @@ export interface DeletionValidatorOptions {
   teardownOrderMs?: number;
   /** The clock, in ms since the epoch. @default {Date.now} */
   now?: () => number;
+  /**
+   * The dependents indexes: a type they can answer for is not listed (see
+   * `index_reads.ts`). @default {none: every dependent type is listed}
+   */
+  indexes?: IndexedDependents;
+  /** How long a review waits for an index to show it is fresh. @default {200} */
+  indexFreshnessMs?: number;
 }
 
 /**
@@ -160,6 +168,10 @@ export class DeletionValidator implements Validator {
         deadline,
         bypass,
         maxNamed: this.#options.maxNamed ?? 10,
+        indexes: this.#options.indexes,
+        ...(this.#options.indexFreshnessMs === undefined
+          ? {}
+          : { indexFreshnessMs: this.#options.indexFreshnessMs }),
       });
       const readings = await reader.read(plan);
       const verdict = foldReview(plan, readings);

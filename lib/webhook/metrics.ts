@@ -1,7 +1,7 @@
 /**
  * The webhook's Prometheus metrics: reviews by outcome, review latency,
  * malformed requests, dependent list errors, reads kcp refused, the state of
- * the rules, and failing watches.
+ * the rules, failing watches, and the dependents indexes.
  *
  * @module
  */
@@ -12,6 +12,8 @@ import {
 } from "../runtime/mod.ts";
 import type { RuleSnapshot } from "../rules/mod.ts";
 import type { AdmissionObserver } from "./admission_handler.ts";
+import type { IndexOutcome } from "./index_reads.ts";
+import type { IndexFeedState } from "../dependents/mod.ts";
 
 /** Admission hooks plus a way to publish the rules' state. */
 export interface WebhookMetrics extends AdmissionObserver {
@@ -31,6 +33,16 @@ export interface WebhookMetrics extends AdmissionObserver {
   collectProcess(): void;
   /** Publishes how many list+watch loops are retrying after an error. */
   watchesFailing(count: number): void;
+  /** Counts how a review used the dependents index for one dependent type. */
+  indexUsed(outcome: IndexOutcome): void;
+  /**
+   * Publishes the dependents indexes: the dependents each keeps, and its
+   * feeds by state, per index (`<group>/<version>/<resource>:<identity>`).
+   */
+  indexes(
+    sizes: ReadonlyMap<string, number>,
+    states: ReadonlyMap<string, ReadonlyMap<string, IndexFeedState>>,
+  ): void;
 }
 
 /** Registers the webhook's metrics in `registry`. */
@@ -85,9 +97,42 @@ export function createWebhookMetrics(
     help:
       "List+watch loops (endpoint slice, rules per endpoint) whose last attempt failed; they retry with backoff",
   });
+  const indexUsed = registry.counter({
+    name: "dependency_webhook_index_answers_total",
+    help:
+      "How reviews used the dependents index, per dependent type: confirmed (a dependent it named still refers), fresh_none (shown fresh, nothing refers); or listed instead: not_indexed, not_synced, not_fresh, unconfirmed",
+    labelNames: ["outcome"],
+  });
+  const indexed = registry.gauge({
+    name: "dependency_webhook_index_dependents",
+    help:
+      "Dependents kept by each dependents index (--index-max-dependents bounds it; past it the type is listed)",
+    labelNames: ["index"],
+  });
+  const feeds = registry.gauge({
+    name: "dependency_webhook_index_feeds",
+    help:
+      "List+watch feeds of the dependents indexes, by index and state (syncing, synced, failed, overflowed, stopped)",
+    labelNames: ["index", "state"],
+  });
   const collectProcess = registerProcessMetrics(registry);
   return {
     collectProcess,
+    indexUsed(outcome) {
+      indexUsed.inc({ outcome });
+    },
+    indexes(sizes, states) {
+      indexed.reset();
+      for (const [index, size] of sizes) indexed.set({ index }, size);
+      feeds.reset();
+      for (const [index, bySource] of states) {
+        const counts = new Map<string, number>();
+        for (const state of bySource.values()) {
+          counts.set(state, (counts.get(state) ?? 0) + 1);
+        }
+        for (const [state, count] of counts) feeds.set({ index, state }, count);
+      }
+    },
     watchesFailing(count: number) {
       failing.set(count);
     },

@@ -3,7 +3,8 @@
  * that runs a review's plan, reads and fold and the verdicts they give, the
  * dependent lister, the cache of a workspace's bindings, break-glass
  * authorisation, the rule registry and rule admission, the hold table and
- * `/holds.json`, the admission handler on the bounded TLS server, its
+ * `/holds.json`, the dependents indexes a review answers from (their
+ * plan, keeper and reads), the admission handler on the bounded TLS server, its
  * metrics, options and least-privilege RBAC.
  *
  * @module
@@ -17,6 +18,9 @@ export * from "./deletion_validator.ts";
 export * from "./dependent_lister.ts";
 export * from "./hold_table.ts";
 export * from "./holds_endpoint.ts";
+export * from "./index_keeper.ts";
+export * from "./index_plan.ts";
+export * from "./index_reads.ts";
 export * from "./metrics.ts";
 export * from "./options.ts";
 export * from "./rbac.ts";

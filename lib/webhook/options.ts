@@ -172,6 +172,24 @@ export const WEBHOOK_FLAGS: readonly FlagSpec[] = [
     help:
       "Most objects the --holds table keeps (the one denied longest ago goes first; an entry keeps at most 4 KiB of causes and is forgotten an hour after its last denial)",
   },
+  {
+    name: "dependents-index",
+    boolean: true,
+    help:
+      "Keep an index of dependents, fed by a list+watch of each rule's dependent type on every shard, and answer reviews from it instead of listing: a dependent it names is read again to confirm it still refers, and 'nothing refers' counts only once the index is shown to hold every change up to the review's start (else the review lists, as without it); rules with a 'when' are always listed (--dependents-index=true|false also works)",
+  },
+  {
+    name: "index-max-dependents",
+    default: "1000000",
+    help:
+      "Most dependents one index keeps (one per dependent type and export); past it that type is listed on each review and the metric dependency_webhook_index_feeds says overflowed (memory bound)",
+  },
+  {
+    name: "index-freshness-timeout",
+    default: "200ms",
+    help:
+      "How long a review waits for an index to show it holds every change up to the review's start before it lists instead (at most a quarter of what is left of --list-timeout)",
+  },
   LOG_LEVEL_FLAG,
   ALLOW_INSECURE_HTTP_FLAG,
 ];
@@ -220,6 +238,12 @@ export interface WebhookOptions extends ComponentOptions {
   holds: boolean;
   /** Most entries of the hold table. */
   holdsMax: number;
+  /** Whether reviews answer from the dependents index where it can. */
+  dependentsIndex: boolean;
+  /** Most dependents one index keeps. */
+  indexMaxDependents: number;
+  /** How long a review waits for an index to show it is fresh, ms. */
+  indexFreshnessMs: number;
 }
 
 /** The result of {@linkcode parseWebhookOptions}: options, or a request for help. */
@@ -319,6 +343,12 @@ export function parseWebhookOptions(
       shutdownTimeoutMs: duration("shutdown-timeout"),
       holds: v["holds"] === "true",
       holdsMax: positiveInteger("holds-max", v["holds-max"]!),
+      dependentsIndex: v["dependents-index"] === "true",
+      indexMaxDependents: positiveInteger(
+        "index-max-dependents",
+        v["index-max-dependents"]!,
+      ),
+      indexFreshnessMs: duration("index-freshness-timeout"),
     },
   };
 }

@@ -36,6 +36,9 @@ Deno.test("parseWebhookOptions() applies the reference's defaults", () => {
     shutdownTimeoutMs: 8_000,
     holds: false,
     holdsMax: 1_000,
+    dependentsIndex: false,
+    indexMaxDependents: 1_000_000,
+    indexFreshnessMs: 200,
     logLevel: "info",
     allowInsecureHttp: false,
   });
@@ -48,6 +51,26 @@ Deno.test("parseWebhookOptions() turns the hold table on with --holds, sized by 
   assert.throws(
     () => parse(["--kubeconfig=/k", "--holds-max=0"]),
     /Cannot parse --holds-max/,
+  );
+});
+
+Deno.test("parseWebhookOptions() turns the dependents index on, bounded by --index-max-dependents", () => {
+  const o = parse([
+    "--kubeconfig=/k",
+    "--dependents-index",
+    "--index-max-dependents=100000",
+    "--index-freshness-timeout=50ms",
+  ]);
+  assert.equal(o.dependentsIndex, true);
+  assert.equal(o.indexMaxDependents, 100_000);
+  assert.equal(o.indexFreshnessMs, 50);
+  assert.equal(
+    parse(["--kubeconfig=/k", "--dependents-index=false"]).dependentsIndex,
+    false,
+  );
+  assert.throws(
+    () => parse(["--kubeconfig=/k", "--index-max-dependents=0"]),
+    /Cannot parse --index-max-dependents/,
   );
 });
 

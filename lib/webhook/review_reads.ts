@@ -38,6 +38,7 @@ export {
 } from "./review_source.ts";
 import type { Blocker, Unread } from "./verdicts.ts";
 import { keepFirst, ownDependents, referringFields } from "./review_match.ts";
+import { answerFromIndex, type IndexedDependents } from "./index_reads.ts";
 
 /** The dependents that still refer to the object: the first few, and how many. */
 export interface Blockers {
@@ -74,6 +75,16 @@ export interface ReviewReaderOptions {
   bypass?: BypassAuthorizer | undefined;
   /** How many blockers to keep by name. @default {10} */
   maxNamed?: number;
+  /**
+   * The webhook's dependents indexes: a type they can answer for is not
+   * listed (see `index_reads.ts`). @default {none: every type is listed}
+   */
+  indexes?: IndexedDependents | undefined;
+  /**
+   * How long a review waits for an index to show it is fresh before it
+   * lists instead. @default {200}
+   */
+  indexFreshnessMs?: number;
 }
 
 /**
@@ -86,6 +97,8 @@ export class ReviewReader {
   readonly #deadline: Deadline;
   readonly #bypass: BypassAuthorizer | undefined;
   readonly #maxNamed: number;
+  readonly #indexes: IndexedDependents | undefined;
+  readonly #indexFreshnessMs: number;
   #deletedAt: Promise<Date | undefined> | undefined;
   #cachedBound: Promise<ReadonlyMap<string, string> | undefined> | undefined;
   /** What this review's `when` evaluations may spend together. */
@@ -98,6 +111,8 @@ export class ReviewReader {
     this.#deadline = options.deadline;
     this.#bypass = options.bypass;
     this.#maxNamed = options.maxNamed ?? 10;
+    this.#indexes = options.indexes;
+    this.#indexFreshnessMs = options.indexFreshnessMs ?? 200;
   }
 
   /**
@@ -391,6 +406,10 @@ export class ReviewReader {
     const everyNamespace = target.namespace === undefined ||
       group.some((p) => p.namespacePath !== undefined);
     try {
+      if (
+        this.#indexes !== undefined &&
+        await this.#fromIndex(all, target, signal, found)
+      ) return;
       const pages = this.#source.pages({
         cluster: target.cluster,
         dependent,
@@ -447,6 +466,35 @@ export class ReviewReader {
         }`,
       );
     }
+  }
+
+  /**
+   * The blockers of one dependent type from the indexes, into `found`;
+   * false when the type must be listed (see `index_reads.ts`).
+   */
+  async #fromIndex(
+    group: readonly Protection[],
+    target: ReviewTarget,
+    signal: AbortSignal,
+    found: Blockers,
+  ): Promise<boolean> {
+    const answer = await answerFromIndex(group, target, {
+      indexes: this.#indexes!,
+      source: this.#source,
+      signal,
+      budget: this.#whenBudget,
+      maxNamed: this.#maxNamed,
+      freshnessMs: Math.min(
+        this.#indexFreshnessMs,
+        this.#deadline.remainingMs() / 4,
+      ),
+    });
+    if (answer === undefined) return false;
+    for (const blocker of answer.named) {
+      keepFirst(found.named, blocker, this.#maxNamed);
+    }
+    found.total += answer.total;
+    return true;
   }
 }
 

@@ -174,6 +174,11 @@ export class RuleRegistry {
     this.#loaded = true;
   }
 
+  /** Every protection of every protected type (for the dependents index). */
+  *all(): Iterable<Protection> {
+    for (const list of this.#index.values()) yield* list;
+  }
+
   /** The protections of a group/version/resource, in a stable order. */
   find(gvr: GroupVersionResource): readonly Protection[] {
     return this.#index.get(gvrKey(gvr)) ?? [];

@@ -1,0 +1,158 @@
+import assert from "node:assert/strict";
+import { type Feed, type IndexEndpoint, IndexKeeper } from "./index_keeper.ts";
+import { indexKey, type IndexSpec, indexSpecs } from "./index_plan.ts";
+import { RuleRegistry } from "./rule_registry.ts";
+import type { DependentsIndex, IndexFeedState } from "../dependents/mod.ts";
+import { createLogger } from "../runtime/mod.ts";
+import {
+  dependency,
+  validRule,
+  VIRTUAL_MACHINES,
+  VPCS,
+} from "../../testing/mod.ts";
+
+const log = createLogger({ level: "error", write: () => {} });
+const KEY = indexKey(VIRTUAL_MACHINES, "id1");
+
+function specs(paths: readonly string[]): Map<string, IndexSpec> {
+  const registry = new RuleRegistry();
+  registry.replace([{
+    cluster: "p1",
+    rule: validRule(
+      "vm-vpc",
+      VIRTUAL_MACHINES,
+      paths.map((p) => dependency(VPCS, p)),
+    ),
+  }], { identities: new Map([["p1/vm-vpc", "id1"]]) });
+  return indexSpecs(registry.all());
+}
+
+function endpoint(source: string): IndexEndpoint {
+  return {
+    source,
+    collection: (spec, cluster) =>
+      `https://${source}/clusters/${cluster}/apis/${spec.dependent.group}/${spec.dependent.version}/${spec.dependent.resource}`,
+  };
+}
+
+/** A feed that only records what the keeper did with it. */
+class RecordingFeed implements Feed {
+  state: IndexFeedState = "syncing";
+  constructor(
+    readonly index: DependentsIndex,
+    readonly url: string,
+    readonly source: string,
+    readonly onApplied: () => void,
+  ) {}
+  start(): void {}
+  stop(): Promise<void> {
+    this.state = "stopped";
+    return Promise.resolve();
+  }
+  /** Plays a finished list at `rv`. */
+  synced(rv: string): void {
+    this.index.startResync(this.source);
+    this.index.finishResync(this.source, rv);
+    this.state = "synced";
+    this.onApplied();
+  }
+}
+
+function keeper(probed: string[] = []) {
+  const feeds: RecordingFeed[] = [];
+  const keeper = new IndexKeeper({
+    feed: ({ index, url, source, onApplied }) => {
+      const feed = new RecordingFeed(index, url, source, onApplied);
+      feeds.push(feed);
+      return feed;
+    },
+    probe: (url) => {
+      probed.push(url);
+      return Promise.resolve("7");
+    },
+    maxDependents: 10,
+    log,
+  });
+  return { keeper, feeds };
+}
+
+Deno.test("IndexKeeper feeds each index from every endpoint's wildcard collection and is ready once all synced", async () => {
+  const probed: string[] = [];
+  const { keeper: k, feeds } = keeper(probed);
+  k.update(specs([".spec.vpcRef.name"]));
+  assert.equal(k.ready(KEY), undefined, "no endpoint yet");
+  k.setEndpoints([endpoint("s1"), endpoint("s2")]);
+  assert.deepEqual(feeds.map((f) => f.url), [
+    "https://s1/clusters/*/apis/compute.example.com/v1alpha1/virtualmachines",
+    "https://s2/clusters/*/apis/compute.example.com/v1alpha1/virtualmachines",
+  ]);
+  feeds[0]!.synced("5");
+  assert.equal(k.ready(KEY), undefined, "one endpoint not synced");
+  feeds[1]!.synced("9");
+  const ready = k.ready(KEY)!;
+  assert.deepEqual(ready.sources, ["s1", "s2"]);
+  assert.deepEqual(ready.pathKeys, [".spec.vpcRef.name"]);
+  const versions = await ready.probe("c1", new AbortController().signal);
+  assert.deepEqual([...versions], [["s1", "7"], ["s2", "7"]]);
+  assert.deepEqual(probed, [
+    "https://s1/clusters/c1/apis/compute.example.com/v1alpha1/virtualmachines",
+    "https://s2/clusters/c1/apis/compute.example.com/v1alpha1/virtualmachines",
+  ]);
+  assert.deepEqual(k.sizes(), new Map([[KEY, 0]]));
+  await k.stop();
+  assert.ok(feeds.every((f) => f.state === "stopped"));
+  assert.equal(k.ready(KEY), undefined);
+});
+
+Deno.test("IndexKeeper keeps an unchanged index, rebuilds a changed one and drops a gone one", async () => {
+  const { keeper: k, feeds } = keeper();
+  k.setEndpoints([endpoint("s1")]);
+  k.update(specs([".spec.vpcRef.name"]));
+  feeds[0]!.synced("5");
+  k.update(specs([".spec.vpcRef.name"]));
+  assert.equal(feeds.length, 1, "same spec, same feed");
+  assert.notEqual(k.ready(KEY), undefined);
+  k.update(specs([".spec.vpcRef.name", ".spec.nics[*].vpcRef.name"]));
+  assert.equal(feeds.length, 2, "a new index for the new paths");
+  assert.equal(feeds[0]!.state, "stopped");
+  assert.equal(k.ready(KEY), undefined, "the new one has not synced");
+  k.update(new Map());
+  assert.equal(feeds[1]!.state, "stopped");
+  assert.deepEqual(k.states(), new Map());
+  await k.stop();
+});
+
+Deno.test("IndexKeeper stops the feeds of an endpoint that is gone and forgets its source", async () => {
+  const { keeper: k, feeds } = keeper();
+  k.update(specs([".spec.vpcRef.name"]));
+  k.setEndpoints([endpoint("s1"), endpoint("s2")]);
+  feeds[0]!.synced("5");
+  feeds[1]!.synced("5");
+  k.setEndpoints([endpoint("s1")]);
+  assert.equal(feeds[1]!.state, "stopped");
+  assert.deepEqual(k.ready(KEY)?.sources, ["s1"]);
+  assert.deepEqual(
+    k.states(),
+    new Map([[KEY, new Map([["s1", "synced"]])]]),
+  );
+  await k.stop();
+});
+
+Deno.test("IndexKeeper wakes a review waiting for a change when the feed applies one", async () => {
+  const { keeper: k, feeds } = keeper();
+  k.update(specs([".spec.vpcRef.name"]));
+  k.setEndpoints([endpoint("s1")]);
+  feeds[0]!.synced("5");
+  const ready = k.ready(KEY)!;
+  const started = performance.now();
+  const waiting = ready.changed(60_000, new AbortController().signal);
+  feeds[0]!.onApplied();
+  await waiting;
+  assert.ok(performance.now() - started < 30_000);
+  // An aborted review stops waiting too.
+  const review = new AbortController();
+  const aborted = ready.changed(60_000, review.signal);
+  review.abort();
+  await aborted;
+  await k.stop();
+});

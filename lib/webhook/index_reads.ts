@@ -1,0 +1,312 @@
+/**
+ * A review's dependents from the index instead of a list, when the index
+ * can answer as a list would at the moment the review began:
+ *
+ * - **A dependent the index names is confirmed live**: it is read by name
+ *   and matched against the rules again (`referringFields`, the list's own
+ *   match), so a denial names only dependents that still refer to the
+ *   object when the review runs. One confirmed dependent is enough to deny.
+ * - **"Nothing refers to it" needs freshness shown**: for each shard
+ *   endpoint feeding the index, a cheap consistent read of the workspace's
+ *   objects of the type gives a resource version at least as new as the
+ *   review; only once the index has applied every event of that endpoint
+ *   up to it does its empty answer count. Not shown within a small part of
+ *   the deadline, the review lists, as it always did.
+ *
+ * Every other case (a protection the index does not keep, an index not
+ * synced, a probe that fails) answers `undefined`: the review lists.
+ *
+ * @module
+ */
+import type { DependentsIndex, IndexHit } from "../dependents/mod.ts";
+import { errorText } from "../runtime/mod.ts";
+import { indexRoute } from "./index_plan.ts";
+import type { Protection } from "./rule_registry.ts";
+import type { ReviewTarget } from "./review_target.ts";
+import type { DependentSource } from "./review_source.ts";
+import { keepFirst, referringFields } from "./review_match.ts";
+import { asRecord } from "./review_target.ts";
+import type { Blocker } from "./verdicts.ts";
+import type { WhenBudget } from "../when/mod.ts";
+
+/** An index that is synced on every endpoint feeding it. */
+export interface ReadyIndex {
+  /** The index. */
+  index: DependentsIndex;
+  /** The endpoints (sources) that feed it. */
+  sources: readonly string[];
+  /** Each of the index's paths as text (`IndexSpec.pathKeys`), by path number. */
+  pathKeys: readonly string[];
+  /**
+   * For each source, a resource version at least as new as this call, from
+   * a consistent read of the workspace's objects of the type there.
+   *
+   * @throws {Error} When it cannot be read.
+   */
+  probe(
+    cluster: string,
+    signal: AbortSignal,
+  ): Promise<ReadonlyMap<string, string>>;
+  /** Resolves at the index's next change, or after `ms`, or when `signal` aborts. */
+  changed(ms: number, signal: AbortSignal): Promise<void>;
+}
+
+/** The webhook's indexes, as a review asks for them. */
+export interface IndexedDependents {
+  /** The index of `key` when it can answer now, else `undefined`. */
+  ready(key: string): ReadyIndex | undefined;
+  /** Counts how a review used the index (for metrics). */
+  observe?(outcome: IndexOutcome): void;
+}
+
+/** How a review used the index. */
+export type IndexOutcome =
+  | "confirmed"
+  | "fresh_none"
+  | "not_indexed"
+  | "not_synced"
+  | "not_fresh"
+  | "unconfirmed";
+
+/** What the index found: as a list would, or `undefined` (list instead). */
+export interface IndexAnswer {
+  /** The blockers, first few by name, all counted. */
+  named: Blocker[];
+  /** How many dependents refer (named ones confirmed, the rest as the index last saw them). */
+  total: number;
+}
+
+/** Options of {@linkcode answerFromIndex}. */
+export interface AnswerOptions {
+  /** The webhook's indexes. */
+  indexes: IndexedDependents;
+  /** Reads a dependent by name to confirm it. */
+  source: DependentSource;
+  /** The review's signal (deadline and cancellation). */
+  signal: AbortSignal;
+  /** The review's `when` budget. */
+  budget: WhenBudget;
+  /** How many blockers to name. */
+  maxNamed: number;
+  /** How long to wait for the index to catch up with the probe. */
+  freshnessMs: number;
+}
+
+/** How many rounds of named dependents are read before giving up on confirming. */
+const CONFIRM_ROUNDS = 3;
+
+/**
+ * The dependents of one type that refer to `target`, from the index, or
+ * `undefined` when the review must list them (see the module's header).
+ * All protections are of one dependent type.
+ */
+export async function answerFromIndex(
+  group: readonly Protection[],
+  target: ReviewTarget,
+  options: AnswerOptions,
+): Promise<IndexAnswer | undefined> {
+  const { indexes } = options;
+  const ready = new Map<string, { at: ReadyIndex; paths: Set<string> }>();
+  for (const p of group) {
+    const route = indexRoute(p);
+    if (route === undefined) {
+      indexes.observe?.("not_indexed");
+      return undefined;
+    }
+    let entry = ready.get(route.key);
+    if (entry === undefined) {
+      const at = indexes.ready(route.key);
+      if (at === undefined) {
+        indexes.observe?.("not_synced");
+        return undefined;
+      }
+      entry = { at, paths: new Set() };
+      ready.set(route.key, entry);
+    }
+    entry.paths.add(route.pathKey);
+  }
+  const { signal } = options;
+  // The probe runs beside the confirmation; a confirmed dependent does not
+  // need it.
+  const probes = new AbortController();
+  const probing = Promise.all(
+    [...ready.values()].map(({ at }) =>
+      at.probe(
+        target.cluster,
+        AbortSignal.any([signal, probes.signal]),
+      ).then((rvs) => ({ at, rvs }))
+    ),
+  );
+  probing.catch(() => {});
+  try {
+    const first = await confirmed(
+      group,
+      target,
+      hitsOf(ready, target),
+      options,
+    );
+    if (first !== undefined && first.total > 0) {
+      indexes.observe?.("confirmed");
+      return first;
+    }
+    let readings: { at: ReadyIndex; rvs: ReadonlyMap<string, string> }[];
+    try {
+      readings = await probing;
+    } catch (error) {
+      if (signal.aborted) throw error;
+      indexes.observe?.("not_fresh");
+      return undefined;
+    }
+    const until = performance.now() + options.freshnessMs;
+    for (const { at, rvs } of readings) {
+      while (!freshAt(at, rvs)) {
+        const left = until - performance.now();
+        if (left <= 0 || signal.aborted) {
+          indexes.observe?.("not_fresh");
+          return undefined;
+        }
+        await at.changed(left, signal);
+      }
+    }
+    const fresh = await confirmed(
+      group,
+      target,
+      hitsOf(ready, target),
+      options,
+    );
+    if (fresh === undefined) {
+      indexes.observe?.("unconfirmed");
+      return undefined;
+    }
+    indexes.observe?.(fresh.total > 0 ? "confirmed" : "fresh_none");
+    return fresh;
+  } finally {
+    probes.abort(new Error("answered"));
+  }
+}
+
+/** Whether the index has applied every event up to each source's probed version. */
+function freshAt(at: ReadyIndex, rvs: ReadonlyMap<string, string>): boolean {
+  for (const source of at.sources) {
+    const rv = rvs.get(source);
+    if (rv === undefined || !at.index.freshAt(source, rv)) return false;
+  }
+  return true;
+}
+
+/** One dependent the index names, with what it found of it. */
+interface Candidate {
+  cluster: string;
+  namespace: string;
+  name: string;
+}
+
+/** The distinct dependents the indexes name for `target`, in (namespace, name) order. */
+function hitsOf(
+  ready: ReadonlyMap<string, { at: ReadyIndex; paths: Set<string> }>,
+  target: ReviewTarget,
+): Candidate[] {
+  const seen = new Map<string, Candidate>();
+  for (const { at, paths } of ready.values()) {
+    const keys = at.pathKeys;
+    const hits: IndexHit[] = at.index.referrers({
+      cluster: target.cluster,
+      ...(target.namespace === undefined
+        ? {}
+        : { namespace: target.namespace }),
+      name: target.name,
+    });
+    for (const hit of hits) {
+      const pathKey = keys[hit.path];
+      if (pathKey === undefined || !paths.has(pathKey)) continue;
+      const id = `${hit.namespace}\u0000${hit.name}`;
+      if (!seen.has(id)) {
+        seen.set(id, {
+          cluster: hit.cluster,
+          namespace: hit.namespace,
+          name: hit.name,
+        });
+      }
+    }
+  }
+  return [...seen.values()].sort((a, b) =>
+    a.namespace < b.namespace
+      ? -1
+      : a.namespace > b.namespace
+      ? 1
+      : a.name < b.name
+      ? -1
+      : a.name > b.name
+      ? 1
+      : 0
+  );
+}
+
+/**
+ * The candidates that still refer to `target` when read now, up to
+ * `maxNamed` named (read in rounds of that many); those not read are
+ * counted. `undefined` when {@linkcode CONFIRM_ROUNDS} rounds confirmed
+ * none while more remain.
+ */
+async function confirmed(
+  group: readonly Protection[],
+  target: ReviewTarget,
+  candidates: readonly Candidate[],
+  options: AnswerOptions,
+): Promise<IndexAnswer | undefined> {
+  const dependent = group[0]!.dependent;
+  const named: Blocker[] = [];
+  let total = 0;
+  let next = 0;
+  for (let round = 0; next < candidates.length; round++) {
+    if (round === CONFIRM_ROUNDS) return undefined;
+    const batch = candidates.slice(next, next + options.maxNamed);
+    next += batch.length;
+    const objects = await Promise.all(
+      batch.map((c) =>
+        options.source.ownerObject({
+          cluster: c.cluster,
+          ...(c.namespace === "" ? {} : { namespace: c.namespace }),
+          resource: dependent,
+          name: c.name,
+        }, options.signal).catch((error) => {
+          throw new Error(
+            `reading ${dependent.resource}.${dependent.group} ${c.name} failed: ${
+              errorText(error)
+            }`,
+          );
+        })
+      ),
+    );
+    for (const object of objects) {
+      if (object === undefined) continue;
+      const { paths, pathsNotShown, rules, note } = referringFields(
+        object,
+        group,
+        target,
+        options.budget,
+      );
+      if (paths.length === 0) continue;
+      const metadata = asRecord(object.metadata);
+      total++;
+      keepFirst(named, {
+        kind: dependent.kind,
+        type: {
+          group: dependent.group,
+          version: dependent.version,
+          resource: dependent.resource,
+        },
+        namespace: typeof metadata?.namespace === "string"
+          ? metadata.namespace
+          : "",
+        name: typeof metadata?.name === "string" ? metadata.name : "",
+        paths,
+        ...(pathsNotShown === undefined ? {} : { pathsNotShown }),
+        rules,
+        ...(note === undefined ? {} : { note }),
+      }, options.maxNamed);
+    }
+    if (total > 0) break;
+  }
+  return { named, total: total + (candidates.length - next) };
+}

@@ -1,0 +1,224 @@
+import assert from "node:assert/strict";
+import {
+  answerFromIndex,
+  type IndexOutcome,
+  type ReadyIndex,
+} from "./index_reads.ts";
+import { indexKey, indexSpecs } from "./index_plan.ts";
+import { type Protection, RuleRegistry } from "./rule_registry.ts";
+import type { DependentSource, ObjectQuery } from "./review_source.ts";
+import { DependentsIndex } from "../dependents/mod.ts";
+import { WhenBudget } from "../when/mod.ts";
+import {
+  dependency,
+  validRule,
+  VIRTUAL_MACHINES,
+  VPCS,
+} from "../../testing/mod.ts";
+
+const KEY = indexKey(VIRTUAL_MACHINES, "id1");
+const SOURCE = "shard-1";
+const TARGET = {
+  cluster: "c1",
+  namespace: "ns",
+  name: "vpc-a",
+  uid: "u",
+  resource: { ...VPCS },
+};
+
+function protections(when?: string): readonly Protection[] {
+  const rule = validRule("vm-vpc", VIRTUAL_MACHINES, [
+    dependency(VPCS, ".spec.vpcRef.name"),
+  ]);
+  if (when !== undefined) rule.spec.when = when;
+  const registry = new RuleRegistry();
+  registry.replace([{ cluster: "p1", rule }], {
+    identities: new Map([["p1/vm-vpc", "id1"]]),
+  });
+  return registry.find(VPCS);
+}
+
+function vm(name: string, vpc: string, rv: string, cluster = "c1") {
+  return {
+    metadata: {
+      name,
+      namespace: "ns",
+      uid: `uid-${name}`,
+      resourceVersion: rv,
+      annotations: { "kcp.io/cluster": cluster },
+    },
+    spec: { vpcRef: { name: vpc } },
+  };
+}
+
+/** An index of the rule's one path, synced at `rv` with `objects`. */
+function syncedIndex(objects: unknown[], rv: string): DependentsIndex {
+  const spec = indexSpecs(protections()).get(KEY)!;
+  const index = new DependentsIndex(spec.paths, { maxDependents: 100 });
+  index.startResync(SOURCE);
+  for (const object of objects) index.upsert(SOURCE, object);
+  index.finishResync(SOURCE, rv);
+  return index;
+}
+
+/** The live objects a review reads by name. */
+function liveSource(live: Map<string, unknown>): DependentSource & {
+  reads: string[];
+} {
+  const reads: string[] = [];
+  const fail = () => Promise.reject(new Error("not used here"));
+  return {
+    reads,
+    pages: () => {
+      throw new Error("not used here");
+    },
+    liveUid: fail,
+    liveMetadata: fail,
+    workspaceDeletedAt: fail,
+    boundIdentities: fail,
+    ownerObject(query: ObjectQuery) {
+      reads.push(query.name);
+      return Promise.resolve(
+        live.get(query.name) as Record<string, unknown> | undefined,
+      );
+    },
+  };
+}
+
+function ready(
+  index: DependentsIndex,
+  probe: () => Promise<ReadonlyMap<string, string>>,
+): ReadyIndex {
+  return {
+    index,
+    sources: [SOURCE],
+    pathKeys: [".spec.vpcRef.name"],
+    probe,
+    changed: (ms) => new Promise((r) => setTimeout(r, Math.min(ms, 5))),
+  };
+}
+
+async function answer(
+  at: ReadyIndex | undefined,
+  live: Map<string, unknown>,
+  options: { group?: readonly Protection[]; freshnessMs?: number } = {},
+) {
+  const outcomes: IndexOutcome[] = [];
+  const source = liveSource(live);
+  const found = await answerFromIndex(options.group ?? protections(), TARGET, {
+    indexes: {
+      ready: (key) => key === KEY ? at : undefined,
+      observe: (o) => outcomes.push(o),
+    },
+    source,
+    signal: new AbortController().signal,
+    budget: new WhenBudget(1_000_000),
+    maxNamed: 2,
+    freshnessMs: options.freshnessMs ?? 50,
+  });
+  return { found, outcomes, reads: source.reads };
+}
+
+const never = () => new Promise<ReadonlyMap<string, string>>(() => {});
+
+Deno.test("answerFromIndex() denies with a dependent it confirmed live, without waiting for freshness", async () => {
+  const index = syncedIndex([vm("vm-1", "vpc-a", "5")], "9");
+  const { found, outcomes, reads } = await answer(
+    ready(index, never),
+    new Map([["vm-1", vm("vm-1", "vpc-a", "5")]]),
+  );
+  assert.equal(found?.total, 1);
+  assert.deepEqual(found?.named.map((b) => [b.name, b.paths]), [
+    ["vm-1", [".spec.vpcRef.name"]],
+  ]);
+  assert.deepEqual(outcomes, ["confirmed"]);
+  assert.deepEqual(reads, ["vm-1"]);
+});
+
+Deno.test("answerFromIndex() names only confirmed dependents and counts the ones it did not read", async () => {
+  const objects = ["vm-1", "vm-2", "vm-3", "vm-4"].map((n) =>
+    vm(n, "vpc-a", "5")
+  );
+  const live = new Map<string, unknown>([
+    // vm-1 was deleted, vm-2 moved to another VPC since the index saw them.
+    ["vm-2", vm("vm-2", "vpc-b", "7")],
+    ["vm-3", vm("vm-3", "vpc-a", "5")],
+    ["vm-4", vm("vm-4", "vpc-a", "5")],
+  ]);
+  const { found } = await answer(ready(syncedIndex(objects, "9"), never), live);
+  assert.deepEqual(found?.named.map((b) => b.name), ["vm-3", "vm-4"]);
+  assert.equal(found?.total, 2);
+});
+
+Deno.test("answerFromIndex() allows only once the index is shown fresh at the probed version", async () => {
+  const index = syncedIndex([], "9");
+  const fresh = await answer(
+    ready(index, () => Promise.resolve(new Map([[SOURCE, "9"]]))),
+    new Map(),
+  );
+  assert.deepEqual(fresh.found, { named: [], total: 0 });
+  assert.deepEqual(fresh.outcomes, ["fresh_none"]);
+  // The workspace moved on to 12: the index has not shown it saw that.
+  const stale = await answer(
+    ready(index, () => Promise.resolve(new Map([[SOURCE, "12"]]))),
+    new Map(),
+  );
+  assert.equal(stale.found, undefined);
+  assert.deepEqual(stale.outcomes, ["not_fresh"]);
+});
+
+Deno.test("answerFromIndex() waits for the event that makes it fresh and then names the new dependent", async () => {
+  const index = syncedIndex([], "9");
+  const created = vm("vm-new", "vpc-a", "11");
+  setTimeout(() => {
+    index.apply(SOURCE, { type: "ADDED", object: created });
+    index.apply(SOURCE, {
+      type: "BOOKMARK",
+      object: { metadata: { resourceVersion: "12" } },
+    });
+  }, 10);
+  const { found, outcomes } = await answer(
+    ready(index, () => Promise.resolve(new Map([[SOURCE, "12"]]))),
+    new Map([["vm-new", created]]),
+    { freshnessMs: 2_000 },
+  );
+  assert.deepEqual(found?.named.map((b) => b.name), ["vm-new"]);
+  assert.deepEqual(outcomes, ["confirmed"]);
+});
+
+Deno.test("answerFromIndex() lists what the index cannot answer: a when, an index not ready, a failed probe", async () => {
+  const index = syncedIndex([], "9");
+  const withWhen = await answer(
+    ready(index, never),
+    new Map(),
+    { group: protections("object.spec.running == true") },
+  );
+  assert.equal(withWhen.found, undefined);
+  assert.deepEqual(withWhen.outcomes, ["not_indexed"]);
+  const notReady = await answer(undefined, new Map());
+  assert.equal(notReady.found, undefined);
+  assert.deepEqual(notReady.outcomes, ["not_synced"]);
+  const failed = await answer(
+    ready(index, () => Promise.reject(new Error("503"))),
+    new Map(),
+  );
+  assert.equal(failed.found, undefined);
+  assert.deepEqual(failed.outcomes, ["not_fresh"]);
+});
+
+Deno.test("answerFromIndex() fails the review when a dependent it names cannot be read", async () => {
+  const index = syncedIndex([vm("vm-1", "vpc-a", "5")], "9");
+  const source = liveSource(new Map());
+  source.ownerObject = () => Promise.reject(new Error("403 Forbidden"));
+  await assert.rejects(
+    answerFromIndex(protections(), TARGET, {
+      indexes: { ready: () => ready(index, never) },
+      source,
+      signal: new AbortController().signal,
+      budget: new WhenBudget(1_000_000),
+      maxNamed: 2,
+      freshnessMs: 50,
+    }),
+    /reading virtualmachines\.compute\.example\.com vm-1 failed: 403 Forbidden/,
+  );
+});

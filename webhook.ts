@@ -2,8 +2,9 @@
  * dependency-webhook: denies the deletion of kcp objects that others still
  * refer to, as DependencyRules describe, and of objects a Lock holds. Watches
  * the rules and Locks through the dep-ctrl APIExport's virtual workspaces,
- * lists dependents through the front-proxy on each DELETE, and answers
- * AdmissionReview v1 over TLS.
+ * lists dependents through the front-proxy on each DELETE (with
+ * --dependents-index, answers from an index fed by watches wherever it can
+ * show it is as good as a list), and answers AdmissionReview v1 over TLS.
  *
  * @module
  */
@@ -27,11 +28,13 @@ import {
   FrontProxyDependentSource,
   holdsApp,
   HoldTable,
+  indexSpecs,
   parseWebhookOptions,
   registerHoldMetrics,
   RuleAdmitter,
   RuleRegistry,
   serveTls,
+  startDependentsIndex,
   WEBHOOK_FLAGS,
   type WebhookOptions,
 } from "./lib/webhook/mod.ts";
@@ -81,6 +84,26 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
   const metrics = createWebhookMetrics(metricsRegistry);
   const base = options.kcpBaseHost ?? connection.base;
   const registry = new RuleRegistry();
+  // The dependents index (--dependents-index): one index per dependent
+  // type and export, fed on every shard; a review answers from it where it
+  // can show it is as good as a list (lib/webhook/index_reads.ts).
+  // The dependents index (--dependents-index): one index per dependent
+  // type and export, fed on every shard; a review answers from it where it
+  // can show it is as good as a list (lib/webhook/index_reads.ts).
+  const index = options.dependentsIndex
+    ? startDependentsIndex({
+      client,
+      reviewClient,
+      base,
+      pageSize: options.listPageSize,
+      maxPageBytes: options.maxListPageBytes,
+      maxDependents: options.indexMaxDependents,
+      allowInsecureHttp: options.allowInsecureHttp,
+      log,
+      observe: (outcome) => metrics.indexUsed(outcome),
+    })
+    : undefined;
+  const indexes = index?.keeper;
   // Only rules whose own workspace exports their dependent type are
   // enforced: a tenant's rule reaches no other tenant.
   const admitter = new RuleAdmitter({
@@ -90,6 +113,7 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
       registry.replace(admission.admitted, {
         identities: admission.identities,
       });
+      indexes?.update(indexSpecs(registry.all()));
       metrics.admission({
         admitted: admission.admitted.length,
         refused: admission.refused.length,
@@ -139,6 +163,10 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
     reviews: new FairQueue({ capacity: options.maxConcurrentReviews }),
     queueTimeoutMs: options.reviewQueueTimeoutMs,
     locks,
+    ...(indexes === undefined ? {} : {
+      indexes,
+      indexFreshnessMs: options.indexFreshnessMs,
+    }),
     ...(options.skipProtectionMode === "authorized"
       ? { bypass: new FrontProxyBypassAuthorizer(reviewClient, base) }
       : {}),
@@ -185,18 +213,23 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
     collect() {
       metrics.collectProcess();
       metrics.watchesFailing(watcher.failingWatches());
+      if (indexes !== undefined) {
+        metrics.indexes(indexes.sizes(), indexes.states());
+      }
       collectHolds();
     },
     drainTimeoutMs: drainTimeoutWithin(options.shutdownTimeoutMs),
     metricsRoutes: holds === undefined ? undefined : holdsApp(holds),
   });
   watcher.start();
+  index?.start();
   log.info("serving", {
     port: admission.port,
     base,
     workspace: connection.server,
     apiExport: options.apiExportName,
     skipProtectionMode: options.skipProtectionMode,
+    dependentsIndex: options.dependentsIndex,
   });
 
   const signal = await stopSignal();
@@ -217,6 +250,10 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
     { name: "export watcher", stop: () => watcher.stop() },
     { name: "rule admission", stop: () => admitter.stop() },
     { name: "access check", stop: () => access.stop() },
+    ...(index === undefined ? [] : [{
+      name: "dependents index",
+      stop: () => index.stop(),
+    }]),
   ]], { timeoutMs: options.shutdownTimeoutMs, log });
   client.close();
   reviewClient.close();

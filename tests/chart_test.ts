@@ -1374,6 +1374,17 @@ Deno.test("kcp mode renders the ClusterRole controller grants prints for rules n
       verbs: ["get"],
     },
   ]);
+  // With the dependents index, watch too on the dependents, as controller
+  // grants --dependents-index prints.
+  const indexed = await kcpRole({
+    ...KCP_MODE,
+    kcpWebhookReads: { ...KCP_MODE.kcpWebhookReads, dependentsIndex: true },
+  });
+  assert.deepEqual(
+    indexed,
+    webhookReadsRole(GRANT_RULES, { name: role.metadata.name, watch: true }),
+  );
+  assert.deepEqual(indexed.rules[0]!.verbs, ["get", "list", "watch"]);
 
   // Types in any order and split over entries, a type that is both
   // dependent and protected, the core group (a protected type, as a Lock's

@@ -19,7 +19,9 @@
  * again never removes it.
  *
  * Per rule (see `webhookReadsRole`): `get` on its dependent type, and
- * `list` where it lists dependents; `get` on each protected type; and
+ * `list` where it lists dependents (`watch` too with `--dependents-index`,
+ * for a webhook that keeps its dependents index); `get` on each protected
+ * type; and
  * `get` on core `namespaces` only when one of the printed rules reads the
  * owner on the protected object's Namespace (`fieldRef.from:
  * TargetNamespace`): RBAC cannot narrow it to metadata or to some
@@ -97,6 +99,12 @@ export const GRANTS_FLAGS: readonly FlagSpec[] = [
     help:
       "Name of the printed ClusterRole; one name per set of grants you keep apart",
   },
+  {
+    name: "dependents-index",
+    boolean: true,
+    help:
+      "Grant watch too on each dependent type, for a webhook run with --dependents-index (the objects list already reads, over time)",
+  },
   { name: "log-level", default: "warn", help: "debug, info, warn or error" },
   ALLOW_INSECURE_HTTP_FLAG,
 ];
@@ -113,6 +121,8 @@ export interface GrantsOptions {
   lockTypes: Set<string>;
   /** The ClusterRole's name. */
   name: string;
+  /** Whether to grant `watch` on dependent types, for the dependents index. */
+  dependentsIndex: boolean;
   /** Log level (logs go to stderr; the role to stdout). */
   logLevel: LogLevel;
   /** Allow a plain-HTTP kcp URL (tests only). */
@@ -148,6 +158,7 @@ export function parseGrantsOptions(args: readonly string[]): {
         ),
       ),
       name,
+      dependentsIndex: v["dependents-index"] === "true",
       logLevel: parseFlag("log-level", () => parseLogLevel(v["log-level"]!)),
       allowInsecureHttp: v["allow-insecure-http"] === "true",
     },
@@ -262,6 +273,7 @@ export async function runGrants(
             locks,
             lockTypes: options.lockTypes,
             name: options.name,
+            watch: options.dependentsIndex,
           }),
         ).trimEnd(),
       ].join("\n"),

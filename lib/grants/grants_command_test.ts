@@ -17,6 +17,9 @@ Deno.test("parseGrantsOptions() reads the flags, with the default role name", ()
     ["namespaces", "vpcs.network.example.com"],
   );
   assert.equal(parsed.options.timeoutMs, 5_000);
+  assert.equal(parsed.options.dependentsIndex, false);
+  const indexed = parseGrantsOptions(["--kubeconfig=/k", "--dependents-index"]);
+  assert.ok(!indexed.help && indexed.options.dependentsIndex);
   assert.equal(parsed.options.name, "dependency-webhook:reads:rules");
   assert.equal(parsed.options.logLevel, "warn");
 });

@@ -50,9 +50,10 @@ export interface IndexKeeperOptions {
   }): Feed;
   /**
    * A resource version of `url` (one cluster's collection) at least as new
-   * as this call: a consistent read of one object.
+   * as this call, a consistent read of one object; `undefined` when the
+   * endpoint does not hold that cluster.
    */
-  probe(url: string, signal: AbortSignal): Promise<string>;
+  probe(url: string, signal: AbortSignal): Promise<string | undefined>;
   /** Most dependents one index keeps; past it its type is listed. */
   maxDependents: number;
   /** Where to log. */
@@ -215,7 +216,12 @@ export class IndexKeeper implements IndexedDependents {
         this.#options.probe(endpoint.collection(entry.spec, cluster), signal)
       ),
     );
-    return new Map(feeds.map(([source], i) => [source, versions[i]!]));
+    const found = new Map<string, string>();
+    feeds.forEach(([source], i) => {
+      const version = versions[i];
+      if (version !== undefined) found.set(source, version);
+    });
+    return found;
   }
 }
 

@@ -38,8 +38,10 @@ export interface ReadyIndex {
   /** Each of the index's paths as text (`IndexSpec.pathKeys`), by path number. */
   pathKeys: readonly string[];
   /**
-   * For each source, a resource version at least as new as this call, from
-   * a consistent read of the workspace's objects of the type there.
+   * For each source that holds the workspace (a logical cluster lives on
+   * one shard), a resource version at least as new as this call, from a
+   * consistent read of the workspace's objects of the type there; sources
+   * that do not hold it are left out.
    *
    * @throws {Error} When it cannot be read.
    */
@@ -185,11 +187,17 @@ export async function answerFromIndex(
   }
 }
 
-/** Whether the index has applied every event up to each source's probed version. */
+/**
+ * Whether the index has applied every event up to the probed version of
+ * each source that holds the workspace; false when none does (the
+ * workspace is on a shard the index is not fed from).
+ */
 function freshAt(at: ReadyIndex, rvs: ReadonlyMap<string, string>): boolean {
-  for (const source of at.sources) {
-    const rv = rvs.get(source);
-    if (rv === undefined || !at.index.freshAt(source, rv)) return false;
+  if (rvs.size === 0) return false;
+  for (const [source, rv] of rvs) {
+    if (!at.sources.includes(source) || !at.index.freshAt(source, rv)) {
+      return false;
+    }
   }
   return true;
 }

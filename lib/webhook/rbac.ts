@@ -91,13 +91,20 @@ export interface WebhookReadsOptions {
    * `<resource>.<group>` (`<resource>` for core). @default {none}
    */
   lockTypes?: ReadonlySet<string>;
+  /**
+   * Whether the webhook keeps its dependents index (`--dependents-index`):
+   * then `watch` too on each dependent type, the same objects `list` reads,
+   * over time. @default {false}
+   */
+  watch?: boolean;
 }
 
 /**
  * The ClusterRole that lets the webhook read what `rules` name: `get` and
  * `list` on each dependent type (it lists them; an owner type is read by
  * name, or listed when an object names more owners than a review looks up
- * one by one), `get` on each
+ * one by one; with `options.watch`, `watch` too, for the dependents
+ * index), `get` on each
  * protected type (it reads the object under review), `get` on core
  * `namespaces` for a rule that reads the owner on the Namespace
  * (`from: TargetNamespace`), and `get` on the target types of
@@ -124,6 +131,7 @@ export function webhookReadsRole(
     // object (or its Namespace) names: by name, or with one list of the
     // owner type when the object names more owners than it looks up.
     grant(dependent.group, dependent.resource, "get", "list");
+    if (options.watch) grant(dependent.group, dependent.resource, "watch");
     for (const d of dependencies) {
       grant(d.group, d.resource, "get");
       // The Namespace's metadata, where it names the owner.

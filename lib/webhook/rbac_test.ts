@@ -193,6 +193,12 @@ Deno.test("webhookReadsRole() grants get and list on an owner type, and get on n
       VMS(["get", "list"]),
       NETWORK_GET(["vpcs"]),
     ]],
+    ["with the dependents index: watch too on the dependent type", [[
+      plain,
+    ], { watch: true }], [
+      VMS(["get", "list", "watch"]),
+      NETWORK_GET(["vpcs"]),
+    ]],
   ];
   for (const [what, args, want] of cases) {
     assert.deepEqual(webhookReadsRole(...args).rules, want, what);

@@ -222,7 +222,6 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
     metricsRoutes: holds === undefined ? undefined : holdsApp(holds),
   });
   watcher.start();
-  index?.start();
   log.info("serving", {
     port: admission.port,
     base,

@@ -279,7 +279,11 @@ async function stopWatched(
  */
 export async function grantWebhookReads(
   kcp: KcpApi,
-  options: { lockTypes?: readonly string[] } = {},
+  options: {
+    lockTypes?: readonly string[];
+    /** For a webhook run with `--dependents-index`: watch, export content. */
+    dependentsIndex?: boolean;
+  } = {},
 ): Promise<string> {
   const kubeconfig = await kcp.kubeconfig("webhook", "root:dep-ctrl");
   const printed = await runCommand(Deno.execPath(), [
@@ -293,6 +297,7 @@ export async function grantWebhookReads(
     ...(options.lockTypes === undefined
       ? []
       : [`--lock-types=${options.lockTypes.join(",")}`]),
+    ...(options.dependentsIndex ? ["--dependents-index"] : []),
   ], { cwd: ROOT });
   if (printed.code !== 0) {
     throw new Error(`controller grants failed: ${printed.stderr}`);

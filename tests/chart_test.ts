@@ -1378,7 +1378,10 @@ Deno.test("kcp mode renders the ClusterRole controller grants prints for rules n
   // grants --dependents-index prints.
   const indexed = await kcpRole({
     ...KCP_MODE,
-    kcpWebhookReads: { ...KCP_MODE.kcpWebhookReads, dependentsIndex: true },
+    kcpWebhookReads: {
+      ...KCP_MODE.kcpWebhookReads,
+      indexedExports: ["compute.example.com"],
+    },
   });
   assert.deepEqual(
     indexed,

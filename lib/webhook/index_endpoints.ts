@@ -1,14 +1,18 @@
 /**
- * Where the dependents indexes are fed from: each kcp shard, read from the
- * `Shard` objects of the root workspace. On a shard, one wildcard
- * list+watch of a dependent type bound from one export
- * (`/clusters/*\/apis/<group>/<version>/<resource>:<identity hash>`) sees
- * that type in every workspace on the shard, and nothing of any other type
- * or export: the webhook needs `list` and `watch` on that one type in the
- * shard's `system:admin`, where it already may `list` it. A shard's
- * resource versions are its own (one etcd each), so each shard is its own
- * source, and a workspace's freshness is probed on the shard that holds it
- * (`/clusters/<workspace>/...` there; another shard does not know it).
+ * Where a dependents index is fed from: the virtual workspace of the export
+ * its type is bound from, one URL per shard (the export's
+ * APIExportEndpointSlice, `status.endpoints[].url`). There, one wildcard
+ * list+watch (`<url>/clusters/*\/apis/<group>/<version>/<resource>`) sees
+ * the type in every workspace that binds the export, and nothing bound from
+ * any other export. kcp authorizes it by `apiexports/content` (list, watch)
+ * on that export in the provider's workspace; a shard's own wildcard
+ * (`/clusters/*` on the shard) is open only to `system:masters`, which
+ * could read and write everything (docs/dependents_index.md, "Access").
+ *
+ * Each URL is its own source: its resource versions are its shard's. A
+ * workspace's freshness is probed with a read of its objects of the type
+ * through each URL (`<url>/clusters/<workspace>/...`), which kcp serves
+ * from the same watch cache as the wildcard.
  *
  * @module
  */
@@ -17,60 +21,56 @@ import { isRecord } from "../runtime/mod.ts";
 import type { IndexEndpoint } from "./index_keeper.ts";
 import type { IndexSpec } from "./index_plan.ts";
 
-/** Where kcp keeps its shards: `core.kcp.io/v1alpha1` `shards` in `root`. */
-export const SHARDS_PATH = "/apis/core.kcp.io/v1alpha1/shards";
+/** Where a workspace keeps its endpoint slices. */
+export const ENDPOINT_SLICES_PATH =
+  "/apis/apis.kcp.io/v1alpha1/apiexportendpointslices";
 
-/** An identity hash as kcp computes it (hex of a SHA-256). */
-const IDENTITY = /^[0-9a-f]{1,128}$/;
-
-/** Options of {@linkcode shardEndpoints}. */
-export interface ShardEndpointsOptions {
-  /** Whether a shard's `http://` base URL is used (tests only). @default {false} */
+/** Options of {@linkcode sliceEndpoints}. */
+export interface SliceEndpointsOptions {
+  /** Whether an `http://` URL is used (tests only). @default {false} */
   allowInsecureHttp?: boolean;
 }
 
 /**
- * One endpoint per shard, from `Shard` objects (`metadata.name`,
- * `spec.baseURL`), sorted by name. A shard without a usable base URL (not
- * absolute `https://`, or with a query or fragment) is left out.
+ * One endpoint per virtual-workspace URL of the slices (`status.endpoints[].url`),
+ * sorted and without repeats. A URL that is not absolute `https://`, or has
+ * a query, fragment or credentials, is left out.
  */
-export function shardEndpoints(
-  shards: readonly unknown[],
-  options: ShardEndpointsOptions = {},
+export function sliceEndpoints(
+  slices: readonly unknown[],
+  options: SliceEndpointsOptions = {},
 ): IndexEndpoint[] {
-  const endpoints = new Map<string, IndexEndpoint>();
-  for (const shard of shards) {
-    if (!isRecord(shard)) continue;
-    const name = isRecord(shard.metadata) ? shard.metadata.name : undefined;
-    const base = isRecord(shard.spec) ? shard.spec.baseURL : undefined;
-    if (typeof name !== "string" || name === "" || typeof base !== "string") {
-      continue;
+  const urls = new Set<string>();
+  for (const slice of slices) {
+    const status = isRecord(slice) ? slice.status : undefined;
+    const endpoints = isRecord(status) ? status.endpoints : undefined;
+    if (!Array.isArray(endpoints)) continue;
+    for (const endpoint of endpoints) {
+      const url = isRecord(endpoint) ? endpoint.url : undefined;
+      if (typeof url !== "string") continue;
+      const usable = usableUrl(url, options.allowInsecureHttp ?? false);
+      if (usable !== undefined) urls.add(usable);
     }
-    const url = usableBase(base, options.allowInsecureHttp ?? false);
-    if (url === undefined) continue;
-    endpoints.set(name, shardEndpoint(name, url));
   }
-  return [...endpoints.keys()].sort().map((name) => endpoints.get(name)!);
+  return [...urls].sort().map((url) => exportEndpoint(url));
 }
 
-/** The endpoint of one shard at `base`. */
-export function shardEndpoint(source: string, base: string): IndexEndpoint {
+/** The endpoint of one virtual-workspace URL of an export. */
+export function exportEndpoint(url: string): IndexEndpoint {
   return {
-    source,
-    collection: (spec, cluster) => collectionOn(base, spec, cluster),
+    source: url,
+    collection: (spec, cluster) => collectionAt(url, spec, cluster),
   };
 }
 
 /**
- * The collection of `spec`'s type on the shard at `base`: across its
- * workspaces (`cluster` `*`, with the identity of the export it is bound
- * from), or in one workspace.
+ * The collection of `spec`'s type at the virtual-workspace URL `url`:
+ * across its workspaces (`cluster` `*`), or in one.
  *
- * @throws {TypeError} If the identity hash is not one, or a part is not a
- * path segment.
+ * @throws {TypeError} If a part is not one path segment.
  */
-export function collectionOn(
-  base: string,
+export function collectionAt(
+  url: string,
   spec: IndexSpec,
   cluster: string,
 ): string {
@@ -78,24 +78,19 @@ export function collectionOn(
   const api = group === ""
     ? `/api/${pathSegment(version)}`
     : `/apis/${pathSegment(group)}/${pathSegment(version)}`;
-  if (cluster !== "*") {
-    return `${clusterUrl(base, cluster)}${api}/${pathSegment(resource)}`;
-  }
-  if (!IDENTITY.test(spec.identity)) {
-    throw new TypeError(
-      `Cannot watch ${resource}.${group}: the export's identity hash is not one: current value is '${spec.identity}'`,
-    );
-  }
-  return `${clusterUrl(base, "*")}${api}/${
-    pathSegment(resource)
-  }:${spec.identity}`;
+  return `${clusterUrl(url, cluster)}${api}/${pathSegment(resource)}`;
 }
 
-/** `base` without a trailing slash when it is a URL a shard may have. */
-function usableBase(base: string, insecure: boolean): string | undefined {
+/** The URL of the endpoint slices of `workspace`, narrowed to `name`'s. */
+export function sliceCollection(base: string, workspace: string): string {
+  return `${clusterUrl(base, workspace)}${ENDPOINT_SLICES_PATH}`;
+}
+
+/** `url` without a trailing slash when a virtual workspace may have it. */
+function usableUrl(text: string, insecure: boolean): string | undefined {
   let url: URL;
   try {
-    url = new URL(base);
+    url = new URL(text);
   } catch {
     return undefined;
   }

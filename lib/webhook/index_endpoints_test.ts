@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { collectionOn, shardEndpoints } from "./index_endpoints.ts";
+import { collectionAt, sliceEndpoints } from "./index_endpoints.ts";
 import type { IndexSpec } from "./index_plan.ts";
 
 const SPEC: IndexSpec = {
@@ -10,53 +10,65 @@ const SPEC: IndexSpec = {
     resource: "virtualmachines",
   },
   identity: "abc123",
+  export: { workspace: "p1", name: "compute.example.com" },
   paths: [],
   pathKeys: [],
 };
 
-function shard(name: unknown, baseURL: unknown) {
-  return { metadata: { name }, spec: { baseURL } };
-}
+const VW = "https://shard-1.example:6443/services/apiexport/p1/compute";
 
-Deno.test("shardEndpoints() gives one endpoint per shard with a usable https base URL, by name", () => {
-  const endpoints = shardEndpoints([
-    shard("shard-1", "https://shard-1.example:6443/"),
-    shard("root", "https://root.example:6443"),
-    shard("plain", "http://plain.example:6443"),
-    shard("query", "https://q.example:6443/?x=1"),
-    shard("creds", "https://u:p@c.example:6443"),
-    shard("", "https://empty.example"),
-    shard("nourl", undefined),
-    "not an object",
+Deno.test("sliceEndpoints() gives one endpoint per usable virtual-workspace URL, sorted, once each", () => {
+  const endpoints = sliceEndpoints([
+    {
+      status: {
+        endpoints: [
+          { url: `${VW}/` },
+          { url: "https://root.example:6443/services/apiexport/p1/compute" },
+          { url: "http://plain.example/services/apiexport/p1/compute" },
+          { url: "https://q.example/x?y=1" },
+          { url: "https://u:p@c.example/x" },
+          { url: "not a url" },
+          { nothing: true },
+          "not an object",
+        ],
+      },
+    },
+    { status: { endpoints: [{ url: VW }] } },
+    { status: "odd" },
+    null,
   ]);
-  assert.deepEqual(endpoints.map((e) => e.source), ["root", "shard-1"]);
+  assert.deepEqual(endpoints.map((e) => e.source), [
+    "https://root.example:6443/services/apiexport/p1/compute",
+    VW,
+  ]);
   assert.equal(
     endpoints[1]!.collection(SPEC, "*"),
-    "https://shard-1.example:6443/clusters/*/apis/compute.example.com/v1alpha1/virtualmachines:abc123",
+    `${VW}/clusters/*/apis/compute.example.com/v1alpha1/virtualmachines`,
   );
   assert.equal(
-    endpoints[0]!.collection(SPEC, "2abc"),
-    "https://root.example:6443/clusters/2abc/apis/compute.example.com/v1alpha1/virtualmachines",
+    endpoints[1]!.collection(SPEC, "2abc"),
+    `${VW}/clusters/2abc/apis/compute.example.com/v1alpha1/virtualmachines`,
   );
   assert.deepEqual(
-    shardEndpoints([shard("plain", "http://plain.example:6443")], {
-      allowInsecureHttp: true,
-    }).map((e) => e.source),
-    ["plain"],
+    sliceEndpoints([{
+      status: { endpoints: [{ url: "http://plain.example/vw" }] },
+    }], { allowInsecureHttp: true }).map((e) => e.source),
+    ["http://plain.example/vw"],
   );
 });
 
-Deno.test("collectionOn() keeps every part one path segment and refuses an identity that is not a hash", () => {
+Deno.test("collectionAt() keeps every part one path segment", () => {
   assert.equal(
-    collectionOn("https://k", {
+    collectionAt("https://k/vw", {
       ...SPEC,
       dependent: { group: "", version: "v1", resource: "configmaps" },
     }, "c1"),
-    "https://k/clusters/c1/api/v1/configmaps",
+    "https://k/vw/clusters/c1/api/v1/configmaps",
   );
-  assert.throws(
-    () => collectionOn("https://k", { ...SPEC, identity: "../x" }, "*"),
-    /identity hash is not one/,
+  assert.throws(() => collectionAt("https://k", SPEC, ".."), TypeError);
+  // A tenant's odd name cannot change where the request goes.
+  assert.equal(
+    collectionAt("https://k", SPEC, "a/b"),
+    "https://k/clusters/a%2Fb/apis/compute.example.com/v1alpha1/virtualmachines",
   );
-  assert.throws(() => collectionOn("https://k", SPEC, ".."), TypeError);
 });

@@ -3,7 +3,8 @@
  * per {@linkcode IndexSpec} (a dependent type, as bound from one export),
  * fed by one list+watch per kcp endpoint (resource versions are per shard:
  * each endpoint is its own source, never compared with another's). The
- * specs follow the admitted rules, the endpoints follow kcp's shards; an
+ * specs follow the admitted rules, each spec's endpoints its export's
+ * endpoint slice (one virtual-workspace URL per shard); an
  * index whose spec changed is built anew (its objects are read again),
  * and until it has synced on every endpoint its type is listed.
  *
@@ -54,6 +55,14 @@ export interface IndexKeeperOptions {
    * endpoint does not hold that cluster.
    */
   probe(url: string, signal: AbortSignal): Promise<string | undefined>;
+  /**
+   * Follows where `spec`'s type is served (its export's endpoints), calling
+   * `onEndpoints` with each new set, until stopped.
+   */
+  follow(
+    spec: IndexSpec,
+    onEndpoints: (endpoints: readonly IndexEndpoint[]) => void,
+  ): { stop(): Promise<void> };
   /** Most dependents one index keeps; past it its type is listed. */
   maxDependents: number;
   /** Where to log. */
@@ -68,13 +77,14 @@ interface Entry {
   index: DependentsIndex;
   feeds: Map<string, { endpoint: IndexEndpoint; feed: Feed }>;
   waiters: Set<() => void>;
+  endpoints: readonly IndexEndpoint[];
+  follower?: { stop(): Promise<void> };
 }
 
 /** The indexes of the admitted rules, fed from every endpoint. */
 export class IndexKeeper implements IndexedDependents {
   readonly #options: IndexKeeperOptions;
   readonly #entries = new Map<string, Entry>();
-  #endpoints: readonly IndexEndpoint[] = [];
   readonly #stopping = new Set<Promise<void>>();
   #stopped = false;
 
@@ -105,21 +115,19 @@ export class IndexKeeper implements IndexedDependents {
         }),
         feeds: new Map(),
         waiters: new Set(),
+        endpoints: [],
       };
       this.#entries.set(key, entry);
       this.#options.log.info("indexing dependents", {
         type: key,
         paths: spec.pathKeys,
       });
-      this.#follow(entry);
+      entry.follower = this.#options.follow(spec, (endpoints) => {
+        if (this.#entries.get(key) !== entry) return;
+        entry.endpoints = endpoints;
+        this.#follow(entry);
+      });
     }
-  }
-
-  /** The endpoints to feed from: each index gets a feed per endpoint. */
-  setEndpoints(endpoints: readonly IndexEndpoint[]): void {
-    if (this.#stopped) return;
-    this.#endpoints = endpoints;
-    for (const entry of this.#entries.values()) this.#follow(entry);
   }
 
   /** The index of `key` when it can answer: synced on every endpoint, not overflowed. */
@@ -167,7 +175,7 @@ export class IndexKeeper implements IndexedDependents {
 
   /** Starts the feeds of endpoints `entry` lacks and stops those of endpoints gone. */
   #follow(entry: Entry): void {
-    const wanted = new Map(this.#endpoints.map((e) => [e.source, e]));
+    const wanted = new Map(entry.endpoints.map((e) => [e.source, e]));
     for (const [source, { feed }] of entry.feeds) {
       if (wanted.has(source)) continue;
       entry.feeds.delete(source);
@@ -189,13 +197,14 @@ export class IndexKeeper implements IndexedDependents {
 
   #drop(key: string, entry: Entry): void {
     this.#entries.delete(key);
+    if (entry.follower !== undefined) this.#stop(entry.follower);
     for (const { feed } of entry.feeds.values()) this.#stop(feed);
     entry.feeds.clear();
     wake(entry);
     this.#options.log.info("no longer indexing dependents", { type: key });
   }
 
-  #stop(feed: Feed): void {
+  #stop(feed: { stop(): Promise<void> }): void {
     const stopping = feed.stop().catch((error) => {
       this.#options.log.warn("stopping an index feed failed", {
         error: errorText(error),

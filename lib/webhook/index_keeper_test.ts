@@ -60,7 +60,22 @@ class RecordingFeed implements Feed {
 
 function keeper(probed: string[] = []) {
   const feeds: RecordingFeed[] = [];
+  const followers: {
+    spec: IndexSpec;
+    set: (endpoints: readonly IndexEndpoint[]) => void;
+    stopped: boolean;
+  }[] = [];
   const keeper = new IndexKeeper({
+    follow: (spec, set) => {
+      const follower = { spec, set, stopped: false };
+      followers.push(follower);
+      return {
+        stop: () => {
+          follower.stopped = true;
+          return Promise.resolve();
+        },
+      };
+    },
     feed: ({ index, url, source, onApplied }) => {
       const feed = new RecordingFeed(index, url, source, onApplied);
       feeds.push(feed);
@@ -73,15 +88,22 @@ function keeper(probed: string[] = []) {
     maxDependents: 10,
     log,
   });
-  return { keeper, feeds };
+  /** Tells the followers of live indexes that their export is served at `endpoints`. */
+  const setEndpoints = (endpoints: readonly IndexEndpoint[]) => {
+    for (const f of followers) if (!f.stopped) f.set(endpoints);
+  };
+  return { keeper, feeds, followers, setEndpoints };
 }
 
 Deno.test("IndexKeeper feeds each index from every endpoint's wildcard collection and is ready once all synced", async () => {
   const probed: string[] = [];
-  const { keeper: k, feeds } = keeper(probed);
+  const { keeper: k, feeds, followers, setEndpoints } = keeper(probed);
   k.update(specs([".spec.vpcRef.name"]));
   assert.equal(k.ready(KEY), undefined, "no endpoint yet");
-  k.setEndpoints([endpoint("s1"), endpoint("s2")]);
+  assert.deepEqual(followers.map((f) => f.spec.export), [
+    { workspace: "p1", name: "compute.example.com" },
+  ]);
+  setEndpoints([endpoint("s1"), endpoint("s2")]);
   assert.deepEqual(feeds.map((f) => f.url), [
     "https://s1/clusters/*/apis/compute.example.com/v1alpha1/virtualmachines",
     "https://s2/clusters/*/apis/compute.example.com/v1alpha1/virtualmachines",
@@ -101,34 +123,40 @@ Deno.test("IndexKeeper feeds each index from every endpoint's wildcard collectio
   assert.deepEqual(k.sizes(), new Map([[KEY, 0]]));
   await k.stop();
   assert.ok(feeds.every((f) => f.state === "stopped"));
+  assert.ok(followers.every((f) => f.stopped));
   assert.equal(k.ready(KEY), undefined);
 });
 
 Deno.test("IndexKeeper keeps an unchanged index, rebuilds a changed one and drops a gone one", async () => {
-  const { keeper: k, feeds } = keeper();
-  k.setEndpoints([endpoint("s1")]);
+  const { keeper: k, feeds, followers, setEndpoints } = keeper();
   k.update(specs([".spec.vpcRef.name"]));
+  setEndpoints([endpoint("s1")]);
   feeds[0]!.synced("5");
   k.update(specs([".spec.vpcRef.name"]));
   assert.equal(feeds.length, 1, "same spec, same feed");
+  assert.equal(followers.length, 1, "same spec, same follower");
   assert.notEqual(k.ready(KEY), undefined);
   k.update(specs([".spec.vpcRef.name", ".spec.nics[*].vpcRef.name"]));
-  assert.equal(feeds.length, 2, "a new index for the new paths");
+  assert.equal(followers.length, 2, "a new index follows its export");
+  assert.equal(followers[0]!.stopped, true);
   assert.equal(feeds[0]!.state, "stopped");
+  setEndpoints([endpoint("s1")]);
+  assert.equal(feeds.length, 2, "a new index for the new paths");
   assert.equal(k.ready(KEY), undefined, "the new one has not synced");
   k.update(new Map());
   assert.equal(feeds[1]!.state, "stopped");
+  assert.equal(followers[1]!.stopped, true);
   assert.deepEqual(k.states(), new Map());
   await k.stop();
 });
 
 Deno.test("IndexKeeper stops the feeds of an endpoint that is gone and forgets its source", async () => {
-  const { keeper: k, feeds } = keeper();
+  const { keeper: k, feeds, setEndpoints } = keeper();
   k.update(specs([".spec.vpcRef.name"]));
-  k.setEndpoints([endpoint("s1"), endpoint("s2")]);
+  setEndpoints([endpoint("s1"), endpoint("s2")]);
   feeds[0]!.synced("5");
   feeds[1]!.synced("5");
-  k.setEndpoints([endpoint("s1")]);
+  setEndpoints([endpoint("s1")]);
   assert.equal(feeds[1]!.state, "stopped");
   assert.deepEqual(k.ready(KEY)?.sources, ["s1"]);
   assert.deepEqual(
@@ -139,9 +167,9 @@ Deno.test("IndexKeeper stops the feeds of an endpoint that is gone and forgets i
 });
 
 Deno.test("IndexKeeper wakes a review waiting for a change when the feed applies one", async () => {
-  const { keeper: k, feeds } = keeper();
+  const { keeper: k, feeds, setEndpoints } = keeper();
   k.update(specs([".spec.vpcRef.name"]));
-  k.setEndpoints([endpoint("s1")]);
+  setEndpoints([endpoint("s1")]);
   feeds[0]!.synced("5");
   const ready = k.ready(KEY)!;
   const started = performance.now();

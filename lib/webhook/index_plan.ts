@@ -22,6 +22,8 @@ export interface IndexSpec {
   dependent: GroupVersionResource;
   /** The identity hash of the export it is bound from. */
   identity: string;
+  /** That export: its workspace (logical cluster) and name. */
+  export: { workspace: string; name: string };
   /** Every path the rules read of it, in a stable order. */
   paths: IndexedPath[];
   /** Each path's text (`.spec.vpcRef.name|.spec.vpcRef.namespace`), as in `paths`. */
@@ -102,6 +104,10 @@ export function indexSpecs(
         resource: p.dependent.resource,
       },
       identity: p.dependentIdentity!,
+      export: {
+        workspace: p.dependentExport.workspace,
+        name: p.dependentExport.name,
+      },
       paths: pathKeys.map((k) => byKey.get(k)!),
       pathKeys,
     });

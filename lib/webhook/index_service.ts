@@ -1,21 +1,16 @@
 /**
  * The dependents index as the webhook runs it (`--dependents-index`): an
  * {@linkcode IndexKeeper} whose feeds are `IndexFeed`s (one list+watch per
- * shard and index), whose probe is a consistent read of one object of the
- * workspace's type on each shard, and whose endpoints follow the `Shard`
- * objects of the root workspace.
+ * index and virtual-workspace URL of its export), whose endpoints follow
+ * each export's APIExportEndpointSlice, and whose probe is a consistent
+ * read of one object of the workspace's type through each URL.
  *
  * @module
  */
 import { IndexFeed } from "../dependents/mod.ts";
-import {
-  clusterUrl,
-  Informer,
-  KubeApiError,
-  type KubeClient,
-} from "../kcp/mod.ts";
+import { Informer, KubeApiError, type KubeClient } from "../kcp/mod.ts";
 import type { Logger } from "../runtime/mod.ts";
-import { shardEndpoints, SHARDS_PATH } from "./index_endpoints.ts";
+import { sliceCollection, sliceEndpoints } from "./index_endpoints.ts";
 import { IndexKeeper } from "./index_keeper.ts";
 import type { IndexOutcome } from "./index_reads.ts";
 
@@ -25,7 +20,7 @@ export interface DependentsIndexOptions {
   client: KubeClient;
   /** Makes the reviews' reads (the probes). */
   reviewClient: KubeClient;
-  /** The front-proxy (or kcp) base URL, where `root` is. */
+  /** The front-proxy (or kcp) base URL, where the providers' workspaces are. */
   base: string;
   /** First page size of a feed's list. */
   pageSize: number;
@@ -43,15 +38,13 @@ export interface DependentsIndexOptions {
 
 /** The running index: the keeper reviews ask, and how to stop it. */
 export interface DependentsIndexService {
-  /** The indexes. */
+  /** The indexes: `update` them with the admitted rules' specs. */
   keeper: IndexKeeper;
-  /** Starts following the shards (the keeper's specs come from `update`). */
-  start(): void;
-  /** Stops the shard watch and every feed. */
+  /** Stops every endpoint-slice watch and feed. */
   stop(): Promise<void>;
 }
 
-/** Builds the webhook's dependents index; {@linkcode DependentsIndexService.start} runs it. */
+/** Builds the webhook's dependents index; its keeper's `update` starts the feeds. */
 export function startDependentsIndex(
   options: DependentsIndexOptions,
 ): DependentsIndexService {
@@ -68,6 +61,21 @@ export function startDependentsIndex(
         maxPageBytes: options.maxPageBytes,
         onApplied,
       }),
+    follow: (spec, onEndpoints) => {
+      // The export's endpoint slice, named as the export (kcp makes one).
+      const slices: Informer = new Informer({
+        client,
+        url: sliceCollection(options.base, spec.export.workspace),
+        fieldSelector: `metadata.name=${spec.export.name}`,
+        log,
+        onChange: () =>
+          onEndpoints(sliceEndpoints(slices.items(), {
+            allowInsecureHttp: options.allowInsecureHttp,
+          })),
+      });
+      slices.start();
+      return slices;
+    },
     probe: (url, signal) =>
       probeVersion(reviewClient, url, {
         signal,
@@ -77,33 +85,16 @@ export function startDependentsIndex(
     log,
     observe: options.observe,
   });
-  const shards: Informer = new Informer({
-    client,
-    url: `${clusterUrl(options.base, "root")}${SHARDS_PATH}`,
-    log,
-    onChange() {
-      keeper.setEndpoints(
-        shardEndpoints(shards.items(), {
-          allowInsecureHttp: options.allowInsecureHttp,
-        }),
-      );
-    },
-  });
-  return {
-    keeper,
-    start: () => shards.start(),
-    stop: async () => {
-      await Promise.all([shards.stop(), keeper.stop()]);
-    },
-  };
+  return { keeper, stop: () => keeper.stop() };
 }
 
 /**
  * The resource version of a consistent read of one object of `url` (one
- * workspace's collection on one shard): at least as new as the call.
- * `undefined` when the shard does not hold the workspace (kcp answers 403
- * for a logical cluster it does not know) or the workspace does not serve
- * the type (404: it has none of it).
+ * workspace's collection through one endpoint): at least as new as the
+ * call.
+ * `undefined` when the endpoint does not serve the workspace (it does not
+ * bind the export, or is on another shard: 403 or 404, so none of its
+ * objects come through there).
  *
  * @throws {KubeApiError} On any other failure.
  */

@@ -44,24 +44,33 @@ Deno.test("probeVersion() reads a list's version, and no version where the shard
   }
 });
 
-Deno.test("startDependentsIndex() follows the root workspace's Shards and feeds an index from each", async () => {
+Deno.test("startDependentsIndex() follows each export's endpoint slice and feeds its index from every URL", async () => {
   const requests: string[] = [];
   const api = new FakeApi((request, self) => {
     const url = new URL(request.url);
+    const watch = url.searchParams.has("watch");
     requests.push(
-      url.pathname + (url.searchParams.has("watch") ? "?watch" : ""),
+      `${url.pathname}${watch ? "?watch" : ""}${
+        url.searchParams.has("fieldSelector")
+          ? `?${url.searchParams.get("fieldSelector")}`
+          : ""
+      }`,
     );
-    if (url.pathname === "/clusters/root/apis/core.kcp.io/v1alpha1/shards") {
-      if (url.searchParams.has("watch")) return new Response(null);
+    if (watch) return new Response(null);
+    if (
+      url.pathname ===
+        "/clusters/p1/apis/apis.kcp.io/v1alpha1/apiexportendpointslices"
+    ) {
       return json({
         metadata: { resourceVersion: "3" },
         items: [{
-          metadata: { name: "root" },
-          spec: { baseURL: self.url },
+          metadata: { name: "compute" },
+          status: {
+            endpoints: [{ url: `${self.url}/services/apiexport/p1/compute` }],
+          },
         }],
       });
     }
-    if (url.searchParams.has("watch")) return new Response(null);
     return json({ metadata: { resourceVersion: "7" }, items: [] });
   });
   const client = new KubeClient(connection(api.url));
@@ -77,30 +86,40 @@ Deno.test("startDependentsIndex() follows the root workspace's Shards and feeds 
     observe: () => {},
   });
   try {
-    const key = indexKey(
-      { group: "g.example", version: "v1", resource: "things" },
-      "abc",
-    );
+    const dependent = { group: "g.example", version: "v1", resource: "things" };
+    const key = indexKey(dependent, "abc");
     service.keeper.update(
       new Map([[key, {
         key,
-        dependent: { group: "g.example", version: "v1", resource: "things" },
+        dependent,
         identity: "abc",
+        export: { workspace: "p1", name: "compute" },
         paths: [],
         pathKeys: [],
       }]]),
     );
-    service.start();
     for (let i = 0; i < 200 && service.keeper.ready(key) === undefined; i++) {
       await new Promise((r) => setTimeout(r, 10));
     }
     const ready = service.keeper.ready(key);
     assert.ok(ready, `not ready after: ${requests.join(", ")}`);
-    assert.deepEqual(ready.sources, ["root"]);
+    assert.deepEqual(ready.sources, [
+      `${api.url}/services/apiexport/p1/compute`,
+    ]);
     assert.ok(
-      requests.includes("/clusters/*/apis/g.example/v1/things:abc"),
+      requests.includes(
+        "/clusters/p1/apis/apis.kcp.io/v1alpha1/apiexportendpointslices?metadata.name=compute",
+      ),
       requests.join(", "),
     );
+    assert.ok(
+      requests.includes(
+        "/services/apiexport/p1/compute/clusters/*/apis/g.example/v1/things",
+      ),
+      requests.join(", "),
+    );
+    const versions = await ready.probe("c1", new AbortController().signal);
+    assert.deepEqual([...versions.values()], ["7"]);
   } finally {
     await service.stop();
     client.close();

@@ -66,6 +66,8 @@ export interface PolicyRule {
   resources: string[];
   /** Verbs. */
   verbs: string[];
+  /** The objects it is narrowed to, by name; absent: all of the resources. */
+  resourceNames?: string[];
 }
 
 /** A ClusterRole, as `kubectl apply` takes it. */
@@ -93,8 +95,10 @@ export interface WebhookReadsOptions {
   lockTypes?: ReadonlySet<string>;
   /**
    * Whether the webhook keeps its dependents index (`--dependents-index`):
-   * then `watch` too on each dependent type, the same objects `list` reads,
-   * over time. @default {false}
+   * then `watch` too on each dependent type (the same objects `list` reads,
+   * over time), and `list` and `watch` on the content of each rule's
+   * dependent export, by name (`apiexports/content`: the index is fed
+   * through the export's virtual workspace). @default {false}
    */
   watch?: boolean;
 }
@@ -146,6 +150,10 @@ export function webhookReadsRole(
       grant(group, resource, "get");
     }
   }
+  const exports = new Set<string>();
+  if (options.watch) {
+    for (const rule of rules) exports.add(rule.spec.dependent.apiExportName);
+  }
   const byGroupAndVerbs = new Map<string, PolicyRule>();
   for (
     const [key, set] of [...verbs].sort(([a], [b]) => compareStrings(a, b))
@@ -168,6 +176,14 @@ export function webhookReadsRole(
         [AGGREGATE_LABEL]: "true",
       },
     },
-    rules: [...byGroupAndVerbs.values()],
+    rules: [
+      ...byGroupAndVerbs.values(),
+      ...(exports.size === 0 ? [] : [{
+        apiGroups: ["apis.kcp.io"],
+        resources: ["apiexports/content"],
+        resourceNames: [...exports].sort(compareStrings),
+        verbs: ["list", "watch"],
+      }]),
+    ],
   };
 }

@@ -198,6 +198,12 @@ Deno.test("webhookReadsRole() grants get and list on an owner type, and get on n
     ], { watch: true }], [
       VMS(["get", "list", "watch"]),
       NETWORK_GET(["vpcs"]),
+      {
+        apiGroups: ["apis.kcp.io"],
+        resources: ["apiexports/content"],
+        resourceNames: ["compute.example.com"],
+        verbs: ["list", "watch"],
+      },
     ]],
   ];
   for (const [what, args, want] of cases) {

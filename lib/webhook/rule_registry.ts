@@ -59,6 +59,11 @@ export interface Protection {
    */
   namespacePath?: FieldPath;
   /**
+   * The APIExport the rule's dependent type comes from: in the rule's own
+   * workspace (its logical cluster), named by `spec.dependent.apiExportName`.
+   */
+  dependentExport: { workspace: string; name: string };
+  /**
    * The identity of the APIExport the rule's dependent type comes from (in
    * the rule's own workspace): only dependents of a consumer that binds the
    * type from that export are the rule's. Absent when unknown (then every
@@ -225,6 +230,10 @@ export class RuleRegistry {
         protection: {
           rule: key,
           provider: dependency.apiExportRef.path,
+          dependentExport: {
+            workspace: entry.cluster,
+            name: dependent.apiExportName,
+          },
           dependent: dependentGvr,
           fieldPath,
           fieldPathText,

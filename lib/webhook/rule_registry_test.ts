@@ -56,6 +56,10 @@ function protection(
   return {
     rule: key,
     provider: "root:providers:network",
+    dependentExport: {
+      workspace: key.slice(0, key.indexOf("/")),
+      name: dependent.group,
+    },
     dependent: { ...dependent },
     fieldPath: parseFieldPath(fieldPathText),
     fieldPathText,
@@ -73,6 +77,7 @@ function found(
   return registry.find(gvr).map((p) => ({
     rule: p.rule,
     provider: p.provider,
+    dependentExport: { ...p.dependentExport },
     dependent: { ...p.dependent },
     fieldPath: [...p.fieldPath],
     fieldPathText: p.fieldPathText,
@@ -541,6 +546,10 @@ function modelFind(
       out.push({
         rule: key,
         provider,
+        dependentExport: {
+          workspace: byKey.get(key)!.cluster,
+          name: rule.spec.dependent.apiExportName,
+        },
         dependent: { group, version, resource, kind },
         fieldPath: parseFieldPath(text),
         fieldPathText: text,

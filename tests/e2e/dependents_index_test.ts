@@ -179,11 +179,11 @@ componentTest(
           'dependency_webhook_index_answers_total{outcome="confirmed"}',
         ) ?? 0;
         assert.ok(confirmed >= CONSUMERS.length * ROUNDS, text);
-      console.log(
-        text.split("\n").filter((l) =>
-          l.startsWith("dependency_webhook_index_answers_total{")
-        ).join("\n"),
-      );
+        console.log(
+          text.split("\n").filter((l) =>
+            l.startsWith("dependency_webhook_index_answers_total{")
+          ).join("\n"),
+        );
       },
     );
   },

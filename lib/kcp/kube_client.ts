@@ -12,17 +12,19 @@ import {
   KubeApiError,
   REDIRECT_REFUSED,
   RESPONSE_BUDGET_EXHAUSTED,
+  RESPONSE_TOO_LARGE,
   statusError,
   transportError,
 } from "./kube_api_error.ts";
-import type {
-  KubeClientOptions,
-  KubeList,
-  KubeObject,
-  ListOptions,
-  RequestOptions,
-  WatchEvent,
-  WatchOptions,
+import {
+  DEFAULT_MAX_LIST_ITEMS,
+  type KubeClientOptions,
+  type KubeList,
+  type KubeObject,
+  type ListOptions,
+  type RequestOptions,
+  type WatchEvent,
+  type WatchOptions,
 } from "./kube_types.ts";
 import { boundedText, decoded, formatBytes } from "./response_body.ts";
 import { lineCap, watchLines } from "./watch_lines.ts";
@@ -159,12 +161,22 @@ export class KubeClient {
   /**
    * Lists a whole collection: all pages' items, the last page's resource
    * version. Items without `apiVersion`/`kind` get the list's.
+   *
+   * @throws {KubeApiError} As {@linkcode KubeClient.listPages} does, and
+   * with reason {@linkcode RESPONSE_TOO_LARGE} past `maxItems` items.
    */
   async list(url: string, options: ListOptions = {}): Promise<KubeList> {
     const items: KubeObject[] = [];
+    const maxItems = options.maxItems ?? DEFAULT_MAX_LIST_ITEMS;
     let last: KubeList | undefined;
     for await (const page of this.listPages(url, options)) {
       const kind = page.kind?.replace(/List$/, "");
+      if (items.length + page.items.length > maxItems) {
+        throw new KubeApiError(
+          `LIST ${url}: more than ${maxItems} items: too many to keep in memory`,
+          { status: 200, reason: RESPONSE_TOO_LARGE },
+        );
+      }
       for (const item of page.items) {
         if (page.apiVersion !== undefined) item.apiVersion ??= page.apiVersion;
         if (kind !== undefined) item.kind ??= kind;

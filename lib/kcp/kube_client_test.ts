@@ -456,6 +456,29 @@ Deno.test("KubeClient.list() concatenates pages, fills apiVersion and kind, retu
   });
 });
 
+Deno.test("KubeClient.list() keeps at most maxItems items over all pages, and stops reading past them", async () => {
+  await withApi(
+    (request) => {
+      const page = Number(request.url.searchParams.get("continue") ?? "0");
+      return json({
+        metadata: { continue: String(page + 1) },
+        items: [{ metadata: { name: `a${page}` } }, {
+          metadata: { name: `b${page}` },
+        }],
+      });
+    },
+    async (api, client) => {
+      const error = await apiError(
+        client.list(`${api.url}/things`, { maxItems: 5 }),
+      );
+      assert.equal(error.reason, RESPONSE_TOO_LARGE);
+      assert.match(error.message, /more than 5 items/);
+      // Pages of 2: the third page would make 6.
+      assert.equal(api.requests.length, 3);
+    },
+  );
+});
+
 Deno.test("KubeClient.list() fails with the failing page's KubeApiError", async () => {
   await withApi(
     (request) =>

@@ -53,6 +53,9 @@ const C1 = "root:consumers:c1";
 const HOSTILE_WHEN =
   "'</svg><script>alert(1)</script>' != object.metadata.name";
 
+/** The owner rule's `when` in the README's screenshot. */
+const README_WHEN = 'object.metadata.labels["env"] == "production"';
+
 /** Where the screenshot goes for the README, with `UPDATE_SCREENSHOT=1`. */
 const README_SCREENSHOT =
   new URL("../../docs/images/graph.png", import.meta.url)
@@ -470,8 +473,32 @@ kcpTest(
           await Deno.writeFile(shot, png);
           console.log(`graph page screenshot: ${shot}`);
           if (Deno.env.get("UPDATE_SCREENSHOT") === "1") {
+            // The README shows the page as a provider sees it: the rule's
+            // `when` is an everyday one there, not this test's markup.
+            await kcp.request(
+              "PATCH",
+              `/clusters/${OWNERS}/apis/dependencies.opendefense.cloud/v1alpha1/dependencyrules/network-owner`,
+              {
+                body: { spec: { when: README_WHEN } },
+                contentType: "application/merge-patch+json",
+              },
+            );
+            await waitFor("/graph.json to show the README's when", async () => {
+              const answer = await controller!.get(
+                controller!.metricsPort,
+                "/graph.json",
+              );
+              return answer.text.includes(JSON.stringify(README_WHEN))
+                ? true
+                : undefined;
+            }, { timeoutMs: 30_000, intervalMs: 250 });
+            await page.reload({ waitUntil: "load" });
+            const readme = await page.screenshot({
+              fullPage: true,
+              type: "png",
+            });
             await Deno.mkdir(dirname(README_SCREENSHOT), { recursive: true });
-            await Deno.writeFile(README_SCREENSHOT, png);
+            await Deno.writeFile(README_SCREENSHOT, readme);
             console.log(`graph page screenshot: ${README_SCREENSHOT}`);
           }
         },

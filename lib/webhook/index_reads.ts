@@ -128,6 +128,10 @@ export async function answerFromIndex(
     entry.paths.add(route.pathKey);
   }
   const { signal } = options;
+  // Everything a "nothing refers" needs (the probe and the wait for the
+  // index to reach it) fits in freshnessMs from here; past it the review
+  // lists, with the rest of its deadline.
+  const until = performance.now() + options.freshnessMs;
   // The probe runs beside the confirmation; a confirmed dependent does not
   // need it.
   const probes = new AbortController();
@@ -151,15 +155,19 @@ export async function answerFromIndex(
       indexes.observe?.("confirmed");
       return first;
     }
-    let readings: { at: ReadyIndex; rvs: ReadonlyMap<string, string> }[];
+    let readings:
+      | { at: ReadyIndex; rvs: ReadonlyMap<string, string> }[]
+      | undefined;
     try {
-      readings = await probing;
+      readings = await within(probing, until - performance.now());
     } catch (error) {
       if (signal.aborted) throw error;
+      readings = undefined;
+    }
+    if (readings === undefined) {
       indexes.observe?.("not_fresh");
       return undefined;
     }
-    const until = performance.now() + options.freshnessMs;
     for (const { at, rvs } of readings) {
       while (!freshAt(at, rvs)) {
         const left = until - performance.now();
@@ -184,6 +192,25 @@ export async function answerFromIndex(
     return fresh;
   } finally {
     probes.abort(new Error("answered"));
+  }
+}
+
+/** `promise`'s value, or `undefined` when it has not settled after `ms`. */
+async function within<T>(
+  promise: Promise<T>,
+  ms: number,
+): Promise<T | undefined> {
+  if (ms <= 0) return undefined;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<undefined>((resolve) => {
+        timer = setTimeout(() => resolve(undefined), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

@@ -206,6 +206,16 @@ Deno.test("answerFromIndex() lists what the index cannot answer: a when, an inde
   assert.deepEqual(failed.outcomes, ["not_fresh"]);
 });
 
+Deno.test("answerFromIndex() lists when the probe does not answer within the freshness budget", async () => {
+  const index = syncedIndex([], "9");
+  // The probe never answers: without the bound this would never end.
+  const { found, outcomes } = await answer(ready(index, never), new Map(), {
+    freshnessMs: 30,
+  });
+  assert.equal(found, undefined);
+  assert.deepEqual(outcomes, ["not_fresh"]);
+});
+
 Deno.test("answerFromIndex() fails the review when a dependent it names cannot be read", async () => {
   const index = syncedIndex([vm("vm-1", "vpc-a", "5")], "9");
   const source = liveSource(new Map());

@@ -19,6 +19,9 @@ import type {
   ReadyIndex,
 } from "./index_reads.ts";
 
+/** References one index keeps per dependent it may keep, at most. */
+export const REFERENCES_PER_DEPENDENT = 4;
+
 /** One kcp endpoint the indexes are fed from (a shard, or a shard's virtual workspace). */
 export interface IndexEndpoint {
   /** Names it as a source of the indexes. */
@@ -63,7 +66,10 @@ export interface IndexKeeperOptions {
     spec: IndexSpec,
     onEndpoints: (endpoints: readonly IndexEndpoint[]) => void,
   ): { stop(): Promise<void> };
-  /** Most dependents one index keeps; past it its type is listed. */
+  /**
+   * Most dependents one index keeps, and {@linkcode REFERENCES_PER_DEPENDENT}
+   * times as many references; past either its type is listed.
+   */
   maxDependents: number;
   /** Where to log. */
   log: Logger;
@@ -112,6 +118,9 @@ export class IndexKeeper implements IndexedDependents {
         spec,
         index: new DependentsIndex(spec.paths, {
           maxDependents: this.#options.maxDependents,
+          // One dependent may name many objects: references are bounded
+          // too, at a few per dependent.
+          maxReferences: this.#options.maxDependents * REFERENCES_PER_DEPENDENT,
         }),
         feeds: new Map(),
         waiters: new Set(),

@@ -182,7 +182,7 @@ export const WEBHOOK_FLAGS: readonly FlagSpec[] = [
     name: "index-max-dependents",
     default: "1000000",
     help:
-      "Most dependents one index keeps (one per dependent type and export); past it that type is listed on each review and the metric dependency_webhook_index_feeds says overflowed (memory bound)",
+      "Most dependents one index keeps (one per dependent type and export), and four times as many references; past either that type is listed on each review and the metric dependency_webhook_index_feeds says overflowed (memory bound)",
   },
   {
     name: "index-freshness-timeout",

@@ -5,8 +5,11 @@
  * its denial shows; every table of status reasons lists only reasons
  * the code writes, and all of those the table is about; the plain `kcp
  * start` path of getting-started starts both components with flags they
- * take, on distinct ports, reading only files it makes; and each kubectl
- * check the guide runs as a component asks what the shipped RBAC grants.
+ * take, on distinct ports, reading only files it makes, and the sections
+ * it sends the operator to exist and end in the rule Enforced and a denied
+ * delete (`tests/e2e/operator_path_test.ts` runs them on kcp); and each
+ * kubectl check the guide runs as a component asks what the shipped RBAC
+ * grants.
  */
 import assert from "node:assert/strict";
 import { parseAllDocuments } from "yaml";
@@ -290,11 +293,23 @@ const PLAIN_PATH = "On a plain `kcp start`, with tokens";
 Deno.test("the plain kcp start path starts both components with flags they take, on distinct ports, reading files it makes", async () => {
   const { parseControllerOptions } = await import("../lib/controller/mod.ts");
   const { parseWebhookOptions } = await import("../lib/webhook/mod.ts");
+  const { GRANTS_COMMAND, parseGrantsOptions } = await import(
+    "../lib/grants/mod.ts"
+  );
   const text = section(
     await Deno.readTextFile(new URL(GETTING_STARTED, ROOT)),
     PLAIN_PATH,
   );
-  const commands = shellCommands(text).map(shellWords);
+  // Variables the section sets (HOST=localhost) stand for their value.
+  const set = new Map<string, string>();
+  for (const [, name, value] of text.matchAll(/^\s*([A-Z_]+)=(\S+)$/gm)) {
+    set.set(name!, value!);
+  }
+  const commands = shellCommands(text).map((command) =>
+    shellWords(
+      command.replace(/\$([A-Z_]+)/g, (v, name) => set.get(name) ?? v),
+    ).filter((w) => w !== "&")
+  );
   const made = new Set<string>();
   for (const words of commands) {
     words.forEach((w, i) => {
@@ -302,14 +317,25 @@ Deno.test("the plain kcp start path starts both components with flags they take,
     });
   }
   const started: Started[] = [];
+  let grants = 0;
   for (const words of commands.filter((w) => w[0] === "deno")) {
     assert.equal(words[1], "run", words.join(" "));
     const at = words.findIndex((w) => w.endsWith(".ts"));
     for (const flag of words.slice(2, at)) {
       assert.match(flag, /^--allow-(net|read|env)$/, words.join(" "));
     }
+    if (words[at] === "controller.ts" && words[at + 1] === GRANTS_COMMAND) {
+      const args = words.slice(at + 2);
+      const out = args.indexOf(">");
+      const parsed = parseGrantsOptions(out < 0 ? args : args.slice(0, out));
+      assert.ok(!parsed.help);
+      assert.equal(parsed.options.kubeconfig, "webhook.kubeconfig");
+      grants++;
+      continue;
+    }
     started.push({ script: words[at]!, args: words.slice(at + 1) });
   }
+  assert.equal(grants, 1, "the section prints the webhook's reads once");
   assert.deepEqual(started.map((s) => s.script).sort(), [
     "controller.ts",
     "webhook.ts",
@@ -350,6 +376,47 @@ Deno.test("the plain kcp start path starts both components with flags they take,
     if (file.endsWith(".kubeconfig")) continue;
     assert.ok(made.has(file), `nothing in the section makes ${file}`);
   }
+});
+
+Deno.test("the plain kcp start path names sections that exist and ends where the guide does", async () => {
+  const { leaveOutReason, operatorPath } = await import(
+    "../testing/doc_shell.ts"
+  );
+  const path = operatorPath(
+    await Deno.readTextFile(new URL(GETTING_STARTED, ROOT)),
+    PLAIN_PATH,
+  );
+  const runs = path.flatMap((i) => i.kind === "run" ? [i] : []);
+  for (const item of runs.filter((i) => i.from === PLAIN_PATH)) {
+    assert.equal(
+      leaveOutReason(item.block.text),
+      undefined,
+      `line ${item.block.line}: the section's own commands run as written`,
+    );
+  }
+  const from = new Set(path.map((i) => i.from));
+  for (
+    const step of [
+      "Names used in this guide",
+      "2. The dep-ctrl workspace",
+      "3. system:admin of every shard",
+      "4. workspace-reader in root and every parent",
+      "6. A provider and a rule",
+      "7. The rule's status",
+      "8. Try it",
+    ]
+  ) assert.ok(from.has(step), `the path runs nothing of "${step}"`);
+  assert.ok(
+    runs.some((i) => /\bReady\s+True\s+Enforced\b/.test(i.expected ?? "")),
+  );
+  assert.ok(
+    runs.some((i) =>
+      i.mustFail && /still referenced by VirtualMachine/.test(i.expected ?? "")
+    ),
+  );
+  assert.ok(
+    path.some((i) => i.kind === "save" && i.file === "dep-ctrl-binding.yaml"),
+  );
 });
 
 /** kubectl's names for the resources the guide reads as a component. */

@@ -100,6 +100,7 @@ async function run(options: ControllerOptions, log: Logger): Promise<number> {
           }),
         user: options.webhookUser,
       },
+      dependentsIndex: options.dependentsIndex,
       async readSettings() {
         return {
           url: options.webhookUrl,

@@ -51,6 +51,12 @@ export const CONTROLLER_FLAGS: readonly FlagSpec[] = [
       "The webhook's kcp user name: a rule is Enforced only while kcp says this user may read what the rule names (a SubjectAccessReview in the rule's workspace)",
   },
   {
+    name: "dependents-index",
+    boolean: true,
+    help:
+      "The webhook runs with --dependents-index: also check that its user may feed the index (watch on each rule's dependent type, list and watch on apiexports/content of its export and on apiexportendpointslices) and say so in each rule's Indexed condition; a missing grant never changes Ready (the webhook lists instead)",
+  },
+  {
     name: "resync-period",
     default: "5m",
     help: "How often to reconcile everything again",
@@ -103,6 +109,8 @@ export interface ControllerOptions extends ComponentOptions {
   webhookTimeoutSeconds: number;
   /** The webhook's kcp user name, asked about in SubjectAccessReviews. */
   webhookUser: string;
+  /** Whether the webhook keeps its dependents index: rules say whether it may feed it. */
+  dependentsIndex: boolean;
   /** Resync period, ms. */
   resyncPeriodMs: number;
   /** Writes to kcp running at once. */
@@ -180,6 +188,7 @@ export function parseControllerOptions(
         }
         return user;
       }),
+      dependentsIndex: v["dependents-index"] === "true",
       resyncPeriodMs: parseFlag(
         "resync-period",
         () => parseDuration(v["resync-period"]!),

@@ -29,6 +29,7 @@ Deno.test("parseControllerOptions() applies the reference's defaults", () => {
     webhookCaBundlePath: "/etc/webhook-ca/ca.crt",
     webhookTimeoutSeconds: 10,
     webhookUser: "dependency-webhook",
+    dependentsIndex: false,
     resyncPeriodMs: 300_000,
     maxWritesInFlight: 8,
     healthBind: { hostname: "0.0.0.0", port: 8081 },
@@ -53,6 +54,7 @@ Deno.test("parseControllerOptions() reads every flag", () => {
       "--webhook-ca-bundle-path=/ca.pem",
       "--webhook-timeout=30s",
       "--webhook-user=system:serviceaccount:deps:webhook",
+      "--dependents-index",
       "--resync-period=90s",
       "--max-writes-in-flight=3",
       "--health-probe-bind-address=127.0.0.1:9001",
@@ -75,6 +77,7 @@ Deno.test("parseControllerOptions() reads every flag", () => {
         webhookCaBundlePath: "/ca.pem",
         webhookTimeoutSeconds: 30,
         webhookUser: "system:serviceaccount:deps:webhook",
+        dependentsIndex: true,
         resyncPeriodMs: 90_000,
         maxWritesInFlight: 3,
         healthBind: { hostname: "127.0.0.1", port: 9001 },
@@ -246,6 +249,15 @@ Deno.test("parseControllerOptions() answers --help without needing the required 
   assert.deepEqual(parseControllerOptions(["-h"], noEnv), { help: true });
 });
 
+Deno.test("parseControllerOptions() reads --dependents-index as the webhook's boolean flag, off by default", () => {
+  assert.equal(parse([]).dependentsIndex, false);
+  assert.equal(parse(["--dependents-index"]).dependentsIndex, true);
+  assert.equal(parse(["--dependents-index=true"]).dependentsIndex, true);
+  assert.equal(parse(["--dependents-index=false"]).dependentsIndex, false);
+  const text = usage("controller", "Reconciles.", CONTROLLER_FLAGS);
+  assert.match(text, /--dependents-index\n.*Indexed condition/);
+});
+
 Deno.test("CONTROLLER_FLAGS lists the flags in --help order", () => {
   assert.deepEqual(CONTROLLER_FLAGS.map((f) => f.name), [
     "kubeconfig",
@@ -255,6 +267,7 @@ Deno.test("CONTROLLER_FLAGS lists the flags in --help order", () => {
     "webhook-ca-bundle-path",
     "webhook-timeout",
     "webhook-user",
+    "dependents-index",
     "resync-period",
     "max-writes-in-flight",
     "health-probe-bind-address",

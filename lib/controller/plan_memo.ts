@@ -25,6 +25,7 @@
 import type { ConfigurationMemo } from "./configuration_plan.ts";
 import type { CoverMemo, RulePlanMemo } from "./rule_plan.ts";
 import type { RuleStatusMemo } from "./rule_status_plan.ts";
+import type { IndexAccessMemo } from "./index_access.ts";
 
 /**
  * Everything the plan's parts remember between passes: the rules' analysis
@@ -33,13 +34,19 @@ import type { RuleStatusMemo } from "./rule_status_plan.ts";
  * (`lib/exports/export_checks.ts`), each rule's settled conditions, `spec.when` problem
  * and Enforced message (`rule_status_plan.ts`), the conditions each object was
  * found to show (`status_tally.ts`), each rule's reads and their keys
- * (`webhook_access.ts`), each configuration found up to date
+ * (`webhook_access.ts`) and those that feed the dependents index
+ * (`index_access.ts`), each configuration found up to date
  * (`configuration_plan.ts`), the provider URLs and each configuration's
  * canonical webhooks (`webhook_config.ts`). Objects are held weakly: what
  * the watch caches drop, the memo drops.
  */
 export class PlanMemo
-  implements RulePlanMemo, CoverMemo, RuleStatusMemo, ConfigurationMemo {
+  implements
+    RulePlanMemo,
+    CoverMemo,
+    RuleStatusMemo,
+    IndexAccessMemo,
+    ConfigurationMemo {
   /** The last rules analyzed, and what was found. */
   analysis: RulePlanMemo["analysis"] = undefined;
   /** The last rules whose reads were asked for, and those reads. */
@@ -60,6 +67,8 @@ export class PlanMemo
   readonly accessKeys: RuleStatusMemo["accessKeys"] = new WeakMap();
   /** Each rule object's reads the webhook must be allowed. */
   readonly accessNeeded: RuleStatusMemo["accessNeeded"] = new WeakMap();
+  /** Each rule object's reads that feed the dependents index. */
+  readonly indexNeeded: IndexAccessMemo["indexNeeded"] = new WeakMap();
   /** What each configuration read was last found up to date with. */
   readonly upToDate: ConfigurationMemo["upToDate"] = new WeakMap();
   /** The provider URLs, by webhook URL and provider path. */

@@ -126,6 +126,10 @@ export const READ_CACHE_SPECS: ReadCacheSpecs = {
       cluster: ref.cluster,
       verb: ref.verb,
       type: `${ref.resource}.${ref.group}`,
+      ...(ref.subresource === undefined
+        ? {}
+        : { subresource: ref.subresource }),
+      ...(ref.name === undefined ? {} : { name: ref.name }),
       allowed: reading.answer,
       error: reading.error,
     }),

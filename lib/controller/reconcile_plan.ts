@@ -77,6 +77,13 @@ export interface PlanInput {
     /** The webhook's user name, for messages. */
     user: string;
   };
+  /**
+   * Whether the webhook keeps its dependents index (the controller's
+   * `--dependents-index`): then the reads that feed it are asked about too,
+   * and each installed rule says in an `Indexed` condition whether the
+   * webhook may feed it (`index_access.ts`). @default {false}
+   */
+  dependentsIndex?: boolean;
   /** Webhook client settings, or why they cannot be read. */
   settings: WebhookClientSettings | { error: string };
   /** The last failed write per provider cluster, if it failed. */
@@ -173,6 +180,7 @@ export function planReconcile(
     problems: rules.problems,
     coverage,
     webhookAccess: input.webhookAccess,
+    dependentsIndex: input.dependentsIndex,
   });
   const lockStatuses = planLockStatuses(locks, {
     ...context,
@@ -184,7 +192,9 @@ export function planReconcile(
     paths: [...new Set([...coverage.paths, ...placement.paths])].sort(),
     exports: [...new Map([...coverage.exports, ...placement.exports]).values()],
     lockTargets: [...placement.targets.values()],
-    webhookAccess: accessNeededBy(rules.valid, memo),
+    webhookAccess: accessNeededBy(rules.valid, memo, {
+      dependentsIndex: input.dependentsIndex,
+    }),
     stalePaths: [...coverage.stalePaths].sort(),
     configurations: actions,
     statuses: [...ruleStatuses.statuses, ...lockStatuses.statuses],

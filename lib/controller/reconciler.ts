@@ -109,6 +109,12 @@ export interface ReconcilerOptions {
     read: (ref: AccessRef, signal: AbortSignal) => Promise<boolean>;
     user: string;
   };
+  /**
+   * Whether the webhook keeps its dependents index (`--dependents-index`):
+   * then whether it may feed it is asked too, and shown in each installed
+   * rule's `Indexed` condition (see `index_access.ts`). @default {false}
+   */
+  dependentsIndex?: boolean;
   /** Reads the webhook's URL, CA bundle and timeout (at the first pass, every resync, and after a failed read). */
   readSettings: () => Promise<WebhookClientSettings>;
   /** `<workspace path>:<export name>` of the dep-ctrl export, for messages. */
@@ -326,6 +332,9 @@ export class Reconciler {
             user: this.#options.webhookAccess.user,
           },
         }),
+      ...(this.#options.dependentsIndex === true
+        ? { dependentsIndex: true }
+        : {}),
       settings,
       installErrors: this.#applier.failures(),
       exportRef: this.#options.exportRef,

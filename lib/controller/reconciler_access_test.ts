@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { READY_CONDITION } from "../rules/mod.ts";
+import { INDEXED_CONDITION, READY_CONDITION } from "../rules/mod.ts";
 import {
   type EndpointObject,
   type ExportWatcher,
@@ -58,7 +58,7 @@ interface Harness {
  * API, whose access reviews wait for the test to answer them.
  */
 async function withReconciler(
-  options: { accessWaitMs?: number },
+  options: { accessWaitMs?: number; dependentsIndex?: boolean },
   fn: (h: Harness) => Promise<void>,
 ): Promise<void> {
   const statuses: KubeObject[] = [];
@@ -109,13 +109,18 @@ async function withReconciler(
         new Promise((resolve) => asked.push({ ref, answer: resolve })),
       user: "dependency-webhook",
     },
+    ...(options.dependentsIndex === undefined
+      ? {}
+      : { dependentsIndex: options.dependentsIndex }),
     readSettings: () => Promise.resolve(SETTINGS),
     exportRef: EXPORT_REF,
     log: createLogger({ level: "error", write: () => {} }),
     observer,
     resyncPeriodMs: 3_600_000,
     minPassIntervalMs: 0,
-    ...options,
+    ...(options.accessWaitMs === undefined
+      ? {}
+      : { accessWaitMs: options.accessWaitMs }),
   });
   const morePasses = async (count: number) => {
     const until = passes + count;
@@ -150,9 +155,17 @@ async function withReconciler(
 
 /** The Ready condition of a status body. */
 function readyOf(status: KubeObject): Record<string, unknown> | undefined {
+  return conditionOf(status, READY_CONDITION);
+}
+
+/** Condition `type` of a status body. */
+function conditionOf(
+  status: KubeObject,
+  type: string,
+): Record<string, unknown> | undefined {
   const conditions = (status as { conditions?: Record<string, unknown>[] })
     .conditions;
-  return conditions?.find((c) => c.type === READY_CONDITION);
+  return conditions?.find((c) => c.type === type);
 }
 
 Deno.test("Reconciler writes no status at a cold start while the webhook's reads are being asked about, then one status once they are answered", async () => {
@@ -198,5 +211,31 @@ Deno.test("Reconciler writes a rule's status with a note once the wait for the w
     await waitUntil("the answers to be written", () => h.statuses.length > 1);
     assert.equal(readyOf(h.statuses[1]!)?.reason, "WebhookCannotRead");
     assert.equal(h.statuses.length, 2);
+  });
+});
+
+Deno.test("Reconciler with dependentsIndex asks whether the webhook may feed the index, and writes Indexed beside an Enforced Ready", async () => {
+  await withReconciler({ dependentsIndex: true }, async (h) => {
+    h.shown.rules = [h.here(vmRule())];
+    h.shown.bindings = [h.here(binding(NETWORK))];
+    h.shown.configurations = [h.here(configuration(NETWORK, [VPCS]))];
+    h.reconciler.start();
+    // Three reads for Ready, five that feed the index.
+    await waitUntil("the reads to be asked about", () => h.asked.length === 8);
+    assert.deepEqual(
+      h.asked.filter(({ ref }) => ref.subresource !== undefined).map((
+        { ref },
+      ) => `${ref.verb} ${ref.resource}/${ref.subresource} ${ref.name}`),
+      [
+        "list apiexports/content compute.example.com",
+        "watch apiexports/content compute.example.com",
+      ],
+    );
+    for (const { ref, answer } of h.asked) answer(ref.verb !== "watch");
+    await waitUntil("the status to be written", () => h.statuses.length > 0);
+    assert.equal(readyOf(h.statuses[0]!)?.reason, "Enforced");
+    const indexed = conditionOf(h.statuses[0]!, INDEXED_CONDITION);
+    assert.equal(indexed?.status, "False");
+    assert.equal(indexed?.reason, "WebhookCannotWatch");
   });
 });

@@ -56,6 +56,7 @@ import {
   accessNeeded,
   type AccessRef,
 } from "./webhook_access.ts";
+import { type IndexAccessMemo, indexAccessNeeded } from "./index_access.ts";
 
 /** A schema-valid rule with where it came from. */
 export interface ValidRule {
@@ -97,7 +98,9 @@ export interface RulePlanMemo {
     | { rules: readonly ValidRule[]; problems: Map<string, RuleProblem[]> }
     | undefined;
   /** The last rules {@linkcode accessNeededBy} was asked about, and its answer. */
-  accessNeeds: { rules: readonly ValidRule[]; refs: AccessRef[] } | undefined;
+  accessNeeds:
+    | { rules: readonly ValidRule[]; index: boolean; refs: AccessRef[] }
+    | undefined;
 }
 
 /**
@@ -158,24 +161,35 @@ export function planRuleCoverage(
 }
 
 /**
- * Every read the webhook must be allowed for the valid rules, once each.
- * The list is shared with the next call with the same `memo` for the same
- * rules: do not modify it.
+ * Every read the webhook must be allowed for the valid rules, once each;
+ * with `options.dependentsIndex`, those that feed its dependents index too
+ * (`index_access.ts`). The list is shared with the next call with the same
+ * `memo` for the same rules: do not modify it.
  */
 export function accessNeededBy(
   valid: readonly ValidRule[],
-  memo: RulePlanMemo & AccessMemo,
+  memo: RulePlanMemo & AccessMemo & IndexAccessMemo,
+  options: { dependentsIndex?: boolean | undefined } = {},
 ): AccessRef[] {
+  const index = options.dependentsIndex ?? false;
   const last = memo.accessNeeds;
-  if (last !== undefined && sameRules(last.rules, valid)) return last.refs;
+  if (
+    last !== undefined && last.index === index && sameRules(last.rules, valid)
+  ) {
+    return last.refs;
+  }
   const refs = new Map<string, AccessRef>();
   for (const { cluster, rule } of valid) {
     for (const ref of accessNeeded(cluster, rule, { memo })) {
       refs.set(accessKey(ref, memo), ref);
     }
+    if (!index) continue;
+    for (const ref of indexAccessNeeded(cluster, rule, { memo })) {
+      refs.set(accessKey(ref, memo), ref);
+    }
   }
   const refList = [...refs.values()];
-  memo.accessNeeds = { rules: valid, refs: refList };
+  memo.accessNeeds = { rules: valid, index, refs: refList };
   return refList;
 }
 

@@ -613,3 +613,34 @@ Deno.test("accessNeededBy() names each read the valid rules need once", () => {
     ],
   );
 });
+
+Deno.test("accessNeededBy() with dependentsIndex adds the reads that feed the index, once each, and remembers per setting", () => {
+  const memo = new PlanMemo();
+  const rules = parseRules([vmRule(), vmRule()], parseDependencyRule, {
+    memo,
+  });
+  const plain = accessNeededBy(rules.valid, memo);
+  const indexed = accessNeededBy(rules.valid, memo, { dependentsIndex: true });
+  assert.notEqual(indexed, plain);
+  assert.deepEqual(
+    indexed.map((r) =>
+      `${r.verb} ${r.resource}${r.subresource ? `/${r.subresource}` : ""}`
+    ),
+    [
+      "list virtualmachines",
+      "get virtualmachines",
+      "get vpcs",
+      "watch virtualmachines",
+      "list apiexports/content",
+      "watch apiexports/content",
+      "list apiexportendpointslices",
+      "watch apiexportendpointslices",
+    ],
+  );
+  // The same rules and setting: the same list.
+  assert.equal(
+    accessNeededBy(rules.valid, memo, { dependentsIndex: true }),
+    indexed,
+  );
+  assert.deepEqual(accessNeededBy(rules.valid, memo), plain);
+});

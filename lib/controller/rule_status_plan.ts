@@ -37,12 +37,24 @@
  * rule), else `Enforced`. The message names every problem found, so a
  * reason that comes first hides none of the others.
  *
+ * With `dependentsIndex` (the controller's `--dependents-index`), an
+ * installed rule gets a third condition, `Indexed`: True (`Indexed`) when
+ * kcp says the webhook may feed its dependents index for the rule, False
+ * with `WebhookCannotWatch` (naming each grant missing and how to give it)
+ * when it may not, Unknown (`IndexNotChecked`) when kcp could not be asked,
+ * and False with `NotIndexed` for a rule the webhook never indexes (see
+ * `index_access.ts`). It never changes Ready: without the index the webhook
+ * lists the dependents on every review, which protects all the same. Like
+ * the reads Ready depends on, the status waits for kcp's answers. Without
+ * `dependentsIndex` a rule has no `Indexed` condition.
+ *
  * @module
  */
 import {
   type Condition,
   type ConditionReason,
   type DependencyRule,
+  INDEXED_CONDITION,
   READY_CONDITION,
   type ReferenceSource,
   ruleKey,
@@ -65,6 +77,15 @@ import {
   type AccessProblems,
   accessProblems,
 } from "./webhook_access.ts";
+import {
+  cannotWatchMessage,
+  type IndexAccessMemo,
+  indexAccessNeeded,
+  indexAccessProblems,
+  indexedMessage,
+  indexNotCheckedMessage,
+  notIndexedReason,
+} from "./index_access.ts";
 import {
   type PlannedStatuses,
   type ShownMemo,
@@ -98,6 +119,12 @@ export interface RuleStatusContext extends StatusContext {
     readings: ReadonlyMap<string, Reading<boolean>>;
     user: string;
   } | undefined;
+  /**
+   * Whether the webhook keeps its dependents index (`--dependents-index`):
+   * then each installed rule says in an `Indexed` condition whether the
+   * webhook may feed it. @default {false}
+   */
+  dependentsIndex?: boolean | undefined;
   /** What earlier passes found, kept by whoever runs the passes (`PlanMemo`). */
   memo: RuleStatusMemo;
 }
@@ -110,7 +137,7 @@ export interface RuleStatusContext extends StatusContext {
  * ({@linkcode ShownMemo}) and the access checks ({@linkcode AccessMemo})
  * remember.
  */
-export interface RuleStatusMemo extends ShownMemo, AccessMemo {
+export interface RuleStatusMemo extends ShownMemo, AccessMemo, IndexAccessMemo {
   /**
    * Each rule object's last settled conditions (or `undefined`: not
    * settled), with what they were computed from.
@@ -133,7 +160,8 @@ export interface RuleStatusMemo extends ShownMemo, AccessMemo {
 type PlannedCondition = Condition & { reason: ConditionReason };
 
 /**
- * Each rule's status (WebhooksInstalled, then Ready), sorted by cluster and
+ * Each rule's status (WebhooksInstalled, then Ready, then with
+ * `dependentsIndex` Indexed for an installed rule), sorted by cluster and
  * name, and the rules counted by their Ready condition.
  */
 export function planRuleStatuses(
@@ -185,8 +213,10 @@ export function planRuleStatuses(
   return { statuses: planned.statuses, ready: planned.ready };
 }
 
-/** A rule's settled conditions: WebhooksInstalled, then Ready. */
-export type RuleConditions = [PlannedCondition, PlannedCondition];
+/** A rule's settled conditions: WebhooksInstalled, then Ready, then maybe Indexed. */
+export type RuleConditions =
+  | [PlannedCondition, PlannedCondition]
+  | [PlannedCondition, PlannedCondition, PlannedCondition];
 
 /**
  * A rule's conditions, or `undefined` while they would not settle yet:
@@ -220,7 +250,8 @@ function settledConditions(
  * (kept between passes while unchanged), in order: the rule's cluster and
  * problems, its dependencies' states and notes, the settings, per
  * installed dependency whether its configuration is being written and why
- * it failed, and what kcp answered about its reads.
+ * it failed, and what kcp answered about its reads (with
+ * `dependentsIndex`, those that feed the index too).
  */
 function inputsOf(
   { rule, cluster }: ValidRule,
@@ -253,6 +284,14 @@ function inputsOf(
       inputs.push(access.readings.get(accessKey(ref, memo)));
     }
   }
+  if (context.dependentsIndex === true) {
+    inputs.push(true);
+    if (access !== undefined) {
+      for (const ref of indexAccessNeeded(cluster, rule, { memo })) {
+        inputs.push(access.readings.get(accessKey(ref, memo)));
+      }
+    }
+  }
 }
 
 /** A rule's conditions, computed; `undefined` while they would not settle yet. */
@@ -273,10 +312,69 @@ function conditionsOf(
     ? accessOf(valid, context)
     : NOTHING_ASKED;
   if (installed === undefined || access.unanswered > 0) return undefined;
-  return [
+  const ready = readyConditionFor(valid, {
     installed,
-    readyConditionFor(valid, { installed, problems, access, context }),
-  ];
+    problems,
+    access,
+    context,
+  });
+  if (context.dependentsIndex !== true || installed.status !== "True") {
+    return [installed, ready];
+  }
+  const indexed = indexedCondition(valid, context);
+  if (indexed === null) return undefined;
+  return indexed === undefined
+    ? [installed, ready]
+    : [installed, ready, indexed];
+}
+
+/**
+ * The Indexed condition of an installed rule (see the module's header):
+ * `null` while kcp is still being asked about a read that feeds the index,
+ * `undefined` when nothing is checked (no `webhookAccess`) for a rule the
+ * webhook would index.
+ */
+function indexedCondition(
+  { rule, cluster }: ValidRule,
+  context: RuleStatusContext,
+): PlannedCondition | null | undefined {
+  const why = notIndexedReason(rule);
+  if (why !== undefined) {
+    return condition(INDEXED_CONDITION, {
+      status: "False",
+      reason: "NotIndexed",
+      message: why,
+    });
+  }
+  const access = context.webhookAccess;
+  if (access === undefined) return undefined;
+  const { memo } = context;
+  const { user } = access;
+  const found = indexAccessProblems(
+    indexAccessNeeded(cluster, rule, { memo }),
+    access.readings,
+    { user, memo },
+  );
+  if (found.unanswered > 0) return null;
+  if (found.missing.length > 0) {
+    return condition(INDEXED_CONDITION, {
+      status: "False",
+      reason: "WebhookCannotWatch",
+      message: cannotWatchMessage(rule, found, { user }),
+    });
+  }
+  if (found.unverified.length > 0) {
+    return condition(INDEXED_CONDITION, {
+      status: "Unknown",
+      reason: "IndexNotChecked",
+      message: indexNotCheckedMessage(found.unverified),
+    });
+  }
+  return condition(INDEXED_CONDITION, {
+    status: "True",
+    reason: "Indexed",
+    message: indexedMessage(rule, { user }),
+  });
 }
 
 /** The WebhooksInstalled condition, or undefined while anything is pending. */

@@ -1,12 +1,14 @@
 import assert from "node:assert/strict";
 import {
+  INDEXED_CONDITION,
   parseDependencyRule,
   READY_CONDITION,
   WEBHOOKS_INSTALLED_CONDITION,
 } from "../rules/mod.ts";
 import { exportKey } from "../exports/mod.ts";
 import { planReconcile } from "./reconcile_plan.ts";
-import { accessKey } from "./webhook_access.ts";
+import { accessKey, type AccessRef } from "./webhook_access.ts";
+import type { EndpointObject } from "../kcp/mod.ts";
 import { compileWhen } from "../when/mod.ts";
 import {
   dependency,
@@ -511,4 +513,244 @@ Deno.test("planReconcile() ranks InvalidCondition after an invalid spec, a faile
     assert.deepEqual([ready.status, ready.reason], ["False", reason], what);
     assert.match(ready.message, message, what);
   }
+});
+
+// ---------------------------------------------------------------------------
+// The dependents index (--dependents-index)
+
+/** Every read `plan` asks about answered `allowed(ref)`. */
+function answered(
+  refs: readonly AccessRef[],
+  allowed: (ref: AccessRef) => boolean | Error,
+): Map<string, { answer?: boolean; error?: string }> {
+  return new Map(refs.map((ref) => {
+    const answer = allowed(ref);
+    return [
+      accessKey(ref),
+      answer instanceof Error ? { error: answer.message } : { answer },
+    ];
+  }));
+}
+
+Deno.test("planReconcile() without dependentsIndex asks nothing of the index and writes no Indexed condition", () => {
+  const base = networkInput([vmRule()], [VPCS]);
+  const refs = planReconcile(base).webhookAccess;
+  assert.ok(refs.every((r) => r.verb !== "watch"));
+  const plan = planReconcile({
+    ...base,
+    webhookAccess: {
+      readings: answered(refs, () => true),
+      user: "dependency-webhook",
+    },
+  });
+  assert.deepEqual(
+    statusOf(plan, VM_RULE).status.conditions?.map((c) => c.type),
+    [WEBHOOKS_INSTALLED_CONDITION, READY_CONDITION],
+  );
+});
+
+Deno.test("planReconcile() with dependentsIndex says Indexed when the webhook may feed the index, and WebhookCannotWatch, naming the grant, while Ready stays Enforced when it may not", () => {
+  const base = { ...networkInput([vmRule()], [VPCS]), dependentsIndex: true };
+  const refs = planReconcile(base).webhookAccess;
+  assert.deepEqual(
+    refs.map((r) =>
+      `${r.verb} ${r.resource}${r.subresource ? `/${r.subresource}` : ""}${
+        r.name ? ` ${r.name}` : ""
+      }`
+    ),
+    [
+      "list virtualmachines",
+      "get virtualmachines",
+      "get vpcs",
+      "watch virtualmachines",
+      "list apiexports/content compute.example.com",
+      "watch apiexports/content compute.example.com",
+      "list apiexportendpointslices",
+      "watch apiexportendpointslices",
+    ],
+  );
+  assert.ok(refs.every((r) => r.cluster === CONSUMER));
+  const plan = (allowed: (ref: AccessRef) => boolean | Error) =>
+    planReconcile({
+      ...base,
+      webhookAccess: {
+        readings: answered(refs, allowed),
+        user: "dependency-webhook",
+      },
+    });
+  // Granted everything: Indexed, third after WebhooksInstalled and Ready.
+  const granted = statusOf(plan(() => true), VM_RULE);
+  assert.deepEqual(
+    granted.status.conditions?.map((c) => [c.type, c.status, c.reason]),
+    [
+      [WEBHOOKS_INSTALLED_CONDITION, "True", "Installed"],
+      [READY_CONDITION, "True", "Enforced"],
+      [INDEXED_CONDITION, "True", "Indexed"],
+    ],
+  );
+  assert.match(
+    conditionOf(granted, INDEXED_CONDITION).message,
+    /dependency-webhook may watch virtualmachines\.compute\.example\.com and the content of the APIExport compute\.example\.com/,
+  );
+  // Only get and list (what `controller grants` gives without the flag).
+  const plain = statusOf(
+    plan((ref) =>
+      ref.verb !== "watch" && ref.resource !== "apiexports" &&
+      ref.resource !== "apiexportendpointslices"
+    ),
+    VM_RULE,
+  );
+  assert.deepEqual(summary(plain)[1], ["True", "Enforced", ENFORCED_VPCS]);
+  const cannot = conditionOf(plain, INDEXED_CONDITION);
+  assert.deepEqual([cannot.status, cannot.reason], [
+    "False",
+    "WebhookCannotWatch",
+  ]);
+  assert.equal(
+    cannot.message,
+    "the webhook's identity dependency-webhook may not watch virtualmachines.compute.example.com, list apiexports.apis.kcp.io/content compute.example.com, watch apiexports.apis.kcp.io/content compute.example.com, list apiexportendpointslices.apis.kcp.io, watch apiexportendpointslices.apis.kcp.io, " +
+      "so it cannot feed its dependents index of virtualmachines.compute.example.com and lists them on every review instead (deletes stay protected, only more slowly): " +
+      "grant it in system:admin of every shard (controller grants --dependents-index --kubeconfig=<webhook kubeconfig> | kubectl apply -f -, and kubectl apply -k manifests/kcp/system-admin/dependents-index)",
+  );
+  // The grants, not the endpoint slices' manifest: only the grants named.
+  const slicesOnly = conditionOf(
+    statusOf(
+      plan((ref) => ref.verb !== "watch" || ref.resource !== "virtualmachines"),
+      VM_RULE,
+    ),
+    INDEXED_CONDITION,
+  );
+  assert.equal(slicesOnly.reason, "WebhookCannotWatch");
+  assert.match(
+    slicesOnly.message,
+    /may not watch virtualmachines\.compute\.example\.com, so .*\(controller grants --dependents-index --kubeconfig=<webhook kubeconfig> \| kubectl apply -f -\)$/,
+  );
+  // A read the webhook needs for Ready missing too: both conditions say so.
+  const both = statusOf(
+    plan((ref) => ref.verb === "get"),
+    VM_RULE,
+  );
+  assert.equal(conditionOf(both, READY_CONDITION).reason, "WebhookCannotRead");
+  assert.equal(
+    conditionOf(both, INDEXED_CONDITION).reason,
+    "WebhookCannotWatch",
+  );
+  // Not asked successfully: Unknown, saying why; Ready untouched.
+  const failed = statusOf(
+    plan((ref) =>
+      ref.resource === "apiexports" ? new Error("403 Forbidden") : true
+    ),
+    VM_RULE,
+  );
+  assert.deepEqual(summary(failed)[1], ["True", "Enforced", ENFORCED_VPCS]);
+  const unknown = conditionOf(failed, INDEXED_CONDITION);
+  assert.deepEqual([unknown.status, unknown.reason], [
+    "Unknown",
+    "IndexNotChecked",
+  ]);
+  assert.match(
+    unknown.message,
+    /^not checked whether the webhook may feed its dependents index: whether dependency-webhook may list apiexports\.apis\.kcp\.io\/content compute\.example\.com: 403 Forbidden; /,
+  );
+});
+
+Deno.test("planReconcile() with dependentsIndex waits for kcp's answers about the index's reads before writing a rule's status", () => {
+  const base = { ...networkInput([vmRule()], [VPCS]), dependentsIndex: true };
+  const refs = planReconcile(base).webhookAccess;
+  const index = refs.filter((r) =>
+    r.verb === "watch" || r.group === "apis.kcp.io"
+  );
+  assert.equal(index.length, 5);
+  const some = planReconcile({
+    ...base,
+    webhookAccess: {
+      readings: answered(refs.filter((r) => r !== index[2]), () => true),
+      user: "dependency-webhook",
+    },
+  });
+  assert.deepEqual(some.statuses, []);
+  const all = planReconcile({
+    ...base,
+    webhookAccess: {
+      readings: answered(refs, () => true),
+      user: "dependency-webhook",
+    },
+  });
+  assert.equal(all.statuses.length, 1);
+  // Shown, it is not written again; the flag turned off, the condition goes.
+  const shown = vmRule(statusOf(all, VM_RULE).status);
+  const again = planReconcile({
+    ...base,
+    rules: [shown],
+    webhookAccess: {
+      readings: answered(refs, () => true),
+      user: "dependency-webhook",
+    },
+  });
+  assert.deepEqual(again.statuses, []);
+  const off = planReconcile({
+    ...base,
+    dependentsIndex: false,
+    rules: [shown],
+    webhookAccess: {
+      readings: answered(refs, () => true),
+      user: "dependency-webhook",
+    },
+  });
+  assert.deepEqual(
+    statusOf(off, VM_RULE).status.conditions?.map((c) => c.type),
+    [WEBHOOKS_INSTALLED_CONDITION, READY_CONDITION],
+  );
+});
+
+Deno.test("planReconcile() with dependentsIndex says NotIndexed, and asks nothing more, for a rule with a when or with only owner references", () => {
+  const cases: [string, EndpointObject, RegExp][] = [
+    [
+      "when",
+      withSpec(vmRule(), { when: GOOD_WHEN }),
+      /^not indexed: spec\.when may read any field of a VirtualMachine/,
+    ],
+    [
+      "from: Target",
+      vmRuleAt({ from: "Target", path: '.metadata.labels["owner"]' }),
+      /^not indexed: every dependency is read on the protected object or its Namespace/,
+    ],
+  ];
+  for (const [what, source, message] of cases) {
+    const base = { ...networkInput([source], [VPCS]), dependentsIndex: true };
+    const refs = planReconcile(base).webhookAccess;
+    assert.ok(
+      refs.every((r) => r.verb !== "watch" && r.group !== "apis.kcp.io"),
+      what,
+    );
+    const plan = planReconcile({
+      ...base,
+      webhookAccess: { readings: answered(refs, () => true), user: "u" },
+    });
+    const indexed = conditionOf(statusOf(plan, VM_RULE), INDEXED_CONDITION);
+    assert.deepEqual([indexed.status, indexed.reason], ["False", "NotIndexed"]);
+    assert.match(indexed.message, message, what);
+    assert.equal(
+      conditionOf(statusOf(plan, VM_RULE), READY_CONDITION).reason,
+      "Enforced",
+      what,
+    );
+  }
+});
+
+Deno.test("planReconcile() with dependentsIndex writes no Indexed condition for a rule that is not installed", () => {
+  const plan = planReconcile({
+    ...input({
+      rules: [vmRule()],
+      resolutions: resolved({ [NETWORK_PATH]: NETWORK }),
+    }),
+    dependentsIndex: true,
+    webhookAccess: { readings: new Map(), user: "dependency-webhook" },
+  });
+  const action = statusOf(plan, VM_RULE);
+  assert.equal(conditionOf(action, READY_CONDITION).reason, "ProviderNotBound");
+  assert.deepEqual(action.status.conditions?.map((c) => c.type), [
+    WEBHOOKS_INSTALLED_CONDITION,
+    READY_CONDITION,
+  ]);
 });

@@ -40,12 +40,16 @@ import { isRecord, type Reading } from "../runtime/mod.ts";
 export interface AccessRef {
   /** The logical cluster to ask in (the rule's own). */
   cluster: string;
-  /** `get` or `list`. */
-  verb: "get" | "list";
+  /** `get` or `list`; `watch` for the dependents index (`index_access.ts`). */
+  verb: "get" | "list" | "watch";
   /** API group (`""`: core). */
   group: string;
   /** Plural resource. */
   resource: string;
+  /** A subresource (`apiexports/content`); absent: the resource itself. */
+  subresource?: string;
+  /** One object's name; absent: every object. */
+  name?: string;
 }
 
 /**
@@ -66,8 +70,9 @@ export interface AccessMemo {
 /**
  * The key of an {@linkcode AccessRef} in the cache's readings: its fields
  * joined by newlines, which none of them can hold (a logical cluster name,
- * a verb, a DNS subdomain and a DNS label). With a `memo`, the key of a
- * frozen ref is computed once.
+ * a verb, a DNS subdomain, DNS labels and a name), the subresource and the
+ * name only when set. With a `memo`, the key of a frozen ref is computed
+ * once.
  */
 export function accessKey(
   ref: AccessRef,
@@ -80,13 +85,17 @@ export function accessKey(
   let key = keys?.get(ref);
   if (key === undefined) {
     key = `${ref.cluster}\n${ref.verb}\n${ref.group}\n${ref.resource}`;
+    if (ref.subresource !== undefined || ref.name !== undefined) {
+      key += `\n${ref.subresource ?? ""}\n${ref.name ?? ""}`;
+    }
     keys?.set(ref, key);
   }
   return key;
 }
 
 /**
- * Asks kcp whether `user` may `ref.verb` `ref.resource` in `ref.cluster`
+ * Asks kcp whether `user` may `ref.verb` `ref.resource` (its
+ * `ref.subresource`, the object `ref.name`, when set) in `ref.cluster`
  * (every namespace), with a SubjectAccessReview through the front-proxy.
  *
  * @throws {KubeApiError} When kcp does not answer it (403, outage).
@@ -112,6 +121,10 @@ export async function readWebhookAccess(
             verb: ref.verb,
             group: ref.group,
             resource: ref.resource,
+            ...(ref.subresource === undefined
+              ? {}
+              : { subresource: ref.subresource }),
+            ...(ref.name === undefined ? {} : { name: ref.name }),
           },
         },
       },

@@ -229,3 +229,59 @@ Deno.test("readWebhookAccess() asks a SubjectAccessReview about the webhook's us
     await api.close();
   }
 });
+
+Deno.test("readWebhookAccess() asks about a subresource of one named object, as the index's reads need", async () => {
+  const api = new FakeApi((request) =>
+    json({ ...JSON.parse(request.body), status: { allowed: true } }, 201)
+  );
+  const client = new KubeClient({
+    ...connection(api.url),
+    allowInsecureHttp: true,
+  });
+  try {
+    const ref: AccessRef = {
+      cluster: "c1",
+      verb: "watch",
+      group: "apis.kcp.io",
+      resource: "apiexports",
+      subresource: "content",
+      name: "compute.example.com",
+    };
+    assert.equal(
+      await readWebhookAccess(client, api.url, ref, { user: "dep-webhook" }),
+      true,
+    );
+    assert.deepEqual(JSON.parse(api.requests[0]!.body).spec, {
+      user: "dep-webhook",
+      resourceAttributes: {
+        verb: "watch",
+        group: "apis.kcp.io",
+        resource: "apiexports",
+        subresource: "content",
+        name: "compute.example.com",
+      },
+    });
+  } finally {
+    client.close();
+    await api.close();
+  }
+});
+
+Deno.test("accessKey() tells apart a subresource and a name, and keeps the keys of plain reads", () => {
+  const plain: AccessRef = {
+    cluster: "c1",
+    verb: "list",
+    group: "apis.kcp.io",
+    resource: "apiexports",
+  };
+  assert.equal(accessKey(plain), "c1\nlist\napis.kcp.io\napiexports");
+  const keys = new Set([
+    accessKey(plain),
+    accessKey({ ...plain, subresource: "content" }),
+    accessKey({ ...plain, subresource: "content", name: "a" }),
+    accessKey({ ...plain, subresource: "content", name: "b" }),
+    accessKey({ ...plain, name: "content" }),
+    accessKey({ ...plain, verb: "watch", subresource: "content", name: "a" }),
+  ]);
+  assert.equal(keys.size, 6);
+});

@@ -66,9 +66,10 @@ export const READY_CONDITION = "Ready";
  */
 export const WEBHOOKS_INSTALLED_CONDITION = "WebhooksInstalled";
 /**
- * Every reason the controller writes into a DependencyRule's conditions:
- * `Enforced` (Ready) and `Installed` (WebhooksInstalled) when all is well,
- * the others when it is not.
+ * Every reason the controller writes into a DependencyRule's `Ready` and
+ * `WebhooksInstalled` conditions: `Enforced` (Ready) and `Installed`
+ * (WebhooksInstalled) when all is well, the others when it is not. The
+ * `Indexed` condition has its own ({@linkcode INDEXED_CONDITION_REASONS}).
  */
 export const CONDITION_REASONS = [
   "Enforced",
@@ -86,8 +87,36 @@ export const CONDITION_REASONS = [
   "WebhookCannotRead",
   "InvalidCondition",
 ] as const;
-/** One of {@linkcode CONDITION_REASONS}. */
-export type ConditionReason = typeof CONDITION_REASONS[number];
+/**
+ * The name of the condition that reports, with the controller's
+ * `--dependents-index`, whether the webhook may feed its dependents index
+ * for an installed DependencyRule. It never changes `Ready`: without the
+ * index the webhook lists the dependents on each review, which protects
+ * all the same.
+ */
+export const INDEXED_CONDITION = "Indexed";
+/**
+ * Every reason of the {@linkcode INDEXED_CONDITION} condition: `Indexed`
+ * (True) when kcp says the webhook may feed the index for the rule;
+ * `WebhookCannotWatch` (False) when it may not (it lists on each review
+ * instead); `IndexNotChecked` (Unknown) when kcp could not be asked;
+ * `NotIndexed` (False) for a rule the webhook never indexes (it has a
+ * `spec.when`, or reads every reference on the protected object or its
+ * Namespace).
+ */
+export const INDEXED_CONDITION_REASONS = [
+  "Indexed",
+  "WebhookCannotWatch",
+  "IndexNotChecked",
+  "NotIndexed",
+] as const;
+/**
+ * One of {@linkcode CONDITION_REASONS} or
+ * {@linkcode INDEXED_CONDITION_REASONS}.
+ */
+export type ConditionReason =
+  | typeof CONDITION_REASONS[number]
+  | typeof INDEXED_CONDITION_REASONS[number];
 
 const DNS_SUBDOMAIN_MAX = 253;
 const DNS_LABEL_MAX = 63;

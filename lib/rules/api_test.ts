@@ -2,11 +2,14 @@ import assert from "node:assert/strict";
 import {
   API_VERSION,
   type Condition,
+  CONDITION_REASONS,
   ConditionSchema,
   DependencyRuleSchema,
   type DependencyRuleStatus,
   DependencyRuleStatusSchema,
   GROUP,
+  INDEXED_CONDITION,
+  INDEXED_CONDITION_REASONS,
   KIND,
   parseDependencyRule,
   READY_CONDITION,
@@ -689,4 +692,23 @@ Deno.test("parseDependencyRule() names a namespace path whose [*] are not the pa
     error:
       "spec.dependencies[0].fieldRef.namespacePath: its [*] must be those of the path at the same place, so that both read the same list element: '.spec.zones[*].namespace' does not pair with '.spec.nics[*].subnetRef.name': current value is '.spec.zones[*].namespace'",
   });
+});
+
+Deno.test("INDEXED_CONDITION has its own reasons, none a Ready reason, each one a status accepts", () => {
+  assert.equal(INDEXED_CONDITION, "Indexed");
+  const ready = new Set<string>(CONDITION_REASONS);
+  for (const reason of INDEXED_CONDITION_REASONS) {
+    assert.ok(!ready.has(reason), reason);
+    const condition: Condition = {
+      type: INDEXED_CONDITION,
+      status: "False",
+      reason,
+      message: "m",
+      lastTransitionTime: "2025-01-01T00:00:00Z",
+    };
+    assert.deepEqual(
+      DependencyRuleStatusSchema.parse({ conditions: [condition] }),
+      { conditions: [condition] },
+    );
+  }
 });

@@ -544,6 +544,7 @@ const CUSTOM = {
     name: "dependency-webhook:reads:platform",
     dependents: [{ group: "lb.example.com", resources: ["loadbalancers"] }],
     protected: [{ group: "network.example.com", resources: ["vpcs"] }],
+    indexedExports: ["lb.example.com"],
   },
 };
 

@@ -17,6 +17,7 @@
  * @module
  */
 export * from "./apis.ts";
+export * from "./back_to_back.ts";
 export * from "./component_suite.ts";
 export * from "./components.ts";
 export * from "./connections.ts";

@@ -1,11 +1,7 @@
 import assert from "node:assert/strict";
 import { parseFieldPath } from "../rules/mod.ts";
-import {
-  DependentsIndex,
-  type IndexedPath,
-  type IndexEvent,
-  type IndexHit,
-} from "./dependents_index.ts";
+import type { IndexedPath, IndexEvent, IndexHit } from "./kept.ts";
+import { DependentsIndex } from "./dependents_index.ts";
 
 const VPC: IndexedPath = { fieldPath: parseFieldPath(".spec.vpcRef.name") };
 const NICS: IndexedPath = {

@@ -14,7 +14,8 @@ import {
 import { KubeClient, type KubeObject } from "../kcp/mod.ts";
 import { parseFieldPath } from "../rules/mod.ts";
 import { createLogger } from "../runtime/mod.ts";
-import { DependentsIndex, type IndexEvent } from "./dependents_index.ts";
+import { DependentsIndex } from "./dependents_index.ts";
+import type { IndexEvent } from "./kept.ts";
 import {
   IndexFeed,
   type IndexFeedOptions,

@@ -13,12 +13,8 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { parseFieldPath, referencesOf } from "../rules/mod.ts";
-import {
-  DependentsIndex,
-  type IndexedPath,
-  type IndexEvent,
-  type IndexHit,
-} from "./dependents_index.ts";
+import type { IndexedPath, IndexEvent, IndexHit } from "./kept.ts";
+import { DependentsIndex } from "./dependents_index.ts";
 
 const PATHS: readonly IndexedPath[] = [
   { fieldPath: parseFieldPath(".spec.vpcRef.name") },

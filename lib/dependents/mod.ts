@@ -7,3 +7,9 @@
  */
 export * from "./dependents_index.ts";
 export * from "./index_feed.ts";
+export type {
+  DependentsIndexOptions,
+  IndexedPath,
+  IndexEvent,
+  IndexHit,
+} from "./kept.ts";

@@ -27,3 +27,8 @@
  * @module
  */
 export * from "./when.ts";
+export {
+  CHARS_PER_UNIT,
+  IN_LIST_UNITS,
+  QUADRATIC_PARSE_DIVISOR,
+} from "./costs.ts";

@@ -71,12 +71,23 @@
  *   range, the node count of its predicate (the work that does not touch the
  *   object), plus, for a string element, 1 per 64 characters for every use
  *   of the iteration variable in the predicate;
+ * - each call of a standard function over strings or bytes (`size()`,
+ *   `contains()`, `+`, `==`, `<`, `int()`, `bytes()`...) costs 1 per
+ *   `CHARS_PER_UNIT` (`./costs.ts`) characters or bytes it reads and produces,
+ *   whatever the string (read from the object, a literal, built), charged
+ *   before it runs; `int()` and `uint()` of a string more, `x in list` per
+ *   element (`./costs.ts` has the details);
  * - each `matches()` costs {@linkcode regexCost} of its text and program.
  *
- * A unit stands for some 0.1 to 0.2 microseconds on a development machine
- * (2 cores), so an evaluation that spends the whole budget takes some 50 to
- * 100 ms there; a `when` such as `object.spec.deletionProtection == true`
- * spends a few units.
+ * Measured construct by construct (`bench/when_cost.ts`), a unit costs at
+ * most some 40 ns of CPU on a development machine (2 cores; iterating over a
+ * map's keys is the costliest, functions over strings some 5 to 25 ns), so
+ * an evaluation that spends the whole budget takes at most some 25 ms of
+ * CPU there, and a review's budget (twice that, shared through a
+ * {@linkcode WhenBudget}) at most some 50 ms; a `when` such as
+ * `object.spec.deletionProtection == true` spends a few units. One function
+ * over a string of more than some 2 million characters is over an
+ * evaluation's budget before it runs.
 
  * Neither {@linkcode compileWhen} nor `evaluate` throws: a failure is a
  * result with a readable, single-line message of at most
@@ -114,6 +125,7 @@ import {
   plan,
 } from "@bufbuild/cel";
 import { RE2JS } from "@bufbuild/re2";
+import { costedFuncs } from "./costs.ts";
 
 /** Longest `when` accepted, in characters. */
 export const MAX_WHEN_LENGTH = 1024;
@@ -127,9 +139,10 @@ export const MAX_WHEN_NODES = 512;
 /**
  * The budget of one evaluation, in units: a lookup or an iteration step in
  * the object is 1, a string read is 1 more per 64 characters, a
- * comprehension is the node count of its predicate per element, a
- * `matches()` is {@linkcode regexCost} (the module's documentation has the
- * details). A unit is some 0.1 to 0.2 microseconds of work.
+ * comprehension is the node count of its predicate per element, a function
+ * over strings 1 per `CHARS_PER_UNIT` (`./costs.ts`) characters it reads and
+ * produces, a `matches()` is {@linkcode regexCost} (the module's
+ * documentation has the details). A unit is at most some 40 ns of CPU.
  */
 export const WHEN_COST_LIMIT = 500_000;
 
@@ -306,11 +319,13 @@ let active: Evaluation | undefined;
 const RANGE_FUNCTION = "@budgeted_range";
 
 /**
- * The one environment: the standard library, `matches()` budgeted, and
+ * The one environment: the standard library, its functions over strings and
+ * bytes costed (`./costs.ts`), `matches()` budgeted, and
  * {@linkcode RANGE_FUNCTION}.
  */
 const ENV = celEnv({
   funcs: [
+    ...costedFuncs(celEnv().funcs, (units) => current().charge(units)),
     celFunc(
       RANGE_FUNCTION,
       [CelScalar.DYN, CelScalar.INT, CelScalar.INT],

@@ -574,7 +574,7 @@ Deno.test("a heavy predicate is charged per iteration", () => {
 
 Deno.test("large strings are charged by their length", () => {
   const object = {
-    text: "ab".repeat(1_500_000),
+    text: "ab".repeat(750_000),
     numbers: Array.from({ length: 10_000 }, (_, i) => i),
     strings: Array.from({ length: 300 }, (_, i) => "x".repeat(10_000) + i),
   };
@@ -594,6 +594,86 @@ Deno.test("large strings are charged by their length", () => {
   assert.equal(
     value("object.strings.exists(s, s.endsWith('299'))", object),
     true,
+  );
+});
+
+Deno.test("string functions are charged by the characters they read", () => {
+  // Over a literal, in a loop over an object's list: no read of the object
+  // pays for the work, the functions do.
+  const numbers = { numbers: Array.from({ length: 100_000 }, (_, i) => i) };
+  const literal = `'${"a".repeat(480)}'`;
+  for (
+    const source of [
+      `object.numbers.all(x, size(${literal}) > 0)`,
+      `object.numbers.all(x, ${literal}.contains('ab') || true)`,
+      `object.numbers.all(x, ${literal} + ${literal} != '')`,
+      `object.numbers.all(x, bytes(${literal}) != b'')`,
+    ]
+  ) {
+    const result = compiled(source).evaluate(numbers);
+    assert.ok(!result.ok, source);
+    assert.match(result.error, EXCEEDED, source);
+  }
+  // A function over one string of 2 MiB is over an evaluation's budget
+  // before it runs, whatever it is.
+  const object = { s: "a".repeat(1 << 21), digits: "9".repeat(1 << 18) };
+  for (
+    const source of [
+      "size(object.s) > 0",
+      "object.s.contains('ab') || true",
+      "object.s < object.s + 'b' || true",
+      "string(bytes(object.s)) != ''",
+      "double(object.s) > 0.0 || true",
+      "timestamp(object.s) > timestamp(0) || true",
+      "int(object.digits) > 0 || true",
+      "uint(object.digits) > 0u || true",
+    ]
+  ) {
+    const result = compiled(source).evaluate(object);
+    assert.ok(!result.ok, source);
+    assert.match(result.error, EXCEEDED, source);
+  }
+  // Results are those of the standard functions.
+  const small = { s: "a\u{1F600}b\uD800", n: "42", t: "x".repeat(100) };
+  assert.equal(value("size(object.s) == 4", small), true);
+  assert.equal(value("object.s.size() == 4", small), true);
+  assert.equal(value("size(bytes(object.s)) == 9", small), true);
+  assert.equal(value("object.s.contains('\u{1F600}')", small), true);
+  assert.equal(
+    value("object.s.startsWith('a') && object.s.endsWith('\uD800')", small),
+    true,
+  );
+  assert.equal(
+    value("int(object.n) + 1 == 43 && uint(object.n) == 42u", small),
+    true,
+  );
+  assert.equal(
+    value("object.t + object.t == object.t + object.t", small),
+    true,
+  );
+  assert.equal(
+    value("object.n < object.t && object.n in ['1', '42']", small),
+    true,
+  );
+  assert.match(evaluationError("int(object.t) > 0", small), /BigInt|int/);
+  // Within the budget, a `when` over a string of 1 MiB still evaluates.
+  assert.equal(
+    value("object.s.contains('b')", { s: "a".repeat(1 << 20) }),
+    false,
+  );
+});
+
+Deno.test("a list's elements are charged when `in` compares them", () => {
+  const object = { items: Array.from({ length: 100_000 }, () => "v") };
+  const when = compiled("'w' in object.items");
+  const budget = new WhenBudget(WHEN_COST_LIMIT);
+  assert.deepEqual(when.evaluate(object, { budget }), {
+    ok: true,
+    value: false,
+  });
+  assert.ok(
+    WHEN_COST_LIMIT - budget.remaining >= 4 * 100_000,
+    `${WHEN_COST_LIMIT - budget.remaining} units`,
   );
 });
 

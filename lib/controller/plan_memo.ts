@@ -31,8 +31,9 @@ import type { IndexAccessMemo } from "./index_access.ts";
  * Everything the plan's parts remember between passes: the rules' analysis
  * and the reads they need (`rule_plan.ts`), each rule's cover
  * (`rule_cover.ts`) with the checks of its field paths in each schema
- * (`lib/exports/export_checks.ts`), each rule's settled conditions, `spec.when` problem
- * and Enforced message (`rule_status_plan.ts`), the conditions each object was
+ * (`lib/exports/export_checks.ts`), each rule's settled conditions
+ * (`rule_status_plan.ts`) with its `spec.when` problem and Enforced message
+ * (`rule_conditions.ts`), the conditions each object was
  * found to show (`status_tally.ts`), each rule's reads and their keys
  * (`webhook_access.ts`) and those that feed the dependents index
  * (`index_access.ts`), each configuration found up to date

@@ -11,7 +11,11 @@
  * state by building it under different prefixes ({@linkcode worldPaths}):
  * `root:t1:providers:network` and `root:t2:providers:network` export types
  * of different identities, so rules and Locks of one reach nothing of the
- * other; only `root:dep-ctrl` and the components are shared.
+ * other; only `root:dep-ctrl` and the components are shared. Suites whose
+ * components differ (or that must each start their own) run one after
+ * another on the kcp: each starts the components in its first step and ends
+ * with {@linkcode ComponentWorld.stopComponents} or {@linkcode sigtermStep},
+ * so that one controller leads at a time.
  *
  * ```ts
  * import { buildTopology, componentTest, worldPaths } from "./mod.ts";
@@ -78,6 +82,24 @@ export interface ComponentWorld {
    * @throws {Error} If none were started or kept.
    */
   components(): Components;
+  /**
+   * Stops the running components with SIGTERM, the controller first, and
+   * answers their exit codes; none run afterwards, so a later suite on the
+   * same kcp can start its own (the controller leads alone, one
+   * ValidatingWebhookConfiguration per provider workspace points at one
+   * webhook).
+   *
+   * @throws {Error} If none were started or kept.
+   */
+  stopComponents(): Promise<ExitCodes>;
+}
+
+/** The exit codes of the components, from {@linkcode ComponentWorld.stopComponents}. */
+export interface ExitCodes {
+  /** The controller's. */
+  controller: number;
+  /** The webhook's. */
+  webhook: number;
 }
 
 /** Options for {@linkcode componentTest}. */
@@ -94,6 +116,22 @@ export interface ComponentTestOptions {
 /** The step that stops the components with SIGTERM and checks their exit codes. */
 export const SIGTERM_STEP =
   "SIGTERM stops controller and webhook with exit code 0";
+
+/**
+ * The step {@linkcode SIGTERM_STEP}: stops the world's components and checks
+ * that both exit with 0. Suites that share a kcp one after another each end
+ * with it (or with {@linkcode ComponentWorld.stopComponents}).
+ */
+export async function sigtermStep(
+  world: ComponentWorld,
+  step: Step,
+): Promise<void> {
+  await step(SIGTERM_STEP, async () => {
+    const codes = await world.stopComponents();
+    assert.equal(codes.controller, 0);
+    assert.equal(codes.webhook, 0);
+  });
+}
 
 /**
  * Registers a Deno test that runs `body` against a fresh kcp and stops the
@@ -128,19 +166,19 @@ export function componentTest(
         }
         return { webhook, controller };
       },
+      async stopComponents() {
+        const { webhook, controller } = world.components();
+        const controllerCode = await controller.stop();
+        running = { webhook };
+        const webhookCode = await webhook.stop();
+        running = {};
+        return { controller: controllerCode, webhook: webhookCode };
+      },
     };
     let failed = true;
     try {
       await body(world, step);
-      if (options.sigterm) {
-        await step(SIGTERM_STEP, async () => {
-          const { webhook, controller } = world.components();
-          assert.equal(await controller.stop(), 0);
-          running = { webhook };
-          assert.equal(await webhook.stop(), 0);
-          running = {};
-        });
-      }
+      if (options.sigterm) await sigtermStep(world, step);
       failed = false;
     } finally {
       await stopComponents([running.controller, running.webhook], {

@@ -14,7 +14,7 @@ import {
   assertStatusTruth,
   bindExport,
   buildTopology,
-  componentTest,
+  type ComponentWorld,
   DEP_CTRL_EXPORT,
   dryRunDelete,
   exportedTarget,
@@ -22,25 +22,20 @@ import {
   type KcpServer,
   lockManifest,
   MANIFESTS,
+  type Step,
   vmVpcRule,
   vpcManifest,
   VWC_CLAIM,
   waitFor,
+  type WorldPaths,
 } from "../../testing/mod.ts";
 
-const NETWORK = "root:providers:network";
-const COMPUTE = "root:providers:compute";
-const C1 = "root:consumers:c1";
-/** The VPC the day-2 rule protects, as a user deletes it. */
-const CORE = {
-  workspace: C1,
-  type: "vpc",
-  namespace: "default",
-  name: "core",
-};
-
-/** The day-2 rule, as the provider writes it: VPCAttachments refer to VPCs. */
-const ATTACHMENT_RULE = `apiVersion: dependencies.opendefense.cloud/v1alpha1
+/**
+ * The day-2 rule, as the provider writes it: VPCAttachments refer to the VPCs
+ * of the network provider at `network`.
+ */
+const attachmentRule = (network: string) =>
+  `apiVersion: dependencies.opendefense.cloud/v1alpha1
 kind: DependencyRule
 metadata:
   name: vpcattachment-vpc
@@ -52,7 +47,7 @@ spec:
     kind: VPCAttachment
     resource: vpcattachments
   dependencies:
-    - apiExportRef: { path: ${NETWORK}, name: network.example.com }
+    - apiExportRef: { path: ${network}, name: network.example.com }
       group: network.example.com
       version: v1alpha1
       resource: vpcs
@@ -63,6 +58,7 @@ spec:
 
 async function readyOf(
   kcp: KcpServer,
+  workspace: string,
   name: string,
 ): Promise<{ reason: string; message: string }> {
   const out = await kcp.kubectlOk([
@@ -71,297 +67,317 @@ async function readyOf(
     name,
     "-o",
     'jsonpath={.status.conditions[?(@.type=="Ready")].reason}{"\\n"}{.status.conditions[?(@.type=="Ready")].message}',
-  ], { workspace: COMPUTE });
+  ], { workspace });
   const [reason = "", message = ""] = out.split("\n");
   return { reason, message };
 }
 
 async function waitForReason(
   kcp: KcpServer,
+  workspace: string,
   name: string,
   reason: string,
 ): Promise<string> {
   let last = { reason: "", message: "" };
   return await waitFor(`rule ${name} to say ${reason}`, async () => {
-    last = await readyOf(kcp, name);
+    last = await readyOf(kcp, workspace, name);
     if (last.reason === reason) return last.message;
     throw new Error(`last: ${last.reason}: ${last.message}`);
   }, { timeoutMs: 60_000, intervalMs: 250 }) as string;
 }
 
-componentTest(
-  "day 2: a provider adds a rule for a new type; the shipped grants tool makes it Enforced, and the grant survives the base manifests",
-  {},
-  async (world, step) => {
-    const { kcp } = world;
-    await step(
-      "day 1: the VM rule is granted and Enforced",
-      async () => {
-        await buildTopology(kcp, {
-          networkPath: NETWORK,
-          computePath: COMPUTE,
-          consumerPaths: [C1],
+/**
+ * The steps of "day 2: a provider adds a rule for a new type; the shipped
+ * grants tool makes it Enforced, and the grant survives the base manifests",
+ * in the world under `paths`, ending with status truth. It needs a kcp on
+ * which the webhook may not yet read VPCAttachments: no suite that grants
+ * them runs before it.
+ */
+export async function day2Steps(
+  world: ComponentWorld,
+  step: Step,
+  paths: WorldPaths,
+): Promise<void> {
+  const { kcp } = world;
+  const NETWORK = paths.network;
+  const COMPUTE = paths.compute;
+  const C1 = paths.consumer("c1");
+  /** The VPC the day-2 rule protects, as a user deletes it. */
+  const CORE = {
+    workspace: C1,
+    type: "vpc",
+    namespace: "default",
+    name: "core",
+  };
+  const ATTACHMENT_RULE = attachmentRule(NETWORK);
+  await step(
+    "day 1: the VM rule is granted and Enforced",
+    async () => {
+      await buildTopology(kcp, {
+        networkPath: NETWORK,
+        computePath: COMPUTE,
+        consumerPaths: [C1],
+      });
+      await world.startComponents();
+      await applyObjects(kcp, COMPUTE, [
+        vmVpcRule(NETWORK),
+      ]);
+      await grantWebhookReads(kcp);
+      await waitForReason(kcp, COMPUTE, "vm-vpc", "Enforced");
+      await waitFor("vpcattachments to be served in c1", async () => {
+        const r = await kcp.kubectl(["get", "vpcattachments"], {
+          workspace: C1,
         });
-        await world.startComponents();
-        await applyObjects(kcp, COMPUTE, [
-          vmVpcRule(NETWORK),
-        ]);
-        await grantWebhookReads(kcp);
-        await waitForReason(kcp, "vm-vpc", "Enforced");
-        await waitFor("vpcattachments to be served in c1", async () => {
-          const r = await kcp.kubectl(["get", "vpcattachments"], {
-            workspace: C1,
-          });
-          return r.code === 0 || undefined;
-        });
-        await applyObjects(kcp, C1, [
-          vpcManifest("core"),
-          {
-            apiVersion: "compute.example.com/v1alpha1",
-            kind: "VPCAttachment",
-            metadata: { name: "edge" },
-            spec: { vpcRef: { name: "core", namespace: "default" } },
-          },
-        ]);
-        // Nothing day 1 knows refers to it.
-        await waitFor(
-          "the VPC delete to be allowed",
-          async () => await dryRunDelete(kcp, CORE) === "" || undefined,
-        );
-      },
-    );
+        return r.code === 0 || undefined;
+      });
+      await applyObjects(kcp, C1, [
+        vpcManifest("core"),
+        {
+          apiVersion: "compute.example.com/v1alpha1",
+          kind: "VPCAttachment",
+          metadata: { name: "edge" },
+          spec: { vpcRef: { name: "core", namespace: "default" } },
+        },
+      ]);
+      // Nothing day 1 knows refers to it.
+      await waitFor(
+        "the VPC delete to be allowed",
+        async () => await dryRunDelete(kcp, CORE) === "" || undefined,
+      );
+    },
+  );
 
-    await step(
-      "day 2: the provider applies a rule for VPCAttachments; it says WebhookCannotRead and how to grant, and deletes of VPCs are denied naming the permission",
-      async () => {
-        await kcp.kubectlOk(["apply", "-f", "-"], {
-          workspace: COMPUTE,
-          stdin: ATTACHMENT_RULE,
-        });
-        const message = await waitForReason(
-          kcp,
-          "vpcattachment-vpc",
-          "WebhookCannotRead",
-        );
-        assert.match(
-          message,
-          /dependency-webhook may not list vpcattachments\.compute\.example\.com.*controller grants --kubeconfig=<webhook kubeconfig> \| kubectl apply -f -/,
-        );
-        const error = await waitFor("the delete to be denied", async () => {
-          const e = await dryRunDelete(kcp, CORE);
-          return e === "" ? undefined : e;
-        }) as string;
-        assert.match(
-          error,
-          /may not list vpcattachments\.compute\.example\.com in this workspace \(403 Forbidden\).*controller grants/,
-        );
-      },
-    );
+  await step(
+    "day 2: the provider applies a rule for VPCAttachments; it says WebhookCannotRead and how to grant, and deletes of VPCs are denied naming the permission",
+    async () => {
+      await kcp.kubectlOk(["apply", "-f", "-"], {
+        workspace: COMPUTE,
+        stdin: ATTACHMENT_RULE,
+      });
+      const message = await waitForReason(
+        kcp,
+        COMPUTE,
+        "vpcattachment-vpc",
+        "WebhookCannotRead",
+      );
+      assert.match(
+        message,
+        /dependency-webhook may not list vpcattachments\.compute\.example\.com.*controller grants --kubeconfig=<webhook kubeconfig> \| kubectl apply -f -/,
+      );
+      const error = await waitFor("the delete to be denied", async () => {
+        const e = await dryRunDelete(kcp, CORE);
+        return e === "" ? undefined : e;
+      }) as string;
+      assert.match(
+        error,
+        /may not list vpcattachments\.compute\.example\.com in this workspace \(403 Forbidden\).*controller grants/,
+      );
+    },
+  );
 
-    await step(
-      "while VPCAttachments cannot be read, a Lock's denial names the Lock, the VM that refers, and the type it could not list",
-      async () => {
-        await bindExport(kcp, C1, {
-          exportPath: "root:dep-ctrl",
-          exportName: DEP_CTRL_EXPORT,
-          acceptClaims: [VWC_CLAIM],
+  await step(
+    "while VPCAttachments cannot be read, a Lock's denial names the Lock, the VM that refers, and the type it could not list",
+    async () => {
+      await bindExport(kcp, C1, {
+        exportPath: "root:dep-ctrl",
+        exportName: DEP_CTRL_EXPORT,
+        acceptClaims: [VWC_CLAIM],
+      });
+      await waitFor("Locks to be served in c1", async () => {
+        const r = await kcp.kubectl(["get", "locks", "-n", "default"], {
+          workspace: C1,
         });
-        await waitFor("Locks to be served in c1", async () => {
-          const r = await kcp.kubectl(["get", "locks", "-n", "default"], {
-            workspace: C1,
-          });
-          return r.code === 0 || undefined;
-        });
-        await applyObjects(kcp, C1, [
-          {
-            apiVersion: "compute.example.com/v1alpha1",
-            kind: "VirtualMachine",
-            metadata: { name: "web", namespace: "default" },
-            spec: { vpcRef: { name: "core" } },
-          },
-          {
-            apiVersion: "dependencies.opendefense.cloud/v1alpha1",
-            kind: "Lock",
-            metadata: { name: "hold", namespace: "default" },
-            spec: {
-              target: {
-                apiExportRef: { path: NETWORK, name: "network.example.com" },
-                group: "network.example.com",
-                version: "v1alpha1",
-                resource: "vpcs",
-                name: "core",
-              },
-              reason: "incomplete answers say so",
+        return r.code === 0 || undefined;
+      });
+      await applyObjects(kcp, C1, [
+        {
+          apiVersion: "compute.example.com/v1alpha1",
+          kind: "VirtualMachine",
+          metadata: { name: "web", namespace: "default" },
+          spec: { vpcRef: { name: "core" } },
+        },
+        {
+          apiVersion: "dependencies.opendefense.cloud/v1alpha1",
+          kind: "Lock",
+          metadata: { name: "hold", namespace: "default" },
+          spec: {
+            target: {
+              apiExportRef: { path: NETWORK, name: "network.example.com" },
+              group: "network.example.com",
+              version: "v1alpha1",
+              resource: "vpcs",
+              name: "core",
             },
+            reason: "incomplete answers say so",
           },
-        ]);
-        let last = "";
-        await waitFor(
-          "the denial to name the Lock, the VM and what it could not read",
-          async () => {
-            last = await dryRunDelete(kcp, CORE);
-            return /locked by Lock default\/hold/.test(last) &&
-                /still referenced by VirtualMachine\/web \(\.spec\.vpcRef\.name\)/
-                  .test(last) &&
-                /could not list vpcattachments\.compute\.example\.com, which may refer to it too \(the webhook's identity may not list/
-                  .test(last) || undefined;
-          },
-          { timeoutMs: 60_000, intervalMs: 250 },
-        ).catch((error) => {
-          throw new Error(`${error}; last denial: ${last}`);
-        });
-        // Unlocked, the tenant meets the reference and what was not read.
-        await kcp.kubectlOk(["delete", "lock", "hold", "-n", "default"], {
-          workspace: C1,
-        });
-        await waitFor(
-          "the denial to name the VM without the Lock",
-          async () => {
-            last = await dryRunDelete(kcp, CORE);
-            return !/Lock default\/hold/.test(last) &&
-                /still referenced by VirtualMachine\/web/.test(last) &&
-                /could not list vpcattachments\.compute\.example\.com/.test(
-                  last,
-                ) ||
-              undefined;
-          },
-          { timeoutMs: 60_000, intervalMs: 250 },
-        );
-        await kcp.kubectlOk([
-          "delete",
-          "virtualmachine",
-          "web",
-          "-n",
-          "default",
-        ], {
-          workspace: C1,
-        });
-      },
-    );
+        },
+      ]);
+      let last = "";
+      await waitFor(
+        "the denial to name the Lock, the VM and what it could not read",
+        async () => {
+          last = await dryRunDelete(kcp, CORE);
+          return /locked by Lock default\/hold/.test(last) &&
+              /still referenced by VirtualMachine\/web \(\.spec\.vpcRef\.name\)/
+                .test(last) &&
+              /could not list vpcattachments\.compute\.example\.com, which may refer to it too \(the webhook's identity may not list/
+                .test(last) || undefined;
+        },
+        { timeoutMs: 60_000, intervalMs: 250 },
+      ).catch((error) => {
+        throw new Error(`${error}; last denial: ${last}`);
+      });
+      // Unlocked, the tenant meets the reference and what was not read.
+      await kcp.kubectlOk(["delete", "lock", "hold", "-n", "default"], {
+        workspace: C1,
+      });
+      await waitFor(
+        "the denial to name the VM without the Lock",
+        async () => {
+          last = await dryRunDelete(kcp, CORE);
+          return !/Lock default\/hold/.test(last) &&
+              /still referenced by VirtualMachine\/web/.test(last) &&
+              /could not list vpcattachments\.compute\.example\.com/.test(
+                last,
+              ) ||
+            undefined;
+        },
+        { timeoutMs: 60_000, intervalMs: 250 },
+      );
+      await kcp.kubectlOk([
+        "delete",
+        "virtualmachine",
+        "web",
+        "-n",
+        "default",
+      ], {
+        workspace: C1,
+      });
+    },
+  );
 
-    await step(
-      "the operator applies what controller grants prints in system:admin: the rule is Enforced and the delete is denied naming the attachment",
-      async () => {
-        const role = await grantWebhookReads(kcp);
-        assert.match(role, /name: dependency-webhook:reads:rules/);
-        assert.match(
-          role,
-          /dependencies\.opendefense\.cloud\/aggregate-to-dependents-reader: ['"]true['"]/,
-        );
-        assert.match(role, /- vpcattachments/);
-        await waitForReason(kcp, "vpcattachment-vpc", "Enforced");
-        await waitFor(
-          "the denial to name the attachment",
-          async () =>
-            /still referenced by VPCAttachment\/edge \(\.spec\.vpcRef\.name\)/
-              .test(await dryRunDelete(kcp, CORE)) || undefined,
-        );
-      },
-    );
+  await step(
+    "the operator applies what controller grants prints in system:admin: the rule is Enforced and the delete is denied naming the attachment",
+    async () => {
+      const role = await grantWebhookReads(kcp);
+      assert.match(role, /name: dependency-webhook:reads:rules/);
+      assert.match(
+        role,
+        /dependencies\.opendefense\.cloud\/aggregate-to-dependents-reader: ['"]true['"]/,
+      );
+      assert.match(role, /- vpcattachments/);
+      await waitForReason(kcp, COMPUTE, "vpcattachment-vpc", "Enforced");
+      await waitFor(
+        "the denial to name the attachment",
+        async () =>
+          /still referenced by VPCAttachment\/edge \(\.spec\.vpcRef\.name\)/
+            .test(await dryRunDelete(kcp, CORE)) || undefined,
+      );
+    },
+  );
 
-    await step(
-      "applying manifests/kcp/system-admin again keeps the grant",
-      async () => {
-        await kcp.kubectlOk([
-          "apply",
-          "-k",
-          `${MANIFESTS}kcp/system-admin`,
+  await step(
+    "applying manifests/kcp/system-admin again keeps the grant",
+    async () => {
+      await kcp.kubectlOk([
+        "apply",
+        "-k",
+        `${MANIFESTS}kcp/system-admin`,
+      ], { workspace: "system:admin", identity: "shardAdmin" });
+      // kcp's aggregation keeps the reader's rules: the grant is there
+      // after the apply, and stays.
+      for (let i = 0; i < 3; i++) {
+        const rules = await kcp.kubectlOk([
+          "get",
+          "clusterrole",
+          "dependency-webhook:dependents-reader",
+          "-o",
+          "jsonpath={.rules[*].resources}",
         ], { workspace: "system:admin", identity: "shardAdmin" });
-        // kcp's aggregation keeps the reader's rules: the grant is there
-        // after the apply, and stays.
-        for (let i = 0; i < 3; i++) {
-          const rules = await kcp.kubectlOk([
-            "get",
-            "clusterrole",
-            "dependency-webhook:dependents-reader",
-            "-o",
-            "jsonpath={.rules[*].resources}",
-          ], { workspace: "system:admin", identity: "shardAdmin" });
-          assert.match(rules, /vpcattachments/);
-          assert.match(
-            await dryRunDelete(kcp, CORE),
-            /still referenced by VPCAttachment\/edge/,
-          );
-          await new Promise((r) => setTimeout(r, 500));
-        }
-        await waitForReason(kcp, "vpcattachment-vpc", "Enforced");
-      },
-    );
+        assert.match(rules, /vpcattachments/);
+        assert.match(
+          await dryRunDelete(kcp, CORE),
+          /still referenced by VPCAttachment\/edge/,
+        );
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      await waitForReason(kcp, COMPUTE, "vpcattachment-vpc", "Enforced");
+    },
+  );
 
-    await step(
-      "kubectl get dependencies lists rules and Locks; the columns say what each protects and why",
-      async () => {
-        const rules = await kcp.kubectlOk(["get", "dependencies"], {
-          workspace: COMPUTE,
+  await step(
+    "kubectl get dependencies lists rules and Locks; the columns say what each protects and why",
+    async () => {
+      const rules = await kcp.kubectlOk(["get", "dependencies"], {
+        workspace: COMPUTE,
+      });
+      assert.match(
+        rules,
+        /dependencyrule\.dependencies\.opendefense\.cloud\/vm-vpc/,
+      );
+      assert.match(
+        rules,
+        /dependencyrule\.dependencies\.opendefense\.cloud\/vpcattachment-vpc/,
+      );
+      const table = await kcp.kubectlOk(["get", "deprule"], {
+        workspace: COMPUTE,
+      });
+      assert.match(
+        table,
+        /^NAME\s+DEPENDENT\s+TARGET\s+PATH\s+READY\s+REASON\s+AGE$/m,
+      );
+      assert.match(
+        table,
+        /^vpcattachment-vpc\s+vpcattachments\s+vpcs\s+\.spec\.vpcRef\.name\s+True\s+Enforced\s/m,
+      );
+      await bindExport(kcp, C1, {
+        exportPath: "root:dep-ctrl",
+        exportName: DEP_CTRL_EXPORT,
+        acceptClaims: [VWC_CLAIM],
+      });
+      await waitFor("Locks to be served in c1", async () => {
+        const r = await kcp.kubectl(["get", "locks", "-n", "default"], {
+          workspace: C1,
         });
-        assert.match(
-          rules,
-          /dependencyrule\.dependencies\.opendefense\.cloud\/vm-vpc/,
-        );
-        assert.match(
-          rules,
-          /dependencyrule\.dependencies\.opendefense\.cloud\/vpcattachment-vpc/,
-        );
-        const table = await kcp.kubectlOk(["get", "deprule"], {
-          workspace: COMPUTE,
-        });
-        assert.match(
-          table,
-          /^NAME\s+DEPENDENT\s+TARGET\s+PATH\s+READY\s+REASON\s+AGE$/m,
-        );
-        assert.match(
-          table,
-          /^vpcattachment-vpc\s+vpcattachments\s+vpcs\s+\.spec\.vpcRef\.name\s+True\s+Enforced\s/m,
-        );
-        await bindExport(kcp, C1, {
-          exportPath: "root:dep-ctrl",
-          exportName: DEP_CTRL_EXPORT,
-          acceptClaims: [VWC_CLAIM],
-        });
-        await waitFor("Locks to be served in c1", async () => {
-          const r = await kcp.kubectl(["get", "locks", "-n", "default"], {
-            workspace: C1,
-          });
-          return r.code === 0 || undefined;
-        });
-        await applyObjects(kcp, C1, [
-          lockManifest("keep", {
-            target: exportedTarget(NETWORK, { resource: "vpcs", name: "core" }),
-            reason: "in use by the edge team",
-          }),
-        ]);
-        const locks = await kcp.kubectlOk(
-          ["get", "dependencies", "-n", "default"],
+        return r.code === 0 || undefined;
+      });
+      await applyObjects(kcp, C1, [
+        lockManifest("keep", {
+          target: exportedTarget(NETWORK, { resource: "vpcs", name: "core" }),
+          reason: "in use by the edge team",
+        }),
+      ]);
+      const locks = await kcp.kubectlOk(
+        ["get", "dependencies", "-n", "default"],
+        { workspace: C1 },
+      );
+      assert.match(
+        locks,
+        /lock\.dependencies\.opendefense\.cloud\/keep/,
+      );
+      await waitFor("the Lock's columns", async () => {
+        const out = await kcp.kubectlOk(
+          ["get", "deplock", "-n", "default"],
           { workspace: C1 },
         );
-        assert.match(
-          locks,
-          /lock\.dependencies\.opendefense\.cloud\/keep/,
-        );
-        await waitFor("the Lock's columns", async () => {
-          const out = await kcp.kubectlOk(
-            ["get", "deplock", "-n", "default"],
-            { workspace: C1 },
-          );
-          return /^NAME\s+TARGET\s+RESOURCE\s+REASON\s+READY\s+STATUS\s+AGE$/m
-                .test(out) &&
-              /^keep\s+core\s+vpcs\s+in use by the edge team\s+True\s+Enforced\s/m
-                .test(out) ||
-            undefined;
-        }, { timeoutMs: 60_000, intervalMs: 250 });
-      },
-    );
+        return /^NAME\s+TARGET\s+RESOURCE\s+REASON\s+READY\s+STATUS\s+AGE$/m
+              .test(out) &&
+            /^keep\s+core\s+vpcs\s+in use by the edge team\s+True\s+Enforced\s/m
+              .test(out) ||
+          undefined;
+      }, { timeoutMs: 60_000, intervalMs: 250 });
+    },
+  );
 
-    await step(
-      "status truth: every rule and Lock whose Ready is True/Enforced denies a delete of what it covers",
-      async () => {
-        const truth = await assertStatusTruth(kcp, {
-          workspaces: ["root:dep-ctrl", NETWORK, COMPUTE, C1],
-          minimum: { locks: 1 },
-        });
-        assert.deepEqual(truth.locksProven, [`${C1}/default/keep`]);
-        assert.deepEqual(truth.leftBehind, []);
-      },
-    );
-  },
-);
+  await step(
+    "status truth: every rule and Lock whose Ready is True/Enforced denies a delete of what it covers",
+    async () => {
+      const truth = await assertStatusTruth(kcp, {
+        workspaces: ["root:dep-ctrl", NETWORK, COMPUTE, C1],
+        minimum: { locks: 1 },
+      });
+      assert.deepEqual(truth.locksProven, [`${C1}/default/keep`]);
+      assert.deepEqual(truth.leftBehind, []);
+    },
+  );
+}

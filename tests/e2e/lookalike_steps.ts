@@ -13,131 +13,140 @@ import {
   applyObjects,
   bindExport,
   buildTopology,
-  componentTest,
+  type ComponentWorld,
   createWorkspace,
   DEP_CTRL_EXPORT,
   dependencyRule,
   grantWebhookReads,
   type KcpServer,
+  type Step,
   vmManifest,
   vmVpcRule,
   vpcManifest,
   VWC_CLAIM,
   waitFor,
+  type WorldPaths,
 } from "../../testing/mod.ts";
 
-const NETWORK = "root:providers:network";
-const COMPUTE = "root:providers:compute";
-const C1 = "root:consumers:c1";
-const TENANT = "root:tenants:t1";
 const FIXTURES = new URL("../../testing/fixtures/compute/", import.meta.url)
   .pathname;
 
-componentTest(
-  "look-alike exports: a tenant's rule about its own copy of a provider's type reaches no other tenant",
-  {},
-  async (world, step) => {
-    const { kcp } = world;
-    await step(
-      "the provider's rule is WebhookCannotRead until the webhook's reads are granted, then Enforced",
-      async () => {
-        await buildTopology(kcp, {
-          networkPath: NETWORK,
-          computePath: COMPUTE,
-          consumerPaths: [C1],
-        });
-        await world.startComponents();
-        await applyObjects(kcp, COMPUTE, [
-          vmVpcRule(NETWORK),
-        ]);
-        // Until the webhook may read what the rule names, every such
-        // delete would get 503: the status says so and how to grant it.
-        await waitForReason(kcp, COMPUTE, "vm-vpc", "WebhookCannotRead");
-        const message = await kcp.kubectlOk([
-          "get",
-          "dependencyrule",
-          "vm-vpc",
-          "-o",
-          'jsonpath={.status.conditions[?(@.type=="Ready")].message}',
-        ], { workspace: COMPUTE });
-        assert.match(
-          message,
-          /dependency-webhook may not list virtualmachines\.compute\.example\.com.*controller grants/,
-        );
-        await grantWebhookReads(kcp);
-        await waitForReason(kcp, COMPUTE, "vm-vpc", "Enforced");
-      },
-    );
+/**
+ * The steps of "look-alike exports: a tenant's rule about its own copy of a
+ * provider's type reaches no other tenant", in the world under `paths` (the
+ * tenant at `<prefix>:tenants:t1`). Its first step needs a kcp on which the
+ * webhook may not yet read VirtualMachines: no suite that grants them runs
+ * before it.
+ */
+export async function lookalikeSteps(
+  world: ComponentWorld,
+  step: Step,
+  paths: WorldPaths,
+): Promise<void> {
+  const { kcp } = world;
+  const NETWORK = paths.network;
+  const COMPUTE = paths.compute;
+  const C1 = paths.consumer("c1");
+  const TENANT = `${paths.prefix}:tenants:t1`;
+  await step(
+    "the provider's rule is WebhookCannotRead until the webhook's reads are granted, then Enforced",
+    async () => {
+      await buildTopology(kcp, {
+        networkPath: NETWORK,
+        computePath: COMPUTE,
+        consumerPaths: [C1],
+      });
+      await world.startComponents();
+      await applyObjects(kcp, COMPUTE, [
+        vmVpcRule(NETWORK),
+      ]);
+      // Until the webhook may read what the rule names, every such
+      // delete would get 503: the status says so and how to grant it.
+      await waitForReason(kcp, COMPUTE, "vm-vpc", "WebhookCannotRead");
+      const message = await kcp.kubectlOk([
+        "get",
+        "dependencyrule",
+        "vm-vpc",
+        "-o",
+        'jsonpath={.status.conditions[?(@.type=="Ready")].message}',
+      ], { workspace: COMPUTE });
+      assert.match(
+        message,
+        /dependency-webhook may not list virtualmachines\.compute\.example\.com.*controller grants/,
+      );
+      await grantWebhookReads(kcp);
+      await waitForReason(kcp, COMPUTE, "vm-vpc", "Enforced");
+    },
+  );
 
-    await step(
-      "a tenant exports its own virtualmachines.compute.example.com and declares a rule about them: it passes the checks",
-      async () => {
-        await createWorkspace(kcp, TENANT);
-        for (
-          const file of [
-            "apiresourceschema-virtualmachines.yaml",
-            "apiresourceschema-vpcattachments.yaml",
-            "apiexport.yaml",
-          ]
-        ) {
-          await kcp.kubectlOk(["apply", "-f", `${FIXTURES}${file}`], {
-            workspace: TENANT,
-          });
-        }
-        await bindExport(kcp, TENANT, {
-          exportPath: "root:dep-ctrl",
-          exportName: DEP_CTRL_EXPORT,
-          acceptClaims: [VWC_CLAIM],
+  await step(
+    "a tenant exports its own virtualmachines.compute.example.com and declares a rule about them: it passes the checks",
+    async () => {
+      await createWorkspace(kcp, TENANT);
+      for (
+        const file of [
+          "apiresourceschema-virtualmachines.yaml",
+          "apiresourceschema-vpcattachments.yaml",
+          "apiexport.yaml",
+        ]
+      ) {
+        await kcp.kubectlOk(["apply", "-f", `${FIXTURES}${file}`], {
+          workspace: TENANT,
         });
-        await applyObjects(kcp, TENANT, [
-          dependencyRule("look-alike", {
-            dependencies: [{
-              path: NETWORK,
-              resource: "vpcs",
-              field: ".metadata.name",
-            }],
-          }),
-        ]);
-        // Its own workspace exports its dependent type, and the webhook
-        // may read it: by every check the rule is in effect, for the
-        // consumers of the tenant's export (there are none).
-        await waitForReason(kcp, TENANT, "look-alike", "Enforced");
-      },
-    );
+      }
+      await bindExport(kcp, TENANT, {
+        exportPath: "root:dep-ctrl",
+        exportName: DEP_CTRL_EXPORT,
+        acceptClaims: [VWC_CLAIM],
+      });
+      await applyObjects(kcp, TENANT, [
+        dependencyRule("look-alike", {
+          dependencies: [{
+            path: NETWORK,
+            resource: "vpcs",
+            field: ".metadata.name",
+          }],
+        }),
+      ]);
+      // Its own workspace exports its dependent type, and the webhook
+      // may read it: by every check the rule is in effect, for the
+      // consumers of the tenant's export (there are none).
+      await waitForReason(kcp, TENANT, "look-alike", "Enforced");
+    },
+  );
 
-    await step(
-      "another tenant's VPC, named like one of its VMs, is deleted: the look-alike rule does not see VMs bound from the provider",
-      async () => {
-        await applyObjects(kcp, C1, [
-          vpcManifest("shared"),
-          vmManifest("shared", { vpc: "elsewhere" }),
-          vpcManifest("used"),
-          vmManifest("user", { vpc: "used" }),
-        ]);
-        // The provider's rule protects: kcp calls the webhook for VPCs.
-        await waitFor("the provider's rule to deny", async () => {
-          const r = await kcp.kubectl([
-            "delete",
-            "vpc",
-            "used",
-            "--dry-run=server",
-          ], { workspace: C1 });
-          return /still referenced by VirtualMachine\/user \(\.spec\.vpcRef\.name\)/
-            .test(r.stderr) || undefined;
-        }, { timeoutMs: 60_000, intervalMs: 500 });
-        // The look-alike rule's field matches VM "shared", which is not its.
-        const r = await kcp.kubectl(["delete", "vpc", "shared"], {
-          workspace: C1,
-        });
-        assert.equal(r.code, 0, r.stderr);
-        const gone = await kcp.kubectl(["get", "vpc", "shared"], {
-          workspace: C1,
-        });
-        assert.match(gone.stderr, /NotFound/);
-      },
-    );
-  },
-);
+  await step(
+    "another tenant's VPC, named like one of its VMs, is deleted: the look-alike rule does not see VMs bound from the provider",
+    async () => {
+      await applyObjects(kcp, C1, [
+        vpcManifest("shared"),
+        vmManifest("shared", { vpc: "elsewhere" }),
+        vpcManifest("used"),
+        vmManifest("user", { vpc: "used" }),
+      ]);
+      // The provider's rule protects: kcp calls the webhook for VPCs.
+      await waitFor("the provider's rule to deny", async () => {
+        const r = await kcp.kubectl([
+          "delete",
+          "vpc",
+          "used",
+          "--dry-run=server",
+        ], { workspace: C1 });
+        return /still referenced by VirtualMachine\/user \(\.spec\.vpcRef\.name\)/
+          .test(r.stderr) || undefined;
+      }, { timeoutMs: 60_000, intervalMs: 500 });
+      // The look-alike rule's field matches VM "shared", which is not its.
+      const r = await kcp.kubectl(["delete", "vpc", "shared"], {
+        workspace: C1,
+      });
+      assert.equal(r.code, 0, r.stderr);
+      const gone = await kcp.kubectl(["get", "vpc", "shared"], {
+        workspace: C1,
+      });
+      assert.match(gone.stderr, /NotFound/);
+    },
+  );
+}
 
 /** Waits until a rule's Ready condition has `reason`. */
 async function waitForReason(

@@ -14,184 +14,189 @@ import {
   assertStatusTruth,
   bindExport,
   buildTopology,
-  componentTest,
+  type ComponentWorld,
   createWorkspace,
   dependencyRule,
   dryRunDelete,
   networkProvider,
+  type Step,
   type Topology,
   vmManifest,
   vpcManifest,
   waitFor,
   type WebhookProcess,
+  type WorldPaths,
 } from "../../testing/mod.ts";
 
-const NETWORK = "root:providers:network";
-const NETWORK2 = "root:providers:network2";
-const COMPUTE = "root:providers:compute";
-/** Bound to NETWORK's VPCs. */
-const C1 = "root:consumers:c1";
-/** Bound to NETWORK2's VPCs. */
-const C3 = "root:consumers:c3";
+/**
+ * The steps of "providers: a rule about one provider's type neither protects
+ * nor blocks another provider's type of the same name", in the world under
+ * `paths` (the second network provider at `<prefix>:providers:network2`),
+ * ending with status truth.
+ */
+export async function providersSteps(
+  world: ComponentWorld,
+  step: Step,
+  paths: WorldPaths,
+): Promise<void> {
+  const { kcp } = world;
+  const NETWORK = paths.network;
+  const NETWORK2 = `${paths.prefix}:providers:network2`;
+  const COMPUTE = paths.compute;
+  /** Bound to NETWORK's VPCs. */
+  const C1 = paths.consumer("c1");
+  /** Bound to NETWORK2's VPCs. */
+  const C3 = paths.consumer("c3");
+  let topo!: Topology;
+  let webhook!: WebhookProcess;
+  await step(
+    "two network providers export vpcs.network.example.com; c1 binds the first, c3 the second",
+    async () => {
+      topo = await buildTopology(kcp, {
+        networkPath: NETWORK,
+        computePath: COMPUTE,
+        consumerPaths: [C1],
+      });
+      await networkProvider(kcp, NETWORK2);
+      await createWorkspace(kcp, C3);
+      await bindExport(kcp, C3, {
+        exportPath: NETWORK2,
+        exportName: "network.example.com",
+      });
+      await bindExport(kcp, C3, {
+        exportPath: COMPUTE,
+        exportName: "compute.example.com",
+      });
+      await applySystemAdminOverlay(kcp, [
+        {
+          group: "compute.example.com",
+          resources: ["virtualmachines"],
+          verbs: ["get", "list"],
+        },
+        {
+          group: "network.example.com",
+          resources: ["vpcs"],
+          verbs: ["get", "list"],
+        },
+      ]);
+      ({ webhook } = await world.startComponents());
+      assert.equal(topo.consumers[0]!.path, C1);
+    },
+  );
 
-componentTest(
-  "providers: a rule about one provider's type neither protects nor blocks another provider's type of the same name",
-  {},
-  async (world, step) => {
-    const { kcp } = world;
-    let topo!: Topology;
-    let webhook!: WebhookProcess;
-    await step(
-      "two network providers export vpcs.network.example.com; c1 binds the first, c3 the second",
-      async () => {
-        topo = await buildTopology(kcp, {
-          networkPath: NETWORK,
-          computePath: COMPUTE,
-          consumerPaths: [C1],
-        });
-        await networkProvider(kcp, NETWORK2);
-        await createWorkspace(kcp, C3);
-        await bindExport(kcp, C3, {
-          exportPath: NETWORK2,
-          exportName: "network.example.com",
-        });
-        await bindExport(kcp, C3, {
-          exportPath: COMPUTE,
-          exportName: "compute.example.com",
-        });
-        await applySystemAdminOverlay(kcp, [
-          {
-            group: "compute.example.com",
-            resources: ["virtualmachines"],
-            verbs: ["get", "list"],
-          },
-          {
-            group: "network.example.com",
-            resources: ["vpcs"],
-            verbs: ["get", "list"],
-          },
-        ]);
-        ({ webhook } = await world.startComponents());
-        assert.equal(topo.consumers[0]!.path, C1);
-      },
-    );
-
-    await step(
-      "one rule per provider: .spec.vpcRef.name names the first's VPCs, .spec.altVpcRef.name the second's",
-      async () => {
-        await applyObjects(kcp, COMPUTE, [
-          dependencyRule("vm-network", {
-            dependencies: [{
-              path: NETWORK,
-              resource: "vpcs",
-              field: ".spec.vpcRef.name",
-            }],
-          }),
-          dependencyRule("vm-network2", {
-            dependencies: [{
-              path: NETWORK2,
-              resource: "vpcs",
-              field: ".spec.altVpcRef.name",
-            }],
-          }),
-        ]);
-        for (const ws of [C1, C3]) {
-          await applyObjects(kcp, ws, [
-            vpcManifest("by-own-rule"),
-            vpcManifest("by-other-rule"),
-            vmManifest("vm-1", {
-              spec: {
-                vpcRef: { name: ws === C1 ? "by-own-rule" : "by-other-rule" },
-                altVpcRef: {
-                  name: ws === C1 ? "by-other-rule" : "by-own-rule",
-                },
+  await step(
+    "one rule per provider: .spec.vpcRef.name names the first's VPCs, .spec.altVpcRef.name the second's",
+    async () => {
+      await applyObjects(kcp, COMPUTE, [
+        dependencyRule("vm-network", {
+          dependencies: [{
+            path: NETWORK,
+            resource: "vpcs",
+            field: ".spec.vpcRef.name",
+          }],
+        }),
+        dependencyRule("vm-network2", {
+          dependencies: [{
+            path: NETWORK2,
+            resource: "vpcs",
+            field: ".spec.altVpcRef.name",
+          }],
+        }),
+      ]);
+      for (const ws of [C1, C3]) {
+        await applyObjects(kcp, ws, [
+          vpcManifest("by-own-rule"),
+          vpcManifest("by-other-rule"),
+          vmManifest("vm-1", {
+            spec: {
+              vpcRef: { name: ws === C1 ? "by-own-rule" : "by-other-rule" },
+              altVpcRef: {
+                name: ws === C1 ? "by-other-rule" : "by-own-rule",
               },
-            }),
-          ]);
-        }
-        // Each provider's own rule protects its consumers' VPCs.
-        for (const ws of [C1, C3]) {
-          const field = ws === C1
-            ? ".spec.vpcRef.name"
-            : ".spec.altVpcRef.name";
-          await waitFor(
-            `protection in ${ws}`,
-            async () =>
-              (await dryRunDelete(kcp, {
-                workspace: ws,
-                type: "vpc",
-                namespace: "default",
-                name: "by-own-rule",
-              })).includes(
-                `still referenced by VirtualMachine/vm-1 (${field})`,
-              ) || undefined,
-            { timeoutMs: 60_000, intervalMs: 300 },
-          );
-        }
-      },
-    );
-
-    await step(
-      "the other provider's rule does not block: a VPC named only through it can be deleted",
-      async () => {
-        for (const ws of [C1, C3]) {
-          assert.equal(
-            await dryRunDelete(kcp, {
+            },
+          }),
+        ]);
+      }
+      // Each provider's own rule protects its consumers' VPCs.
+      for (const ws of [C1, C3]) {
+        const field = ws === C1 ? ".spec.vpcRef.name" : ".spec.altVpcRef.name";
+        await waitFor(
+          `protection in ${ws}`,
+          async () =>
+            (await dryRunDelete(kcp, {
               workspace: ws,
               type: "vpc",
               namespace: "default",
-              name: "by-other-rule",
-            }),
-            "",
-            `${ws}: a rule about the other provider's VPCs blocked this one`,
-          );
-        }
-        const r = await kcp.kubectl(
-          ["delete", "vpc", "by-other-rule", "-n", "default"],
-          { workspace: C3 },
+              name: "by-own-rule",
+            })).includes(
+              `still referenced by VirtualMachine/vm-1 (${field})`,
+            ) || undefined,
+          { timeoutMs: 60_000, intervalMs: 300 },
         );
-        assert.equal(r.code, 0, r.stderr);
-        const gone = await kcp.kubectl(
-          ["get", "vpc", "by-other-rule", "-n", "default"],
-          { workspace: C3 },
+      }
+    },
+  );
+
+  await step(
+    "the other provider's rule does not block: a VPC named only through it can be deleted",
+    async () => {
+      for (const ws of [C1, C3]) {
+        assert.equal(
+          await dryRunDelete(kcp, {
+            workspace: ws,
+            type: "vpc",
+            namespace: "default",
+            name: "by-other-rule",
+          }),
+          "",
+          `${ws}: a rule about the other provider's VPCs blocked this one`,
         );
-        assert.notEqual(gone.code, 0);
-        assert.match(gone.stderr, /NotFound|not found/);
-      },
-    );
+      }
+      const r = await kcp.kubectl(
+        ["delete", "vpc", "by-other-rule", "-n", "default"],
+        { workspace: C3 },
+      );
+      assert.equal(r.code, 0, r.stderr);
+      const gone = await kcp.kubectl(
+        ["get", "vpc", "by-other-rule", "-n", "default"],
+        { workspace: C3 },
+      );
+      assert.notEqual(gone.code, 0);
+      assert.match(gone.stderr, /NotFound|not found/);
+    },
+  );
 
-    await step(
-      "each provider's configuration calls the webhook for its own workspace",
-      async () => {
-        for (const path of [NETWORK, NETWORK2]) {
-          const config = await kcp.request<{
-            webhooks: { clientConfig: { url: string } }[];
-          }>(
-            "GET",
-            `/clusters/${path}/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/dependency-controller`,
-          );
-          assert.equal(
-            config.webhooks[0]!.clientConfig.url,
-            `${webhook!.url}/${path}`,
-          );
-        }
-      },
-    );
+  await step(
+    "each provider's configuration calls the webhook for its own workspace",
+    async () => {
+      for (const path of [NETWORK, NETWORK2]) {
+        const config = await kcp.request<{
+          webhooks: { clientConfig: { url: string } }[];
+        }>(
+          "GET",
+          `/clusters/${path}/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/dependency-controller`,
+        );
+        assert.equal(
+          config.webhooks[0]!.clientConfig.url,
+          `${webhook!.url}/${path}`,
+        );
+      }
+    },
+  );
 
-    await step(
-      "status truth: every rule and Lock whose Ready is True/Enforced denies a delete of what it covers",
-      async () => {
-        // Each rule is proven where its provider's VPCs are bound: c1
-        // for the first, c3 for the second.
-        const truth = await assertStatusTruth(kcp, {
-          workspaces: [topo.depCtrl.path, NETWORK, NETWORK2, COMPUTE, C1, C3],
-          minimum: { rules: 2 },
-        });
-        assert.deepEqual(truth.rulesProven.sort(), [
-          `${COMPUTE}/vm-network`,
-          `${COMPUTE}/vm-network2`,
-        ]);
-      },
-    );
-  },
-);
+  await step(
+    "status truth: every rule and Lock whose Ready is True/Enforced denies a delete of what it covers",
+    async () => {
+      // Each rule is proven where its provider's VPCs are bound: c1
+      // for the first, c3 for the second.
+      const truth = await assertStatusTruth(kcp, {
+        workspaces: [topo.depCtrl.path, NETWORK, NETWORK2, COMPUTE, C1, C3],
+        minimum: { rules: 2 },
+      });
+      assert.deepEqual(truth.rulesProven.sort(), [
+        `${COMPUTE}/vm-network`,
+        `${COMPUTE}/vm-network2`,
+      ]);
+    },
+  );
+}

@@ -80,11 +80,12 @@
  * - each `matches()` costs {@linkcode regexCost} of its text and program.
  *
  * Measured construct by construct (`bench/when_cost.ts`), a unit costs at
- * most some 40 ns of CPU on a development machine (2 cores; iterating over a
- * map's keys is the costliest, functions over strings some 5 to 25 ns), so
- * an evaluation that spends the whole budget takes at most some 25 ms of
- * CPU there, and a review's budget (twice that, shared through a
- * {@linkcode WhenBudget}) at most some 50 ms; a `when` such as
+ * most some 40 ns of CPU on a development machine (2 cores; up to 55 ns
+ * while other work shares them; iterating over a list or a map is the
+ * costliest, functions over strings some 5 to 35 ns), so an evaluation that
+ * spends the whole budget takes at most some 30 ms of CPU there, and a
+ * review's budget (twice that, shared through a {@linkcode WhenBudget}) at
+ * most some 60 ms; a `when` such as
  * `object.spec.deletionProtection == true` spends a few units. One function
  * over a string of more than some 2 million characters is over an
  * evaluation's budget before it runs.
@@ -142,7 +143,8 @@ export const MAX_WHEN_NODES = 512;
  * comprehension is the node count of its predicate per element, a function
  * over strings 1 per `CHARS_PER_UNIT` (`./costs.ts`) characters it reads and
  * produces, a `matches()` is {@linkcode regexCost} (the module's
- * documentation has the details). A unit is at most some 40 ns of CPU.
+ * documentation has the details). A unit is at most some 40 to 55 ns of
+ * CPU.
  */
 export const WHEN_COST_LIMIT = 500_000;
 
@@ -995,11 +997,21 @@ function describe(error: unknown): string {
   return String(error);
 }
 
-/** A message on one line, at most {@linkcode MAX_WHEN_ERROR_LENGTH} long. */
+/**
+ * A message on one line, at most {@linkcode MAX_WHEN_ERROR_LENGTH} long. Only
+ * its first {@linkcode MESSAGE_SCAN_LENGTH} characters are read: a message
+ * may quote a string of the object (a missing key of MBs), and reading it
+ * all would be work that no budget charges.
+ */
 function oneLine(text: string): string {
-  const line = text.replace(/\s+/g, " ").replace(/\p{C}/gu, "?").trim() ||
+  const long = text.length > MESSAGE_SCAN_LENGTH;
+  const head = long ? text.slice(0, MESSAGE_SCAN_LENGTH) : text;
+  const line = head.replace(/\s+/g, " ").replace(/\p{C}/gu, "?").trim() ||
     "unknown error";
-  return line.length <= MAX_WHEN_ERROR_LENGTH
+  return !long && line.length <= MAX_WHEN_ERROR_LENGTH
     ? line
     : `${line.slice(0, MAX_WHEN_ERROR_LENGTH - 3)}...`;
 }
+
+/** The characters of a message that {@linkcode oneLine} reads. */
+const MESSAGE_SCAN_LENGTH = 4 * MAX_WHEN_ERROR_LENGTH;

@@ -663,6 +663,24 @@ Deno.test("string functions are charged by the characters they read", () => {
   );
 });
 
+Deno.test("an error quoting a long string of the object is cut, not read", () => {
+  const object = { m: {}, s: "a".repeat(1 << 20) };
+  const budget = new WhenBudget(2 * WHEN_COST_LIMIT);
+  const when = compiled("object.m[object.s] == 1");
+  const errors = new Set<string>();
+  const start = performance.now();
+  while (budget.remaining > 0) {
+    const result = when.evaluate(object, { budget });
+    assert.ok(!result.ok);
+    assertMessage(result.error);
+    errors.add(result.error);
+  }
+  // Generous: some 20 to 40 ms on a development machine, seconds if each
+  // message of a MiB were read through.
+  assert.ok(performance.now() - start < 2_000);
+  assert.ok([...errors].some((error) => error.endsWith("...")));
+});
+
 Deno.test("a list's elements are charged when `in` compares them", () => {
   const object = { items: Array.from({ length: 100_000 }, () => "v") };
   const when = compiled("'w' in object.items");

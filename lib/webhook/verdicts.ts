@@ -1,22 +1,35 @@
 /**
  * What a review answers, and every message it answers with: the
  * {@linkcode Verdict} type, its outcomes, and one builder per kind of
- * answer. Pure: the texts depend only on their arguments.
+ * answer. How the dependents and owners that hold an object are named, in
+ * a message and as causes, is `holders.ts` (re-exported here); what could
+ * not be read, `review_unread.ts`. Pure: the texts depend only on their
+ * arguments.
  *
  * @module
  */
-import {
-  GROUP,
-  type GroupVersionResource,
-  SKIP_PROTECTION_ANNOTATION,
-} from "../rules/mod.ts";
+import { GROUP, SKIP_PROTECTION_ANNOTATION } from "../rules/mod.ts";
 import { type Cause, statusCause } from "../causes/mod.ts";
 import { BYPASS_RESOURCE, BYPASS_VERB } from "./access_review.ts";
 import { type AdmissionResponse, allow, deny } from "./admission_review.ts";
 import { lockedMessage, type LockHold } from "../locks/mod.ts";
-import { printable } from "../runtime/mod.ts";
 import { MAX_OWNERS_READ, type OwnerHold } from "./review_owners.ts";
 import { type Unread, unreadCauses, unreadText } from "./review_unread.ts";
+import {
+  type Blocker,
+  ownedBy,
+  ownerCauses,
+  referenceCauses,
+  referencedBy,
+} from "./holders.ts";
+
+export {
+  type Blocker,
+  ownedBy,
+  ownerCauses,
+  referenceCauses,
+  referencedBy,
+} from "./holders.ts";
 
 export {
   MAX_UNREAD_NAMED,
@@ -94,29 +107,6 @@ export interface Permission {
   group: string;
   /** The type's resource. */
   resource: string;
-}
-
-/** A dependent that still refers to the object under review. */
-export interface Blocker {
-  /** Its kind. */
-  kind: string;
-  /** Its type. */
-  type: GroupVersionResource;
-  /** Its namespace, `""` when cluster-scoped. */
-  namespace: string;
-  /** Its name. */
-  name: string;
-  /**
-   * The fields that refer, concrete (`.spec.nics[1].subnetRef.name`): the
-   * first few, the others counted in {@linkcode Blocker.pathsNotShown}.
-   */
-  paths: string[];
-  /** How many more fields refer than {@linkcode Blocker.paths} shows, if any. */
-  pathsNotShown?: number;
-  /** The rules (their keys) under which it refers. */
-  rules: string[];
-  /** Why it protects though its rule's `when` could not say, if so. */
-  note?: string;
 }
 
 /** Allowed, for `outcome`. */
@@ -317,35 +307,6 @@ export function held(
 }
 
 /**
- * `it belongs to Network/net-a (.metadata.labels["x/owner"]), which still
- * exists`, for every owner that holds the object.
- */
-export function ownedBy(
-  owners: readonly OwnerHold[],
-  target: ReviewTarget,
-  unchecked: number,
-): string {
-  const names = owners.map((o) => {
-    const id = o.namespace !== "" && o.namespace !== target.namespace
-      ? `${o.kind}/${o.namespace}/${o.name}`
-      : `${o.kind}/${o.name}`;
-    const field = o.viaNamespace === undefined
-      ? o.field
-      : `${o.field} of namespace ${o.viaNamespace}`;
-    const when = o.when === undefined ? "" : `, with ${printable(o.when, 200)}`;
-    const note = o.note === undefined ? "" : `; ${o.note}`;
-    return `${id} (${field}${when}${note})`;
-  });
-  const exist = owners.length === 1
-    ? "which still exists"
-    : "which still exist";
-  const more = unchecked > 0
-    ? `, and it names ${unchecked} more owners not read (at most ${MAX_OWNERS_READ} per delete)`
-    : "";
-  return `it belongs to ${names.join(", ")}, ${exist}${more}`;
-}
-
-/**
  * Denied by Locks (409), naming them and their reasons and, when known,
  * what else still refers to the object.
  */
@@ -437,78 +398,5 @@ export function skipUnauthorized(
         } is not: ask for that permission, or delete what still refers to the object first`,
     }),
     outcome: "denied_skip_unauthorized",
-  };
-}
-
-/** `still referenced by VirtualMachine/vm-1 (.spec.vpcRef.name) and 2 more`. */
-export function referencedBy(
-  named: readonly Blocker[],
-  total: number,
-  namespace: string | undefined,
-): string {
-  const names = named.map((b) => {
-    // A dependent in the object's own namespace goes by its name alone.
-    const id = b.namespace !== "" && b.namespace !== namespace
-      ? `${b.kind}/${b.namespace}/${b.name}`
-      : `${b.kind}/${b.name}`;
-    const note = b.note === undefined ? "" : `; ${b.note}`;
-    const fields = b.pathsNotShown === undefined
-      ? b.paths
-      : [...b.paths, `and ${b.pathsNotShown} more`];
-    return `${id} (${fields.join(", ")}${note})`;
-  });
-  const more = total > named.length ? ` and ${total - named.length} more` : "";
-  return `still referenced by ${names.join(", ")}${more}`;
-}
-
-/** One cause per named dependent, and a count of the others. */
-export function referenceCauses(
-  named: readonly Blocker[],
-  total: number,
-): Cause[] {
-  const causes: Cause[] = named.map((b) => ({
-    type: "Reference",
-    object: causeObject(b.type, b),
-    fields: [...b.paths],
-    rules: [...b.rules],
-    ...(b.note === undefined ? {} : { note: b.note }),
-  }));
-  if (total > named.length) {
-    causes.push({ type: "More", of: "Reference", count: total - named.length });
-  }
-  return causes;
-}
-
-/** One cause per owner that holds, and a count of those not read. */
-export function ownerCauses(
-  owners: readonly OwnerHold[],
-  unchecked: number,
-): Cause[] {
-  const causes: Cause[] = owners.map((o) => ({
-    type: "Owner",
-    object: causeObject(o.type, o),
-    field: o.field,
-    ...(o.viaNamespace === undefined ? {} : { viaNamespace: o.viaNamespace }),
-    rule: o.rule,
-    ...(o.when === undefined ? {} : { when: o.when }),
-    ...(o.note === undefined ? {} : { note: o.note }),
-  }));
-  if (unchecked > 0) {
-    causes.push({ type: "More", of: "Owner", count: unchecked });
-  }
-  return causes;
-}
-
-function causeObject(
-  type: GroupVersionResource,
-  object: { kind: string; namespace: string; name: string },
-) {
-  return {
-    group: type.group,
-    version: type.version,
-    resource: type.resource,
-    kind: object.kind,
-    namespace: object.namespace,
-    name: object.name,
   };
 }

@@ -6,7 +6,6 @@ import {
   locked,
   lockedUnreadable,
   referenced,
-  referencedBy,
   skipUnauthorized,
   unavailable,
 } from "./verdicts.ts";
@@ -33,17 +32,6 @@ const VM = (name: string, namespace = "team-a"): Blocker => ({
   name,
   paths: [".spec.vpcRef.name"],
   rules: ["provider1/vm-needs-vpc"],
-});
-
-Deno.test("referencedBy() names dependents of the object's namespace by name, others with theirs, and counts the rest", () => {
-  assert.equal(
-    referencedBy([VM("vm-1"), VM("vm-2", "shared")], 5, "team-a"),
-    "still referenced by VirtualMachine/vm-1 (.spec.vpcRef.name), VirtualMachine/shared/vm-2 (.spec.vpcRef.name) and 3 more",
-  );
-  assert.equal(
-    referencedBy([VM("vm-1", "")], 1, undefined),
-    "still referenced by VirtualMachine/vm-1 (.spec.vpcRef.name)",
-  );
 });
 
 Deno.test("each builder answers with its status code, reason and outcome", () => {

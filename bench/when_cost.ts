@@ -28,7 +28,7 @@
  */
 import process from "node:process";
 import { compileWhen, WhenBudget } from "../lib/when/mod.ts";
-import { REVIEW_WHEN_BUDGET } from "../lib/webhook/protects_now.ts";
+import { REVIEW_WHEN_BUDGET } from "../lib/webhook/mod.ts";
 import { formatSpread, runCount, type Spread, spread } from "./_stats.ts";
 
 /**

@@ -16,18 +16,23 @@ import {
   statusError,
   transportError,
 } from "./kube_api_error.ts";
-import {
-  DEFAULT_MAX_LIST_ITEMS,
-  type KubeClientOptions,
-  type KubeList,
-  type KubeObject,
-  type ListOptions,
-  type RequestOptions,
-  type WatchEvent,
-  type WatchOptions,
+import type {
+  KubeClientOptions,
+  KubeList,
+  KubeObject,
+  ListOptions,
+  RequestOptions,
+  WatchEvent,
+  WatchOptions,
 } from "./kube_types.ts";
 import { boundedText, decoded, formatBytes } from "./response_body.ts";
 import { lineCap, watchLines } from "./watch_lines.ts";
+
+/**
+ * The default of `ListOptions.maxItems`: 100 000 objects, past which a
+ * whole list is not kept in memory.
+ */
+export const DEFAULT_MAX_LIST_ITEMS = 100_000;
 
 /** A REST client bound to one identity and trust configuration. */
 export class KubeClient {

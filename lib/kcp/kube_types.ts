@@ -151,16 +151,10 @@ export interface ListOptions {
    * Most items `KubeClient.list` gathers over all pages: past it the list
    * fails with reason {@linkcode RESPONSE_TOO_LARGE} (each page is bounded
    * by `maxBytes`; this bounds how many pages are kept).
-   * @default {DEFAULT_MAX_LIST_ITEMS}
+   * @default {100_000}
    */
   maxItems?: number;
 }
-
-/**
- * The default of {@linkcode ListOptions.maxItems}: 100 000 objects, past
- * which a whole list is not kept in memory.
- */
-export const DEFAULT_MAX_LIST_ITEMS = 100_000;
 
 /** Options of a watch. */
 export interface WatchOptions {

@@ -181,8 +181,7 @@ Deno.test("answerFromIndex() never allows what a list at the review's start deni
           referringFields(object, GROUP, target).paths.length > 0
         ).map(([, object]) => object);
         if (answer === undefined) {
-          // Only when the index could not show it is fresh.
-          assert.ok(applied < events.length);
+          // The review lists: always as good as a list.
           seen.listed++;
           return;
         }

@@ -4,7 +4,7 @@
  * dependent lister, the cache of a workspace's bindings, break-glass
  * authorisation, the rule registry and rule admission, the hold table and
  * `/holds.json`, the dependents indexes a review answers from (their
- * plan, keeper and reads), the admission handler on the bounded TLS server, its
+ * plan, keeper and reads), whether an object protects now, the admission handler on the bounded TLS server, its
  * metrics, options and least-privilege RBAC.
  *
  * @module
@@ -25,6 +25,7 @@ export * from "./index_reads.ts";
 export * from "./index_service.ts";
 export * from "./metrics.ts";
 export * from "./options.ts";
+export * from "./protects_now.ts";
 export * from "./rbac.ts";
 export * from "./review_fold.ts";
 export * from "./review_plan.ts";

@@ -15,9 +15,10 @@ import { asRecord } from "./review_target.ts";
 
 /**
  * What all `when` evaluations of one review may spend together: twice what
- * one may ({@linkcode WHEN_COST_LIMIT}), some 0.1 to 0.4 s of CPU at
- * worst, so many dependents with a costly `when` cannot hold the event
- * loop; past it, a dependent or owner protects without being evaluated.
+ * one may ({@linkcode WHEN_COST_LIMIT}), at most some 60 ms of CPU
+ * (`deno task bench:when`), so many dependents with a costly `when` cannot
+ * hold the event loop; past it, a dependent or owner protects without
+ * being evaluated.
  */
 export const REVIEW_WHEN_BUDGET = 2 * WHEN_COST_LIMIT;
 

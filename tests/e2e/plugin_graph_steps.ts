@@ -10,16 +10,16 @@ import {
   applyObjects,
   assertExit,
   buildTopology,
-  componentTest,
+  type ComponentWorld,
   dependencyRule,
   grantWebhookReads,
+  type Step,
   vmVpcRule,
   waitFor,
+  type WorldPaths,
 } from "../../testing/mod.ts";
 import { runPlugin } from "../../testing/plugin.ts";
 
-const NETWORK = "root:providers:network";
-const COMPUTE = "root:providers:compute";
 const RULES = ["vm-vpc", "vm-nics", "attachment-vpc"];
 const TYPES = [
   "subnets.network.example.com",
@@ -37,181 +37,190 @@ interface EdgeJson {
   ready: string;
 }
 
-componentTest(
-  "plugin graph: a provider draws its DependencyRules as JSON, DOT, SVG and HTML",
-  {},
-  async (world, step) => {
-    const { kcp } = world;
-    let admin = "";
-    await step(
-      "the compute provider has three rules, made Ready by the components",
-      async () => {
-        await buildTopology(kcp, {
-          networkPath: NETWORK,
-          computePath: COMPUTE,
-          consumerPaths: [],
-        });
-        await world.startComponents();
-        const attachment = dependencyRule("attachment-vpc", {
+/**
+ * The steps of "plugin graph: a provider draws its DependencyRules as JSON,
+ * DOT, SVG and HTML", in the world under `paths`.
+ */
+export async function pluginGraphSteps(
+  world: ComponentWorld,
+  step: Step,
+  paths: WorldPaths,
+): Promise<void> {
+  const { kcp } = world;
+  const NETWORK = paths.network;
+  const COMPUTE = paths.compute;
+  let admin = "";
+  await step(
+    "the compute provider has three rules, made Ready by the components",
+    async () => {
+      await buildTopology(kcp, {
+        networkPath: NETWORK,
+        computePath: COMPUTE,
+        consumerPaths: [],
+      });
+      await world.startComponents();
+      const attachment = dependencyRule("attachment-vpc", {
+        dependencies: [{
+          path: NETWORK,
+          resource: "vpcs",
+          field: ".spec.vpcRef.name",
+        }],
+      });
+      const spec = attachment.spec as { dependent: Record<string, string> };
+      spec.dependent = {
+        ...spec.dependent,
+        kind: "VPCAttachment",
+        resource: "vpcattachments",
+      };
+      await applyObjects(kcp, COMPUTE, [
+        vmVpcRule(NETWORK),
+        dependencyRule("vm-nics", {
           dependencies: [{
             path: NETWORK,
-            resource: "vpcs",
-            field: ".spec.vpcRef.name",
+            resource: "subnets",
+            field: ".spec.nics[*].subnetRef.name",
           }],
-        });
-        const spec = attachment.spec as { dependent: Record<string, string> };
-        spec.dependent = {
-          ...spec.dependent,
-          kind: "VPCAttachment",
-          resource: "vpcattachments",
-        };
-        await applyObjects(kcp, COMPUTE, [
-          vmVpcRule(NETWORK),
-          dependencyRule("vm-nics", {
-            dependencies: [{
-              path: NETWORK,
-              resource: "subnets",
-              field: ".spec.nics[*].subnetRef.name",
-            }],
-          }),
-          attachment,
-        ]);
-        await waitFor(
-          "the webhook's reads of every rule to be granted",
-          async () => {
-            const role = await grantWebhookReads(kcp);
-            return ["vpcs", "subnets", "virtualmachines", "vpcattachments"]
-              .every((r) => role.includes(`- ${r}\n`)) || undefined;
-          },
-          { timeoutMs: 60_000, intervalMs: 1_000 },
-        );
-        await waitFor("every rule to be Ready", async () => {
-          const out = await kcp.kubectlOk([
-            "get",
-            "dependencyrules",
-            "-o",
-            "jsonpath={range .items[*]}{.status.conditions[?(@.type=='Ready')].status}{\"\\n\"}{end}",
-          ], { workspace: COMPUTE });
-          const statuses = out.trim().split("\n");
-          return statuses.length === RULES.length &&
-              statuses.every((s) => s === "True") || undefined;
-        }, { timeoutMs: 90_000, intervalMs: 500 });
-        admin = await kcp.kubeconfig("admin", COMPUTE);
-      },
-    );
-
-    await step(
-      "graph -o json: a node per type, an edge per dependency, each naming its Ready rule",
-      async () => {
-        const r = await runPlugin(["graph", "-o", "json"], {
-          kubeconfig: admin,
-        });
-        assertExit(r, 0);
-        const graph = JSON.parse(r.stdout) as {
-          nodes: { id: string }[];
-          edges: EdgeJson[];
-        };
-        assert.deepEqual(graph.nodes.map((n) => n.id).sort(), TYPES);
-        const edges = graph.edges.map((e) => [
-          e.ruleName,
-          e.from,
-          e.to,
-          e.ready,
-        ]);
-        assert.ok(graph.edges.every((e) => e.workspace === COMPUTE));
-        assert.deepEqual(edges.sort(), [
-          [
-            "attachment-vpc",
-            "vpcattachments.compute.example.com",
-            "vpcs.network.example.com",
-            "True",
-          ],
-          [
-            "vm-nics",
-            "virtualmachines.compute.example.com",
-            "subnets.network.example.com",
-            "True",
-          ],
-          [
-            "vm-vpc",
-            "virtualmachines.compute.example.com",
-            "vpcs.network.example.com",
-            "True",
-          ],
-        ]);
-        assert.equal(r.stderr, "");
-      },
-    );
-
-    await step(
-      "graph (DOT by default) and -o svg name every type and rule",
-      async () => {
-        const dot = await runPlugin(["graph"], { kubeconfig: admin });
-        assertExit(dot, 0);
-        assert.match(dot.stdout, /^digraph /);
-        assert.match(dot.stdout, /DependencyRules in root:providers:compute/);
-        const svg = await runPlugin(["graph", "-o", "svg"], {
-          kubeconfig: admin,
-        });
-        assertExit(svg, 0);
-        assert.match(svg.stdout, /^<svg/);
-        // Graphviz writes `-` in SVG text as `&#45;`.
-        const svgText = svg.stdout.replace(
-          /&#(\d+);/g,
-          (_, code) => String.fromCharCode(Number(code)),
-        );
-        for (const name of [...TYPES, ...RULES]) {
-          assert.ok(dot.stdout.includes(name), `DOT names ${name}`);
-          assert.ok(svgText.includes(name), `SVG names ${name}`);
-        }
-      },
-    );
-
-    await step(
-      "graph -o html writes one page with every rule",
-      async () => {
-        const r = await runPlugin(["graph", "-o", "html"], {
-          kubeconfig: admin,
-        });
-        assertExit(r, 0);
-        const html = r.stdout;
-        assert.match(html, /^<!DOCTYPE html>/);
-        assert.match(html, /<svg/);
-        for (const name of [...TYPES, ...RULES]) {
-          assert.ok(html.includes(name), `the page names ${name}`);
-        }
-        // The plugin may not write files: there is no flag that would.
-        const file = await runPlugin(["graph", "--output-file=rules.html"], {
-          kubeconfig: admin,
-        });
-        assertExit(file, 2);
-      },
-    );
-
-    await step(
-      "a user who may enter the workspace but not read DependencyRules gets exit 2 naming the permission",
-      async () => {
-        await kcp.kubectlOk([
-          "create",
-          "clusterrolebinding",
-          "user-1-access",
-          "--clusterrole=system:kcp:workspace:access",
-          "--user=user-1",
+        }),
+        attachment,
+      ]);
+      await waitFor(
+        "the webhook's reads of every rule to be granted",
+        async () => {
+          const role = await grantWebhookReads(kcp);
+          return ["vpcs", "subnets", "virtualmachines", "vpcattachments"]
+            .every((r) => role.includes(`- ${r}\n`)) || undefined;
+        },
+        { timeoutMs: 60_000, intervalMs: 1_000 },
+      );
+      await waitFor("every rule to be Ready", async () => {
+        const out = await kcp.kubectlOk([
+          "get",
+          "dependencyrules",
+          "-o",
+          "jsonpath={range .items[*]}{.status.conditions[?(@.type=='Ready')].status}{\"\\n\"}{end}",
         ], { workspace: COMPUTE });
-        const user = await kcp.kubeconfig("user", COMPUTE);
-        const r = await waitFor("the user's access to count", async () => {
-          const r = await runPlugin(["graph"], { kubeconfig: user });
-          return /you may not list dependencyrules/.test(r.stderr)
-            ? r
-            : undefined;
-        }, { timeoutMs: 30_000, intervalMs: 500 });
-        assertExit(r, 2);
-        assert.match(
-          r.stderr,
-          /^error: you may not list dependencyrules\.dependencies\.opendefense\.cloud in workspace root:providers:compute\n$/,
-        );
-        assert.equal(r.stdout, "");
-      },
-    );
-  },
-);
+        const statuses = out.trim().split("\n");
+        return statuses.length === RULES.length &&
+            statuses.every((s) => s === "True") || undefined;
+      }, { timeoutMs: 90_000, intervalMs: 500 });
+      admin = await kcp.kubeconfig("admin", COMPUTE);
+    },
+  );
+
+  await step(
+    "graph -o json: a node per type, an edge per dependency, each naming its Ready rule",
+    async () => {
+      const r = await runPlugin(["graph", "-o", "json"], {
+        kubeconfig: admin,
+      });
+      assertExit(r, 0);
+      const graph = JSON.parse(r.stdout) as {
+        nodes: { id: string }[];
+        edges: EdgeJson[];
+      };
+      assert.deepEqual(graph.nodes.map((n) => n.id).sort(), TYPES);
+      const edges = graph.edges.map((e) => [
+        e.ruleName,
+        e.from,
+        e.to,
+        e.ready,
+      ]);
+      assert.ok(graph.edges.every((e) => e.workspace === COMPUTE));
+      assert.deepEqual(edges.sort(), [
+        [
+          "attachment-vpc",
+          "vpcattachments.compute.example.com",
+          "vpcs.network.example.com",
+          "True",
+        ],
+        [
+          "vm-nics",
+          "virtualmachines.compute.example.com",
+          "subnets.network.example.com",
+          "True",
+        ],
+        [
+          "vm-vpc",
+          "virtualmachines.compute.example.com",
+          "vpcs.network.example.com",
+          "True",
+        ],
+      ]);
+      assert.equal(r.stderr, "");
+    },
+  );
+
+  await step(
+    "graph (DOT by default) and -o svg name every type and rule",
+    async () => {
+      const dot = await runPlugin(["graph"], { kubeconfig: admin });
+      assertExit(dot, 0);
+      assert.match(dot.stdout, /^digraph /);
+      assert.ok(
+        dot.stdout.includes(`DependencyRules in ${COMPUTE}`),
+        "the DOT names the workspace",
+      );
+      const svg = await runPlugin(["graph", "-o", "svg"], {
+        kubeconfig: admin,
+      });
+      assertExit(svg, 0);
+      assert.match(svg.stdout, /^<svg/);
+      // Graphviz writes `-` in SVG text as `&#45;`.
+      const svgText = svg.stdout.replace(
+        /&#(\d+);/g,
+        (_, code) => String.fromCharCode(Number(code)),
+      );
+      for (const name of [...TYPES, ...RULES]) {
+        assert.ok(dot.stdout.includes(name), `DOT names ${name}`);
+        assert.ok(svgText.includes(name), `SVG names ${name}`);
+      }
+    },
+  );
+
+  await step(
+    "graph -o html writes one page with every rule",
+    async () => {
+      const r = await runPlugin(["graph", "-o", "html"], {
+        kubeconfig: admin,
+      });
+      assertExit(r, 0);
+      const html = r.stdout;
+      assert.match(html, /^<!DOCTYPE html>/);
+      assert.match(html, /<svg/);
+      for (const name of [...TYPES, ...RULES]) {
+        assert.ok(html.includes(name), `the page names ${name}`);
+      }
+      // The plugin may not write files: there is no flag that would.
+      const file = await runPlugin(["graph", "--output-file=rules.html"], {
+        kubeconfig: admin,
+      });
+      assertExit(file, 2);
+    },
+  );
+
+  await step(
+    "a user who may enter the workspace but not read DependencyRules gets exit 2 naming the permission",
+    async () => {
+      await kcp.kubectlOk([
+        "create",
+        "clusterrolebinding",
+        "user-1-access",
+        "--clusterrole=system:kcp:workspace:access",
+        "--user=user-1",
+      ], { workspace: COMPUTE });
+      const user = await kcp.kubeconfig("user", COMPUTE);
+      const r = await waitFor("the user's access to count", async () => {
+        const r = await runPlugin(["graph"], { kubeconfig: user });
+        return /you may not list dependencyrules/.test(r.stderr)
+          ? r
+          : undefined;
+      }, { timeoutMs: 30_000, intervalMs: 500 });
+      assertExit(r, 2);
+      assert.equal(
+        r.stderr,
+        `error: you may not list dependencyrules.dependencies.opendefense.cloud in workspace ${COMPUTE}\n`,
+      );
+      assert.equal(r.stdout, "");
+    },
+  );
+}

@@ -18,103 +18,151 @@ import {
   bindExport,
   buildTopology,
   type CommandResult,
-  componentTest,
+  type ComponentWorld,
   DEP_CTRL_EXPORT,
   type KcpServer,
+  type Step,
   VWC_CLAIM,
   waitFor,
   waitForDenial,
+  type WorldPaths,
 } from "../../testing/mod.ts";
 import { runPlugin } from "../../testing/plugin.ts";
 
-const NETWORK = "root:providers:network";
-const C1 = "root:consumers:c1";
 const REASON = "production VPC, ask #netops";
 
-/** Waits until `args` (a kubectl delete) goes through. */
-async function waitForAllowed(kcp: KcpServer, args: string[]): Promise<void> {
+/** Waits until `args` (a kubectl delete) goes through in `workspace`. */
+async function waitForAllowed(
+  kcp: KcpServer,
+  workspace: string,
+  args: string[],
+): Promise<void> {
   await waitFor(`kubectl ${args.join(" ")} to be allowed`, async () => {
-    const error = await attempt(kcp, C1, args);
+    const error = await attempt(kcp, workspace, args);
     if (error === "") return true;
     throw new Error(`last answer: ${error.trim()}`);
   }, { timeoutMs: 60_000, intervalMs: 250 });
 }
 
-componentTest(
-  "plugin lock: a tenant locks and unlocks a bound VPC and a Namespace by what it types after kubectl",
-  {},
-  async (world, step) => {
-    const { kcp } = world;
-    let tenant = "";
-    const plugin = (args: string[]) => runPlugin(args, { kubeconfig: tenant });
-    await step(
-      "a consumer binds the network provider and the dep-ctrl export; the components start",
-      async () => {
-        await buildTopology(kcp, {
-          networkPath: NETWORK,
-          consumerPaths: [C1],
-        });
-        await bindExport(kcp, C1, {
-          exportPath: "root:dep-ctrl",
-          exportName: DEP_CTRL_EXPORT,
-          acceptClaims: [VWC_CLAIM],
-        });
-        await applySystemAdminOverlay(kcp, [
-          {
-            group: "network.example.com",
-            resources: ["vpcs"],
-            verbs: ["get"],
-          },
-          { group: "", resources: ["namespaces"], verbs: ["get"] },
-        ]);
-        await world.startComponents();
-        for (const ns of ["team-a", "team-b", "team-c"]) {
-          await kcp.kubectlOk(["create", "namespace", ns], { workspace: C1 });
-        }
-        await applyObjects(
-          kcp,
-          C1,
-          ["team-a", "team-c"].map((ns) => ({
-            apiVersion: "network.example.com/v1alpha1",
-            kind: "VPC",
-            metadata: { name: "core", namespace: ns },
-            spec: {},
-          })),
-        );
-      },
-    );
+/**
+ * The steps of "plugin lock: a tenant locks and unlocks a bound VPC and a
+ * Namespace by what it types after kubectl", in the world under `paths`.
+ */
+export async function pluginLockSteps(
+  world: ComponentWorld,
+  step: Step,
+  paths: WorldPaths,
+): Promise<void> {
+  const { kcp } = world;
+  const NETWORK = paths.network;
+  const C1 = paths.consumer("c1");
+  let tenant = "";
+  const plugin = (args: string[]) => runPlugin(args, { kubeconfig: tenant });
+  await step(
+    "a consumer binds the network provider and the dep-ctrl export; the components start",
+    async () => {
+      await buildTopology(kcp, {
+        networkPath: NETWORK,
+        consumerPaths: [C1],
+      });
+      await bindExport(kcp, C1, {
+        exportPath: "root:dep-ctrl",
+        exportName: DEP_CTRL_EXPORT,
+        acceptClaims: [VWC_CLAIM],
+      });
+      await applySystemAdminOverlay(kcp, [
+        {
+          group: "network.example.com",
+          resources: ["vpcs"],
+          verbs: ["get"],
+        },
+        { group: "", resources: ["namespaces"], verbs: ["get"] },
+      ]);
+      await world.startComponents();
+      for (const ns of ["team-a", "team-b", "team-c"]) {
+        await kcp.kubectlOk(["create", "namespace", ns], { workspace: C1 });
+      }
+      await applyObjects(
+        kcp,
+        C1,
+        ["team-a", "team-c"].map((ns) => ({
+          apiVersion: "network.example.com/v1alpha1",
+          kind: "VPC",
+          metadata: { name: "core", namespace: ns },
+          spec: {},
+        })),
+      );
+    },
+  );
 
-    await step(
-      "the tenant gets access, lock-editor in team-a and team-b, lock-viewer in team-c",
-      async () => {
-        await applyLockEditor(kcp, C1);
-        for (const ns of ["team-a", "team-b"]) {
-          await kcp.kubectlOk([
-            "create",
-            "rolebinding",
-            "lock-editors",
-            "-n",
-            ns,
-            "--clusterrole=dependencies:lock-editor",
-            "--user=user-1",
-          ], { workspace: C1 });
-        }
+  await step(
+    "the tenant gets access, lock-editor in team-a and team-b, lock-viewer in team-c",
+    async () => {
+      await applyLockEditor(kcp, C1);
+      for (const ns of ["team-a", "team-b"]) {
         await kcp.kubectlOk([
           "create",
           "rolebinding",
-          "lock-viewers",
+          "lock-editors",
           "-n",
-          "team-c",
-          "--clusterrole=dependencies:lock-viewer",
+          ns,
+          "--clusterrole=dependencies:lock-editor",
           "--user=user-1",
         ], { workspace: C1 });
-        tenant = await kcp.kubeconfig("user", C1);
-      },
-    );
+      }
+      await kcp.kubectlOk([
+        "create",
+        "rolebinding",
+        "lock-viewers",
+        "-n",
+        "team-c",
+        "--clusterrole=dependencies:lock-viewer",
+        "--user=user-1",
+      ], { workspace: C1 });
+      tenant = await kcp.kubeconfig("user", C1);
+    },
+  );
 
-    await step(
-      "without list on APIBindings the plugin cannot tell the export: exit 2 naming the permission; nothing is written",
-      async () => {
+  await step(
+    "without list on APIBindings the plugin cannot tell the export: exit 2 naming the permission; nothing is written",
+    async () => {
+      const r = await plugin([
+        "lock",
+        "vpc/core",
+        "-n",
+        "team-a",
+        "--reason",
+        REASON,
+      ]);
+      assertExit(r, 2);
+      assert.ok(
+        r.stderr.includes(
+          `you may not list apibindings.apis.kcp.io in workspace ${C1} (read to learn which APIExport vpcs.network.example.com is bound from)`,
+        ),
+        r.stderr,
+      );
+      assert.equal(
+        await kcp.kubectlOk(["get", "locks", "-A", "-o", "name"], {
+          workspace: C1,
+        }),
+        "",
+      );
+      // The docs' grant for `lock`: manifests/kcp/lock-editor's
+      // dependencies:binding-reader, bound workspace-wide.
+      await kcp.kubectlOk([
+        "create",
+        "clusterrolebinding",
+        "user-1-binding-reader",
+        "--clusterrole=dependencies:binding-reader",
+        "--user=user-1",
+      ], { workspace: C1 });
+    },
+  );
+
+  await step(
+    "lock vpc/core: the Lock names the export, becomes Ready, and the delete is denied with the reason",
+    async () => {
+      const r = await waitFor("the tenant to lock vpc/core", async () => {
         const r = await plugin([
           "lock",
           "vpc/core",
@@ -123,219 +171,182 @@ componentTest(
           "--reason",
           REASON,
         ]);
-        assertExit(r, 2);
-        assert.match(
-          r.stderr,
-          /you may not list apibindings\.apis\.kcp\.io in workspace root:consumers:c1 \(read to learn which APIExport vpcs\.network\.example\.com is bound from\)/,
-        );
-        assert.equal(
-          await kcp.kubectlOk(["get", "locks", "-A", "-o", "name"], {
-            workspace: C1,
-          }),
-          "",
-        );
-        // The docs' grant for `lock`: manifests/kcp/lock-editor's
-        // dependencies:binding-reader, bound workspace-wide.
+        // RBAC just granted may take a moment to reach the authorizer.
+        if (/you may not list apibindings/.test(r.stderr)) return undefined;
+        return r;
+      }, { timeoutMs: 30_000, intervalMs: 500 }) as CommandResult;
+      assertExit(r, 0);
+      assert.match(
+        r.stdout,
+        /^lock\.dependencies\.opendefense\.cloud\/vpcs-core created\nlock\.dependencies\.opendefense\.cloud\/vpcs-core is Ready: deleting vpcs\/core is denied while this Lock exists/,
+      );
+      const target = JSON.parse(
         await kcp.kubectlOk([
-          "create",
-          "clusterrolebinding",
-          "user-1-binding-reader",
-          "--clusterrole=dependencies:binding-reader",
-          "--user=user-1",
-        ], { workspace: C1 });
-      },
-    );
-
-    await step(
-      "lock vpc/core: the Lock names the export, becomes Ready, and the delete is denied with the reason",
-      async () => {
-        const r = await waitFor("the tenant to lock vpc/core", async () => {
-          const r = await plugin([
-            "lock",
-            "vpc/core",
-            "-n",
-            "team-a",
-            "--reason",
-            REASON,
-          ]);
-          // RBAC just granted may take a moment to reach the authorizer.
-          if (/you may not list apibindings/.test(r.stderr)) return undefined;
-          return r;
-        }, { timeoutMs: 30_000, intervalMs: 500 }) as CommandResult;
-        assertExit(r, 0);
-        assert.match(
-          r.stdout,
-          /^lock\.dependencies\.opendefense\.cloud\/vpcs-core created\nlock\.dependencies\.opendefense\.cloud\/vpcs-core is Ready: deleting vpcs\/core is denied while this Lock exists/,
-        );
-        const target = JSON.parse(
-          await kcp.kubectlOk([
-            "get",
-            "lock",
-            "vpcs-core",
-            "-n",
-            "team-a",
-            "-o",
-            "jsonpath={.spec.target}",
-          ], { workspace: C1 }),
-        );
-        assert.deepEqual(target, {
-          apiExportRef: { path: NETWORK, name: "network.example.com" },
-          group: "network.example.com",
-          version: "v1alpha1",
-          resource: "vpcs",
-          name: "core",
-        });
-        const error = await waitForDenial(kcp, {
-          workspace: C1,
-          args: ["delete", "vpc", "core", "-n", "team-a"],
-          expected: /locked by Lock/,
-        });
-        assert.match(
-          error,
-          /cannot delete vpcs\/core: locked by Lock team-a\/vpcs-core \("production VPC, ask #netops"\)/,
-        );
-      },
-    );
-
-    await step(
-      "locking it again needs --update, which replaces the reason and operations",
-      async () => {
-        const again = await plugin([
+          "get",
           "lock",
-          "vpcs.network.example.com/core",
+          "vpcs-core",
           "-n",
           "team-a",
-          "--reason",
-          "another reason",
-        ]);
-        assertExit(again, 2);
-        assert.match(
-          again.stderr,
-          /vpcs\.network\.example\.com\/core is already locked in namespace team-a by Lock vpcs-core \("production VPC, ask #netops"\): use --update/,
-        );
-        const updated = await plugin([
-          "lock",
-          "vpcs.v1alpha1.network.example.com",
-          "core",
-          "-n",
-          "team-a",
-          "--reason",
-          "frozen for the audit",
-          "--operations",
-          "Delete,Update",
-          "--update",
           "-o",
-          "json",
-        ]);
-        assertExit(updated, 0);
-        const lock = JSON.parse(updated.stdout);
-        assert.equal(lock.spec.reason, "frozen for the audit");
-        assert.deepEqual(lock.spec.operations, ["Delete", "Update"]);
-        assert.equal(lock.status.conditions[0].status, "True");
-        await waitForDenial(kcp, {
-          workspace: C1,
-          args: ["delete", "vpc", "core", "-n", "team-a"],
-          expected:
-            /locked by Lock team-a\/vpcs-core \("frozen for the audit"\)/,
-        });
-      },
-    );
+          "jsonpath={.spec.target}",
+        ], { workspace: C1 }),
+      );
+      assert.deepEqual(target, {
+        apiExportRef: { path: NETWORK, name: "network.example.com" },
+        group: "network.example.com",
+        version: "v1alpha1",
+        resource: "vpcs",
+        name: "core",
+      });
+      const error = await waitForDenial(kcp, {
+        workspace: C1,
+        args: ["delete", "vpc", "core", "-n", "team-a"],
+        expected: /locked by Lock/,
+      });
+      assert.match(
+        error,
+        /cannot delete vpcs\/core: locked by Lock team-a\/vpcs-core \("production VPC, ask #netops"\)/,
+      );
+    },
+  );
 
-    await step(
-      "unlock vpc/core: the Lock goes and so can the VPC",
-      async () => {
-        const r = await plugin(["unlock", "vpc/core", "-n", "team-a"]);
-        assertExit(r, 0);
-        assert.equal(
-          r.stdout,
-          "lock.dependencies.opendefense.cloud/vpcs-core deleted\n",
-        );
-        const none = await plugin(["unlock", "vpc/core", "-n", "team-a"]);
-        assertExit(none, 1);
-        assert.match(
-          none.stderr,
-          /nothing locks vpcs\.network\.example\.com\/core in namespace team-a/,
-        );
-        await waitForAllowed(kcp, ["delete", "vpc", "core", "-n", "team-a"]);
-      },
-    );
+  await step(
+    "locking it again needs --update, which replaces the reason and operations",
+    async () => {
+      const again = await plugin([
+        "lock",
+        "vpcs.network.example.com/core",
+        "-n",
+        "team-a",
+        "--reason",
+        "another reason",
+      ]);
+      assertExit(again, 2);
+      assert.match(
+        again.stderr,
+        /vpcs\.network\.example\.com\/core is already locked in namespace team-a by Lock vpcs-core \("production VPC, ask #netops"\): use --update/,
+      );
+      const updated = await plugin([
+        "lock",
+        "vpcs.v1alpha1.network.example.com",
+        "core",
+        "-n",
+        "team-a",
+        "--reason",
+        "frozen for the audit",
+        "--operations",
+        "Delete,Update",
+        "--update",
+        "-o",
+        "json",
+      ]);
+      assertExit(updated, 0);
+      const lock = JSON.parse(updated.stdout);
+      assert.equal(lock.spec.reason, "frozen for the audit");
+      assert.deepEqual(lock.spec.operations, ["Delete", "Update"]);
+      assert.equal(lock.status.conditions[0].status, "True");
+      await waitForDenial(kcp, {
+        workspace: C1,
+        args: ["delete", "vpc", "core", "-n", "team-a"],
+        expected: /locked by Lock team-a\/vpcs-core \("frozen for the audit"\)/,
+      });
+    },
+  );
 
-    await step(
-      "lock namespace/team-b: the Lock lives in that namespace and keeps it; unlock lets it go",
-      async () => {
-        const r = await plugin([
-          "lock",
-          "namespace/team-b",
-          "--reason",
-          "tenant home",
-          "-o",
-          "name",
-        ]);
-        assertExit(r, 0);
-        assert.equal(
-          r.stdout,
-          "lock.dependencies.opendefense.cloud/namespaces-team-b\n",
-        );
-        const error = await waitForDenial(kcp, {
-          workspace: C1,
-          args: [
-            "delete",
-            "namespace",
-            "team-b",
-            "--dry-run=server",
-          ],
-          expected: /locked by Lock/,
-        });
-        assert.match(
-          error,
-          /cannot delete namespaces\/team-b: locked by Lock team-b\/namespaces-team-b \("tenant home"\)/,
-        );
-        assertExit(await plugin(["unlock", "ns/team-b"]), 0);
-        await waitForAllowed(kcp, [
+  await step(
+    "unlock vpc/core: the Lock goes and so can the VPC",
+    async () => {
+      const r = await plugin(["unlock", "vpc/core", "-n", "team-a"]);
+      assertExit(r, 0);
+      assert.equal(
+        r.stdout,
+        "lock.dependencies.opendefense.cloud/vpcs-core deleted\n",
+      );
+      const none = await plugin(["unlock", "vpc/core", "-n", "team-a"]);
+      assertExit(none, 1);
+      assert.match(
+        none.stderr,
+        /nothing locks vpcs\.network\.example\.com\/core in namespace team-a/,
+      );
+      await waitForAllowed(kcp, C1, ["delete", "vpc", "core", "-n", "team-a"]);
+    },
+  );
+
+  await step(
+    "lock namespace/team-b: the Lock lives in that namespace and keeps it; unlock lets it go",
+    async () => {
+      const r = await plugin([
+        "lock",
+        "namespace/team-b",
+        "--reason",
+        "tenant home",
+        "-o",
+        "name",
+      ]);
+      assertExit(r, 0);
+      assert.equal(
+        r.stdout,
+        "lock.dependencies.opendefense.cloud/namespaces-team-b\n",
+      );
+      const error = await waitForDenial(kcp, {
+        workspace: C1,
+        args: [
           "delete",
           "namespace",
           "team-b",
           "--dry-run=server",
-        ]);
-      },
-    );
+        ],
+        expected: /locked by Lock/,
+      });
+      assert.match(
+        error,
+        /cannot delete namespaces\/team-b: locked by Lock team-b\/namespaces-team-b \("tenant home"\)/,
+      );
+      assertExit(await plugin(["unlock", "ns/team-b"]), 0);
+      await waitForAllowed(kcp, C1, [
+        "delete",
+        "namespace",
+        "team-b",
+        "--dry-run=server",
+      ]);
+    },
+  );
 
-    await step(
-      "an unknown type and a namespace where the tenant may not write Locks exit 2 naming why",
-      async () => {
-        const unknown = await plugin([
-          "lock",
-          "vpcz/core",
-          "-n",
-          "team-a",
-          "--reason",
-          "r",
-        ]);
-        assertExit(unknown, 2);
-        assert.match(
-          unknown.stderr,
-          /the server doesn't have a resource type "vpcz"/,
-        );
-        const forbidden = await plugin([
-          "lock",
-          "vpc/core",
-          "-n",
-          "team-c",
-          "--reason",
-          "r",
-        ]);
-        assertExit(forbidden, 2);
-        assert.match(
-          forbidden.stderr,
-          /you may not create locks\.dependencies\.opendefense\.cloud in namespace team-c/,
-        );
-        assert.equal(
-          await kcp.kubectlOk(["get", "locks", "-A", "-o", "name"], {
-            workspace: C1,
-          }),
-          "",
-        );
-      },
-    );
-  },
-);
+  await step(
+    "an unknown type and a namespace where the tenant may not write Locks exit 2 naming why",
+    async () => {
+      const unknown = await plugin([
+        "lock",
+        "vpcz/core",
+        "-n",
+        "team-a",
+        "--reason",
+        "r",
+      ]);
+      assertExit(unknown, 2);
+      assert.match(
+        unknown.stderr,
+        /the server doesn't have a resource type "vpcz"/,
+      );
+      const forbidden = await plugin([
+        "lock",
+        "vpc/core",
+        "-n",
+        "team-c",
+        "--reason",
+        "r",
+      ]);
+      assertExit(forbidden, 2);
+      assert.match(
+        forbidden.stderr,
+        /you may not create locks\.dependencies\.opendefense\.cloud in namespace team-c/,
+      );
+      assert.equal(
+        await kcp.kubectlOk(["get", "locks", "-A", "-o", "name"], {
+          workspace: C1,
+        }),
+        "",
+      );
+    },
+  );
+}

@@ -15,7 +15,7 @@ import {
   bindOwners,
   buildTopology,
   type CommandResult,
-  componentTest,
+  type ComponentWorld,
   DEP_CTRL_EXPORT,
   dependencyRule,
   exportedTarget,
@@ -26,6 +26,7 @@ import {
   networkObject,
   ownerRule,
   ownersProvider,
+  type Step,
   subnetObject,
   vmManifest,
   vmVpcRule,
@@ -33,13 +34,10 @@ import {
   VWC_CLAIM,
   waitForDeleteDenial,
   waitForRuleEnforced,
+  type WorldPaths,
 } from "../../testing/mod.ts";
 import { runPlugin } from "../../testing/plugin.ts";
 
-const NETWORK = "root:providers:network";
-const COMPUTE = "root:providers:compute";
-const OWNERS = "root:providers:owners";
-const C1 = "root:consumers:c1";
 const NS = "team-a";
 
 /** The label the owner rule reads on a Subnet. */
@@ -110,396 +108,406 @@ interface WhyJson {
   children?: WhyJson[];
 }
 
-componentTest(
-  "plugin why: names what holds an object (references, owners, Locks), follows them with --recursive, and exits 0, 1 or 2",
-  { sigterm: true },
-  async (world, step) => {
-    const { kcp } = world;
-    let tenant = "";
+/**
+ * The steps of "plugin why: names what holds an object (references, owners,
+ * Locks), follows them with --recursive, and exits 0, 1 or 2", in the world
+ * under `paths` (its owners provider at `<prefix>:providers:owners`).
+ */
+export async function pluginWhySteps(
+  world: ComponentWorld,
+  step: Step,
+  paths: WorldPaths,
+): Promise<void> {
+  const { kcp } = world;
+  const NETWORK = paths.network;
+  const COMPUTE = paths.compute;
+  const OWNERS = `${paths.prefix}:providers:owners`;
+  const C1 = paths.consumer("c1");
+  let tenant = "";
 
-    await step(
-      "topology, an owners provider, the dep-ctrl export bound for Locks, a tenant's RBAC; webhook and controller start",
-      async () => {
-        await buildTopology(kcp, {
+  await step(
+    "topology, an owners provider, the dep-ctrl export bound for Locks, a tenant's RBAC; webhook and controller start",
+    async () => {
+      await buildTopology(kcp, {
+        networkPath: NETWORK,
+        computePath: COMPUTE,
+        consumerPaths: [C1],
+      });
+      await ownersProvider(kcp, OWNERS);
+      await bindOwners(kcp, { consumer: C1, ownersPath: OWNERS });
+      await bindExport(kcp, C1, {
+        exportPath: "root:dep-ctrl",
+        exportName: DEP_CTRL_EXPORT,
+        acceptClaims: [VWC_CLAIM],
+      });
+      await applyObjects(kcp, C1, [
+        namespaceObject(NS),
+        ...tenantRbac(kcp.identity("user").user),
+      ]);
+      tenant = await kcp.kubeconfig("user", C1);
+      await world.startComponents();
+    },
+  );
+
+  await step(
+    "rules: a VM holds the VPC it names; a Network holds the Subnet that names it while its switch is on",
+    async () => {
+      await applyObjects(kcp, COMPUTE, [
+        vmVpcRule(NETWORK),
+      ]);
+      await applyObjects(kcp, OWNERS, [
+        ownerRule("subnet-owner", {
           networkPath: NETWORK,
-          computePath: COMPUTE,
-          consumerPaths: [C1],
-        });
-        await ownersProvider(kcp, OWNERS);
-        await bindOwners(kcp, { consumer: C1, ownersPath: OWNERS });
-        await bindExport(kcp, C1, {
-          exportPath: "root:dep-ctrl",
-          exportName: DEP_CTRL_EXPORT,
-          acceptClaims: [VWC_CLAIM],
-        });
-        await applyObjects(kcp, C1, [
-          namespaceObject(NS),
-          ...tenantRbac(kcp.identity("user").user),
-        ]);
-        tenant = await kcp.kubeconfig("user", C1);
-        await world.startComponents();
-      },
-    );
+          owner: "Network",
+          fieldRef: { from: "Target", path: labelPath(OWNER) },
+          when: SWITCH,
+        }),
+      ]);
+      await grantWebhookReads(kcp);
+      await waitForRuleEnforced(kcp, {
+        workspace: COMPUTE,
+        name: "vm-vpc",
+      });
+      await waitForRuleEnforced(kcp, {
+        workspace: OWNERS,
+        name: "subnet-owner",
+      });
+    },
+  );
 
-    await step(
-      "rules: a VM holds the VPC it names; a Network holds the Subnet that names it while its switch is on",
-      async () => {
-        await applyObjects(kcp, COMPUTE, [
-          vmVpcRule(NETWORK),
-        ]);
-        await applyObjects(kcp, OWNERS, [
-          ownerRule("subnet-owner", {
-            owner: "Network",
-            fieldRef: { from: "Target", path: labelPath(OWNER) },
-            when: SWITCH,
-          }),
-        ]);
-        await grantWebhookReads(kcp);
-        await waitForRuleEnforced(kcp, {
-          workspace: COMPUTE,
-          name: "vm-vpc",
-        });
-        await waitForRuleEnforced(kcp, {
-          workspace: OWNERS,
-          name: "subnet-owner",
-        });
-      },
-    );
+  await step(
+    "a VPC a VM refers to: exit 1, naming the VM, its field and the rule, in the tree and in JSON",
+    async () => {
+      await applyObjects(kcp, C1, [
+        vpcManifest("core", { namespace: NS, cidr: CIDR }),
+        vmManifest("vm-1", { namespace: NS, vpc: "core" }),
+      ]);
+      await waitForDeleteDenial(kcp, {
+        workspace: C1,
+        type: "vpc",
+        namespace: NS,
+        name: "core",
+      }, /still referenced by VirtualMachine\/vm-1 /);
+      const tree = await why(tenant, ["vpc/core", "-n", NS]);
+      assert.equal(tree.code, 1, shown(tree));
+      assert.match(
+        tree.stdout,
+        /^VPC team-a\/core is held by:\n\u2514\u2500\u2500 referenced by VirtualMachine team-a\/vm-1 \(\.spec\.vpcRef\.name; rule [a-z0-9]+\/vm-vpc\)\n$/,
+        shown(tree),
+      );
+      const json = await why(tenant, [
+        "vpcs.network.example.com",
+        "core",
+        "-n",
+        NS,
+        "-o",
+        "json",
+      ]);
+      assert.equal(json.code, 1, shown(json));
+      const parsed = JSON.parse(json.stdout) as WhyJson;
+      assert.equal(parsed.state, "held");
+      assert.equal(parsed.held, true);
+      assert.deepEqual(parsed.object, {
+        group: "network.example.com",
+        version: "v1alpha1",
+        resource: "vpcs",
+        kind: "VPC",
+        namespace: NS,
+        name: "core",
+      });
+      assert.equal(parsed.causes?.length, 1);
+      const [cause] = parsed.causes!;
+      assert.equal(cause!.type, "Reference");
+      assert.deepEqual(cause!.object, {
+        group: "compute.example.com",
+        version: "v1alpha1",
+        resource: "virtualmachines",
+        kind: "VirtualMachine",
+        namespace: NS,
+        name: "vm-1",
+      });
+      assert.deepEqual(cause!.fields, [".spec.vpcRef.name"]);
+      assert.match((cause!.rules as string[])[0]!, /^[a-z0-9]+\/vm-vpc$/);
+      assert.equal(parsed.children, undefined);
+    },
+  );
 
-    await step(
-      "a VPC a VM refers to: exit 1, naming the VM, its field and the rule, in the tree and in JSON",
-      async () => {
-        await applyObjects(kcp, C1, [
-          vpcManifest("core", { namespace: NS, cidr: CIDR }),
-          vmManifest("vm-1", { namespace: NS, vpc: "core" }),
-        ]);
-        await waitForDeleteDenial(kcp, {
-          workspace: C1,
-          type: "vpc",
-          namespace: NS,
-          name: "core",
-        }, /still referenced by VirtualMachine\/vm-1 /);
-        const tree = await why(tenant, ["vpc/core", "-n", NS]);
-        assert.equal(tree.code, 1, shown(tree));
-        assert.match(
-          tree.stdout,
-          /^VPC team-a\/core is held by:\n\u2514\u2500\u2500 referenced by VirtualMachine team-a\/vm-1 \(\.spec\.vpcRef\.name; rule [a-z0-9]+\/vm-vpc\)\n$/,
-          shown(tree),
-        );
-        const json = await why(tenant, [
-          "vpcs.network.example.com",
-          "core",
-          "-n",
-          NS,
-          "-o",
-          "json",
-        ]);
-        assert.equal(json.code, 1, shown(json));
-        const parsed = JSON.parse(json.stdout) as WhyJson;
-        assert.equal(parsed.state, "held");
-        assert.equal(parsed.held, true);
-        assert.deepEqual(parsed.object, {
+  await step(
+    "a Subnet whose Network holds it: the owner, the field that names it and the switch that is on",
+    async () => {
+      await applyObjects(kcp, C1, [
+        networkObject(NS, "net-a", { deletionProtection: true }),
+        subnetObject(NS, "s-1", { labels: { [OWNER]: "net-a" } }),
+      ]);
+      await waitForDeleteDenial(kcp, {
+        workspace: C1,
+        type: "subnet",
+        namespace: NS,
+        name: "s-1",
+      }, /it belongs to Network\/net-a /);
+      const tree = await why(tenant, ["subnet", "s-1", "-n", NS]);
+      assert.equal(tree.code, 1, shown(tree));
+      assert.match(
+        tree.stdout,
+        /^Subnet team-a\/s-1 is held by:\n\u2514\u2500\u2500 belongs to Network team-a\/net-a \(\.metadata\.labels\["network\.example\.com\/owner"\]; when object\.spec\.deletionProtection == true; rule [a-z0-9]+\/subnet-owner\)\n$/,
+        shown(tree),
+      );
+      const yaml = await why(tenant, [
+        "subnet/s-1",
+        "-n",
+        NS,
+        "-o",
+        "yaml",
+      ]);
+      assert.equal(yaml.code, 1, shown(yaml));
+      assert.match(
+        yaml.stdout,
+        /^ {4}when: object\.spec\.deletionProtection == true$/m,
+      );
+      assert.match(yaml.stdout, /^ {2}- type: Owner$/m);
+    },
+  );
+
+  await step(
+    "a locked VM: the Lock's name and reason",
+    async () => {
+      await applyObjects(kcp, C1, [lockManifest("keep-vm", {
+        namespace: NS,
+        target: exportedTarget(COMPUTE, {
+          resource: "virtualmachines",
+          name: "vm-1",
+        }),
+        reason: REASON,
+        operations: ["Delete"],
+      })]);
+      await waitForDeleteDenial(kcp, {
+        workspace: C1,
+        type: "virtualmachine",
+        namespace: NS,
+        name: "vm-1",
+      }, /locked by Lock team-a\/keep-vm/);
+      const tree = await why(tenant, ["virtualmachine/vm-1", "-n", NS]);
+      assert.equal(tree.code, 1, shown(tree));
+      assert.equal(
+        tree.stdout,
+        `VirtualMachine team-a/vm-1 is held by:\n\u2514\u2500\u2500 locked by Lock team-a/keep-vm (reason: ${REASON})\n`,
+      );
+      const json = JSON.parse(
+        (await why(tenant, ["virtualmachine/vm-1", "-n", NS, "-o", "json"]))
+          .stdout,
+      ) as WhyJson;
+      assert.deepEqual(json.causes, [{
+        type: "Lock",
+        lock: { namespace: NS, name: "keep-vm" },
+        reason: REASON,
+      }]);
+    },
+  );
+
+  await step(
+    "--recursive: from the VPC through its VM to the VM's Lock; from the Subnet to a Network the tenant may not delete",
+    async () => {
+      const chain = await why(tenant, [
+        "vpc/core",
+        "-n",
+        NS,
+        "--recursive",
+      ]);
+      assert.equal(chain.code, 1, shown(chain));
+      assert.match(
+        chain.stdout,
+        new RegExp(
+          [
+            "^VPC team-a/core is held by:",
+            "\u2514\u2500\u2500 referenced by VirtualMachine team-a/vm-1 \\(\\.spec\\.vpcRef\\.name; rule [a-z0-9]+/vm-vpc\\)",
+            `    \u2514\u2500\u2500 locked by Lock team-a/keep-vm \\(reason: ${REASON}\\)`,
+            "$",
+          ].join("\n"),
+        ),
+        shown(chain),
+      );
+      const json = await why(tenant, [
+        "vpc/core",
+        "-n",
+        NS,
+        "-R",
+        "-o",
+        "json",
+      ]);
+      assert.equal(json.code, 1, shown(json));
+      const parsed = JSON.parse(json.stdout) as WhyJson;
+      assert.equal(parsed.children?.length, 1);
+      const child = parsed.children![0]!;
+      assert.equal(child.object.name, "vm-1");
+      assert.equal(child.state, "held");
+      assert.deepEqual(child.children, []);
+      assert.equal(child.causes?.[0]?.type, "Lock");
+
+      const owned = await why(tenant, [
+        "subnet/s-1",
+        "-n",
+        NS,
+        "-R",
+        "-o",
+        "json",
+      ]);
+      assert.equal(owned.code, 1, shown(owned));
+      const network = (JSON.parse(owned.stdout) as WhyJson).children?.[0];
+      assert.equal(network?.object.name, "net-a");
+      assert.equal(network?.state, "error");
+      assert.match(
+        network?.error ?? "",
+        /^you may not delete networks\.owners\.example\.com in namespace team-a: /,
+      );
+      const ownedTree = await why(tenant, ["subnet/s-1", "-n", NS, "-R"]);
+      assert.match(
+        ownedTree.stdout,
+        /\n {4}\u2514\u2500\u2500 cannot tell: you may not delete networks\.owners\.example\.com in namespace team-a: /,
+        shown(ownedTree),
+      );
+    },
+  );
+
+  await step(
+    "nothing holds a VPC no VM names: exit 0, in every output format",
+    async () => {
+      await applyObjects(kcp, C1, [
+        vpcManifest("free", { namespace: NS, cidr: CIDR }),
+      ]);
+      const tree = await why(tenant, ["vpc/free", "-n", NS]);
+      assert.equal(tree.code, 0, shown(tree));
+      assert.equal(
+        tree.stdout,
+        "VPC team-a/free: nothing holds it, a delete would go through\n",
+      );
+      const json = await why(tenant, [
+        "vpc/free",
+        "-n",
+        NS,
+        "-o",
+        "json",
+        "-R",
+      ]);
+      assert.equal(json.code, 0, shown(json));
+      assert.deepEqual(JSON.parse(json.stdout), {
+        object: {
           group: "network.example.com",
           version: "v1alpha1",
           resource: "vpcs",
           kind: "VPC",
           namespace: NS,
-          name: "core",
-        });
-        assert.equal(parsed.causes?.length, 1);
-        const [cause] = parsed.causes!;
-        assert.equal(cause!.type, "Reference");
-        assert.deepEqual(cause!.object, {
-          group: "compute.example.com",
-          version: "v1alpha1",
-          resource: "virtualmachines",
-          kind: "VirtualMachine",
-          namespace: NS,
-          name: "vm-1",
-        });
-        assert.deepEqual(cause!.fields, [".spec.vpcRef.name"]);
-        assert.match((cause!.rules as string[])[0]!, /^[a-z0-9]+\/vm-vpc$/);
-        assert.equal(parsed.children, undefined);
-      },
-    );
+          name: "free",
+        },
+        state: "free",
+        held: false,
+        causes: [],
+        children: [],
+      });
+      for (const output of ["yaml", "dot"]) {
+        const r = await why(tenant, ["vpc/free", "-n", NS, "-o", output]);
+        assert.equal(r.code, 0, shown(r));
+      }
+      // A dry run deletes nothing.
+      await kcp.kubectlOk(["get", "vpc", "free", "-n", NS], {
+        workspace: C1,
+      });
+    },
+  );
 
-    await step(
-      "a Subnet whose Network holds it: the owner, the field that names it and the switch that is on",
-      async () => {
-        await applyObjects(kcp, C1, [
-          networkObject(NS, "net-a", { deletionProtection: true }),
-          subnetObject(NS, "s-1", { labels: { [OWNER]: "net-a" } }),
-        ]);
-        await waitForDeleteDenial(kcp, {
-          workspace: C1,
-          type: "subnet",
-          namespace: NS,
-          name: "s-1",
-        }, /it belongs to Network\/net-a /);
-        const tree = await why(tenant, ["subnet", "s-1", "-n", NS]);
-        assert.equal(tree.code, 1, shown(tree));
-        assert.match(
-          tree.stdout,
-          /^Subnet team-a\/s-1 is held by:\n\u2514\u2500\u2500 belongs to Network team-a\/net-a \(\.metadata\.labels\["network\.example\.com\/owner"\]; when object\.spec\.deletionProtection == true; rule [a-z0-9]+\/subnet-owner\)\n$/,
-          shown(tree),
-        );
-        const yaml = await why(tenant, [
-          "subnet/s-1",
-          "-n",
-          NS,
-          "-o",
-          "yaml",
-        ]);
-        assert.equal(yaml.code, 1, shown(yaml));
-        assert.match(
-          yaml.stdout,
-          /^ {4}when: object\.spec\.deletionProtection == true$/m,
-        );
-        assert.match(yaml.stdout, /^ {2}- type: Owner$/m);
-      },
-    );
+  await step(
+    "a missing object, a type the tenant may not delete, an unknown type: exit 2 with a message, nothing on stdout",
+    async () => {
+      const cases: [string[], RegExp][] = [
+        [
+          ["vpc/nope", "-n", NS],
+          /^error: not found: vpcs\.network\.example\.com "nope" in namespace team-a\n$/,
+        ],
+        [
+          ["network/net-a", "-n", NS, "-o", "json"],
+          /^error: you may not delete networks\.owners\.example\.com in namespace team-a: .*forbidden/,
+        ],
+        [
+          ["frobs/x", "-n", NS],
+          /^error: the server doesn't have a resource type "frobs"/,
+        ],
+      ];
+      for (const [args, message] of cases) {
+        const r = await why(tenant, args);
+        assert.equal(r.code, 2, shown(r));
+        assert.match(r.stderr, message, shown(r));
+        assert.equal(r.stdout, "");
+      }
+    },
+  );
 
-    await step(
-      "a locked VM: the Lock's name and reason",
-      async () => {
-        await applyObjects(kcp, C1, [lockManifest("keep-vm", {
-          namespace: NS,
-          target: exportedTarget(COMPUTE, {
+  await step(
+    "--recursive stops at a cycle of objects: a VPC that names (by a label) the VM that names it",
+    async () => {
+      await applyObjects(kcp, NETWORK, [
+        dependencyRule("vpc-vm", {
+          dependent: "VPC",
+          dependencies: [{
+            path: COMPUTE,
             resource: "virtualmachines",
-            name: "vm-1",
-          }),
-          reason: REASON,
-          operations: ["Delete"],
-        })]);
-        await waitForDeleteDenial(kcp, {
-          workspace: C1,
-          type: "virtualmachine",
+            field: labelPath(VM_LABEL),
+          }],
+        }),
+      ]);
+      await grantWebhookReads(kcp);
+      await applyObjects(kcp, C1, [
+        vpcManifest("loop-vpc", {
           namespace: NS,
-          name: "vm-1",
-        }, /locked by Lock team-a\/keep-vm/);
-        const tree = await why(tenant, ["virtualmachine/vm-1", "-n", NS]);
-        assert.equal(tree.code, 1, shown(tree));
-        assert.equal(
-          tree.stdout,
-          `VirtualMachine team-a/vm-1 is held by:\n\u2514\u2500\u2500 locked by Lock team-a/keep-vm (reason: ${REASON})\n`,
-        );
-        const json = JSON.parse(
-          (await why(tenant, ["virtualmachine/vm-1", "-n", NS, "-o", "json"]))
-            .stdout,
-        ) as WhyJson;
-        assert.deepEqual(json.causes, [{
-          type: "Lock",
-          lock: { namespace: NS, name: "keep-vm" },
-          reason: REASON,
-        }]);
-      },
-    );
-
-    await step(
-      "--recursive: from the VPC through its VM to the VM's Lock; from the Subnet to a Network the tenant may not delete",
-      async () => {
-        const chain = await why(tenant, [
-          "vpc/core",
-          "-n",
-          NS,
-          "--recursive",
-        ]);
-        assert.equal(chain.code, 1, shown(chain));
-        assert.match(
-          chain.stdout,
-          new RegExp(
-            [
-              "^VPC team-a/core is held by:",
-              "\u2514\u2500\u2500 referenced by VirtualMachine team-a/vm-1 \\(\\.spec\\.vpcRef\\.name; rule [a-z0-9]+/vm-vpc\\)",
-              `    \u2514\u2500\u2500 locked by Lock team-a/keep-vm \\(reason: ${REASON}\\)`,
-              "$",
-            ].join("\n"),
-          ),
-          shown(chain),
-        );
-        const json = await why(tenant, [
-          "vpc/core",
-          "-n",
-          NS,
-          "-R",
-          "-o",
-          "json",
-        ]);
-        assert.equal(json.code, 1, shown(json));
-        const parsed = JSON.parse(json.stdout) as WhyJson;
-        assert.equal(parsed.children?.length, 1);
-        const child = parsed.children![0]!;
-        assert.equal(child.object.name, "vm-1");
-        assert.equal(child.state, "held");
-        assert.deepEqual(child.children, []);
-        assert.equal(child.causes?.[0]?.type, "Lock");
-
-        const owned = await why(tenant, [
-          "subnet/s-1",
-          "-n",
-          NS,
-          "-R",
-          "-o",
-          "json",
-        ]);
-        assert.equal(owned.code, 1, shown(owned));
-        const network = (JSON.parse(owned.stdout) as WhyJson).children?.[0];
-        assert.equal(network?.object.name, "net-a");
-        assert.equal(network?.state, "error");
-        assert.match(
-          network?.error ?? "",
-          /^you may not delete networks\.owners\.example\.com in namespace team-a: /,
-        );
-        const ownedTree = await why(tenant, ["subnet/s-1", "-n", NS, "-R"]);
-        assert.match(
-          ownedTree.stdout,
-          /\n {4}\u2514\u2500\u2500 cannot tell: you may not delete networks\.owners\.example\.com in namespace team-a: /,
-          shown(ownedTree),
-        );
-      },
-    );
-
-    await step(
-      "nothing holds a VPC no VM names: exit 0, in every output format",
-      async () => {
-        await applyObjects(kcp, C1, [
-          vpcManifest("free", { namespace: NS, cidr: CIDR }),
-        ]);
-        const tree = await why(tenant, ["vpc/free", "-n", NS]);
-        assert.equal(tree.code, 0, shown(tree));
-        assert.equal(
-          tree.stdout,
-          "VPC team-a/free: nothing holds it, a delete would go through\n",
-        );
-        const json = await why(tenant, [
-          "vpc/free",
-          "-n",
-          NS,
-          "-o",
-          "json",
-          "-R",
-        ]);
-        assert.equal(json.code, 0, shown(json));
-        assert.deepEqual(JSON.parse(json.stdout), {
-          object: {
-            group: "network.example.com",
-            version: "v1alpha1",
-            resource: "vpcs",
-            kind: "VPC",
-            namespace: NS,
-            name: "free",
-          },
-          state: "free",
-          held: false,
-          causes: [],
-          children: [],
-        });
-        for (const output of ["yaml", "dot"]) {
-          const r = await why(tenant, ["vpc/free", "-n", NS, "-o", output]);
-          assert.equal(r.code, 0, shown(r));
-        }
-        // A dry run deletes nothing.
-        await kcp.kubectlOk(["get", "vpc", "free", "-n", NS], {
-          workspace: C1,
-        });
-      },
-    );
-
-    await step(
-      "a missing object, a type the tenant may not delete, an unknown type: exit 2 with a message, nothing on stdout",
-      async () => {
-        const cases: [string[], RegExp][] = [
+          labels: { [VM_LABEL]: "loop-vm" },
+          cidr: CIDR,
+        }),
+        vmManifest("loop-vm", { namespace: NS, vpc: "loop-vpc" }),
+      ]);
+      await waitForDeleteDenial(kcp, {
+        workspace: C1,
+        type: "virtualmachine",
+        namespace: NS,
+        name: "loop-vm",
+      }, /still referenced by VPC\/loop-vpc /);
+      const r = await why(tenant, ["vpc/loop-vpc", "-n", NS, "-R"]);
+      assert.equal(r.code, 1, shown(r));
+      assert.match(
+        r.stdout,
+        new RegExp(
           [
-            ["vpc/nope", "-n", NS],
-            /^error: not found: vpcs\.network\.example\.com "nope" in namespace team-a\n$/,
-          ],
-          [
-            ["network/net-a", "-n", NS, "-o", "json"],
-            /^error: you may not delete networks\.owners\.example\.com in namespace team-a: .*forbidden/,
-          ],
-          [
-            ["frobs/x", "-n", NS],
-            /^error: the server doesn't have a resource type "frobs"/,
-          ],
-        ];
-        for (const [args, message] of cases) {
-          const r = await why(tenant, args);
-          assert.equal(r.code, 2, shown(r));
-          assert.match(r.stderr, message, shown(r));
-          assert.equal(r.stdout, "");
-        }
-      },
-    );
-
-    await step(
-      "--recursive stops at a cycle of objects: a VPC that names (by a label) the VM that names it",
-      async () => {
-        await applyObjects(kcp, NETWORK, [
-          dependencyRule("vpc-vm", {
-            dependent: "VPC",
-            dependencies: [{
-              path: COMPUTE,
-              resource: "virtualmachines",
-              field: labelPath(VM_LABEL),
-            }],
-          }),
-        ]);
-        await grantWebhookReads(kcp);
-        await applyObjects(kcp, C1, [
-          vpcManifest("loop-vpc", {
-            namespace: NS,
-            labels: { [VM_LABEL]: "loop-vm" },
-            cidr: CIDR,
-          }),
-          vmManifest("loop-vm", { namespace: NS, vpc: "loop-vpc" }),
-        ]);
-        await waitForDeleteDenial(kcp, {
-          workspace: C1,
-          type: "virtualmachine",
-          namespace: NS,
-          name: "loop-vm",
-        }, /still referenced by VPC\/loop-vpc /);
-        const r = await why(tenant, ["vpc/loop-vpc", "-n", NS, "-R"]);
-        assert.equal(r.code, 1, shown(r));
-        assert.match(
-          r.stdout,
-          new RegExp(
-            [
-              "^VPC team-a/loop-vpc is held by:",
-              "\u2514\u2500\u2500 referenced by VirtualMachine team-a/loop-vm \\(\\.spec\\.vpcRef\\.name; rule [a-z0-9]+/vm-vpc\\)",
-              '    \u2514\u2500\u2500 referenced by VPC team-a/loop-vpc \\(\\.metadata\\.labels\\["example\\.com/vm"\\]; rule [a-z0-9]+/vpc-vm\\) \\(cycle\\)',
-              "$",
-            ].join("\n"),
-          ),
-          shown(r),
-        );
-        const json = JSON.parse(
-          (await why(tenant, ["vpc/loop-vpc", "-n", NS, "-R", "-o", "json"]))
-            .stdout,
-        ) as WhyJson;
-        assert.equal(json.children?.[0]?.children?.[0]?.state, "cycle");
-        const dot = await why(tenant, [
-          "vpc/loop-vpc",
-          "-n",
-          NS,
-          "-R",
-          "-o",
-          "dot",
-        ]);
-        assert.equal(dot.code, 1, shown(dot));
-        assert.match(dot.stdout, /^digraph "why" \{/);
-        assert.match(
-          dot.stdout,
-          /"virtualmachines\.compute\.example\.com\/team-a\/loop-vm" -> "vpcs\.network\.example\.com\/team-a\/loop-vpc"/,
-        );
-        assert.match(
-          dot.stdout,
-          /"vpcs\.network\.example\.com\/team-a\/loop-vpc" -> "virtualmachines\.compute\.example\.com\/team-a\/loop-vm"/,
-        );
-        await kcp.kubectlOk(["delete", "dependencyrule", "vpc-vm"], {
-          workspace: NETWORK,
-        });
-      },
-    );
-  },
-);
+            "^VPC team-a/loop-vpc is held by:",
+            "\u2514\u2500\u2500 referenced by VirtualMachine team-a/loop-vm \\(\\.spec\\.vpcRef\\.name; rule [a-z0-9]+/vm-vpc\\)",
+            '    \u2514\u2500\u2500 referenced by VPC team-a/loop-vpc \\(\\.metadata\\.labels\\["example\\.com/vm"\\]; rule [a-z0-9]+/vpc-vm\\) \\(cycle\\)',
+            "$",
+          ].join("\n"),
+        ),
+        shown(r),
+      );
+      const json = JSON.parse(
+        (await why(tenant, ["vpc/loop-vpc", "-n", NS, "-R", "-o", "json"]))
+          .stdout,
+      ) as WhyJson;
+      assert.equal(json.children?.[0]?.children?.[0]?.state, "cycle");
+      const dot = await why(tenant, [
+        "vpc/loop-vpc",
+        "-n",
+        NS,
+        "-R",
+        "-o",
+        "dot",
+      ]);
+      assert.equal(dot.code, 1, shown(dot));
+      assert.match(dot.stdout, /^digraph "why" \{/);
+      assert.match(
+        dot.stdout,
+        /"virtualmachines\.compute\.example\.com\/team-a\/loop-vm" -> "vpcs\.network\.example\.com\/team-a\/loop-vpc"/,
+      );
+      assert.match(
+        dot.stdout,
+        /"vpcs\.network\.example\.com\/team-a\/loop-vpc" -> "virtualmachines\.compute\.example\.com\/team-a\/loop-vm"/,
+      );
+      await kcp.kubectlOk(["delete", "dependencyrule", "vpc-vm"], {
+        workspace: NETWORK,
+      });
+    },
+  );
+}

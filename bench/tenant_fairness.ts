@@ -32,6 +32,12 @@
  * round. The heavy deletes' own latency and verdicts are reported, and the
  * webhook's resident memory (`VmRSS`, sampled every 100 ms) in each phase.
  *
+ * `deno task bench:tenants --dependents-index` runs the webhook with the
+ * dependents index (its grants: `manifests/kcp/system-admin/
+ * dependents-index` and `controller grants --dependents-index`) and measures
+ * once its feeds are synced with every VM in them; the index's answers
+ * (`dependency_webhook_index_answers_total`) are reported.
+ *
  * @module
  */
 import {
@@ -84,6 +90,21 @@ const MAX_REQUESTS_PER_WORKER = 200;
 const SETTLE_MS = 500;
 /** Samples are no longer started after this long of measuring. */
 const MEASURE_BUDGET_MS = 11 * 60_000;
+
+for (const arg of Deno.args) {
+  if (arg !== "--dependents-index") {
+    console.error(
+      `tenant_fairness: cannot use the argument: current value is '${arg}'\nusage: tenant_fairness.ts [--dependents-index]`,
+    );
+    Deno.exit(2);
+  }
+}
+/** The webhook with `--dependents-index`. */
+const WITH_INDEX = Deno.args.includes("--dependents-index");
+const WEBHOOK_ARGS = [
+  "--log-level=info",
+  ...(WITH_INDEX ? ["--dependents-index"] : []),
+];
 
 const light: DeleteTarget = {
   workspace: LIGHT,
@@ -167,6 +188,38 @@ async function reviewOutcomes(
     outcomes.set(match[1]!, Number(match[2]));
   }
   return outcomes;
+}
+
+/** Index answers by outcome (`dependency_webhook_index_answers_total`). */
+async function indexOutcomes(webhook: WebhookProcess): Promise<string> {
+  const { text } = await webhook.get(webhook.metricsPort, "/metrics");
+  return [
+    ...text.matchAll(
+      /^dependency_webhook_index_answers_total\{outcome="([^"]+)"\} (\S+)$/gm,
+    ),
+  ].map((m) => `${m[1]} ${m[2]}`).join(", ");
+}
+
+/**
+ * Waits until the index feeds are all synced and hold every VM created;
+ * returns the dependents indexed.
+ */
+async function waitForIndex(webhook: WebhookProcess): Promise<number> {
+  return await waitFor("the index feeds to sync", async () => {
+    const { text } = await webhook.get(webhook.metricsPort, "/metrics");
+    const lines = text.split("\n");
+    const feeds = lines.filter((l) =>
+      l.startsWith("dependency_webhook_index_feeds{") && !l.endsWith(" 0")
+    );
+    const indexed = lines
+      .filter((l) => l.startsWith("dependency_webhook_index_dependents{"))
+      .reduce((sum, l) => sum + Number(l.split(" ").at(-1)), 0);
+    return feeds.length > 0 &&
+        feeds.every((l) => l.includes('state="synced"')) &&
+        indexed >= DEPENDENTS + 1
+      ? indexed
+      : undefined;
+  }, { timeoutMs: 300_000, intervalMs: 200 });
 }
 
 async function waitForEnforced(timeoutMs: number): Promise<void> {
@@ -289,7 +342,15 @@ try {
       (kcp.lastStartupMs / 1000).toFixed(1)
     } s; heavy tenant ${HEAVY}, light tenant ${LIGHT}`,
   );
-  webhook = await startWebhook(kcp, { args: ["--log-level=info"] });
+  if (WITH_INDEX) {
+    await kcp.kubectlOk([
+      "apply",
+      "-k",
+      new URL("../manifests/kcp/system-admin/dependents-index", import.meta.url)
+        .pathname,
+    ], { workspace: "system:admin", identity: "shardAdmin" });
+  }
+  webhook = await startWebhook(kcp, { args: WEBHOOK_ARGS });
   controller = await startController(kcp, {
     webhook,
     args: ["--log-level=info"],
@@ -303,10 +364,10 @@ try {
     ).pathname,
   ], { workspace: topo.compute.path });
   // The webhook's identity reads only the rules' types, once they exist.
-  await grantWebhookReads(kcp);
+  await grantWebhookReads(kcp, { dependentsIndex: WITH_INDEX });
   await waitForEnforced(30_000).catch(async () => {
     // The grant may have raced the rule's first reads: grant again.
-    await grantWebhookReads(kcp);
+    await grantWebhookReads(kcp, { dependentsIndex: WITH_INDEX });
     await waitForEnforced(60_000);
   });
 
@@ -327,6 +388,15 @@ try {
     } MB in ${listed.ms.toFixed(0)} ms`,
   );
 
+  if (WITH_INDEX) {
+    const synced = performance.now();
+    const indexed = await waitForIndex(webhook);
+    console.log(
+      `the dependents index: feeds synced with ${indexed} dependents, ${
+        ((performance.now() - synced) / 1000).toFixed(1)
+      } s after the VMs were created`,
+    );
+  }
   const lightClient = newClient();
   const heavyClients = Array.from(
     { length: Math.max(...HEAVY_SERIES) },
@@ -531,6 +601,13 @@ try {
       )
     ),
   ];
+  if (WITH_INDEX) {
+    console.log(
+      `The index's answers since the webhook started (its metric): ${await indexOutcomes(
+        webhook,
+      )}`,
+    );
+  }
   for (const note of notes) console.log(`   ${note}`);
   if (lightFailures > 0) {
     console.log(

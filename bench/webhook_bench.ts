@@ -37,6 +37,11 @@
  * the webhook's CPU per slow-path review at one dependent beside a bare
  * client's for the same GET and LIST (`webhook_cpu.ts`).
  *
+ * `deno task bench index [--large] [--large-minutes=N] [--resident]
+ * [--variant='NAME=value']...` runs instead the webhook with the dependents
+ * index against the same webhook listing, and what stays resident after
+ * heavy list reviews (`webhook_index.ts`).
+ *
  * `deno task bench owners` runs instead figure 1c alone (one rule besides
  * its own, not 1 000).
  *
@@ -65,6 +70,7 @@ import { fastPathComparison } from "./fast_path.ts";
 import { referencesBench } from "./webhook_references.ts";
 import { ownersBench } from "./webhook_owners.ts";
 import { cpuBench } from "./webhook_cpu.ts";
+import { indexBench } from "./webhook_index.ts";
 import { formatSpread, median, spread } from "./_stats.ts";
 import {
   createBenchNamespace,
@@ -402,7 +408,7 @@ interface Cli {
 
 function usage(message: string): never {
   console.error(
-    `webhook_bench: ${message}\nusage: webhook_bench.ts [memory [--runs=N] | cpu | front-proxy | owners] [--variant='FLAGS']... [--old=CHECKOUT]...`,
+    `webhook_bench: ${message}\nusage: webhook_bench.ts [memory [--runs=N] | cpu | index [--large] | front-proxy | owners] [--variant='FLAGS']... [--old=CHECKOUT]...`,
   );
   Deno.exit(2);
 }
@@ -482,6 +488,10 @@ async function frontProxyBench(): Promise<void> {
   }
 }
 
+if (Deno.args[0] === "index") {
+  await indexBench(Deno.args.slice(1));
+  Deno.exit(0);
+}
 if (Deno.args[0] === "cpu") {
   await cpuBench({ variants: parseCli(Deno.args.slice(1)).variants.slice(1) });
   Deno.exit(0);

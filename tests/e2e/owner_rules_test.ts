@@ -1,0 +1,27 @@
+/**
+ * The owner rules' suites on one kcp, one after another, each in a world of
+ * its own (`worldPaths`) and with components of its own, started in its
+ * first step and stopped by its SIGTERM step:
+ *
+ * - `owners_when_steps.ts` (`root:when`): `when` and `protectWhile`, then
+ *   status truth. First: the reads `controller grants` prints cover every
+ *   rule on the kcp, and its first grant must name Networks alone with
+ *   `get`, which the owners suite's later rules (`get` and `list` on
+ *   Networks and Projects) would change.
+ * - `owners_steps.ts` (`root:owners`): reference sources and tenancy, then
+ *   status truth.
+ */
+import { componentTest, sigtermStep, worldPaths } from "../../testing/mod.ts";
+import { ownersSteps } from "./owners_steps.ts";
+import { ownersWhenSteps } from "./owners_when_steps.ts";
+
+componentTest(
+  "owners on one kcp: `when` on the owner switches its protection, failing closed; under protectWhile: Active an owner being deleted lets go; a Subnet cannot be deleted while the Network or Project it (or its Namespace) names exists, in its own tenant",
+  {},
+  async (world, step) => {
+    await ownersWhenSteps(world, step, worldPaths("root:when"));
+    await sigtermStep(world, step);
+    await ownersSteps(world, step, worldPaths("root:owners"));
+    await sigtermStep(world, step);
+  },
+);

@@ -17,21 +17,19 @@ import {
   assertStatusTruth,
   bindExport,
   buildTopology,
-  componentTest,
+  type ComponentWorld,
   DEP_CTRL_EXPORT,
   grantWebhookReads,
   type KcpServer,
   sample,
+  type Step,
   vmVpcRule,
   VWC_CLAIM,
   waitFor,
   type WebhookProcess,
+  type WorldPaths,
 } from "../../testing/mod.ts";
 
-const NETWORK = "root:providers:network";
-const COMPUTE = "root:providers:compute";
-const C1 = "root:consumers:c1";
-const C2 = "root:consumers:c2";
 const HOLD = "teardown.example.com/hold";
 const PAIRS = 3;
 
@@ -335,233 +333,245 @@ function assertReleasedWithVpc(releases: readonly Release[]) {
   }
 }
 
-componentTest(
-  "teardown: a namespace and a whole workspace go in dependency order, and Locks do not hold a workspace being deleted",
-  {},
-  async (world, step) => {
-    const { kcp } = world;
-    let webhook!: WebhookProcess;
-    await step(
-      "two consumers with VPCs and held VirtualMachines referring to them; a Lock on a Namespace in the second",
-      async () => {
-        await buildTopology(kcp, {
-          networkPath: NETWORK,
-          computePath: COMPUTE,
-          consumerPaths: [C1, C2],
-        });
-        await bindExport(kcp, C2, {
-          exportPath: "root:dep-ctrl",
-          exportName: DEP_CTRL_EXPORT,
-          acceptClaims: [VWC_CLAIM],
-        });
-        ({ webhook } = await world.startComponents());
-        await applyObjects(kcp, COMPUTE, [
-          vmVpcRule(NETWORK),
-        ]);
-        for (const [ws, ns] of [[C1, "ordered"], [C2, "app"]] as const) {
-          await kcp.kubectlOk(["create", "namespace", ns], { workspace: ws });
-          await applyObjects(kcp, ws, pairs(ns));
-        }
-        // A VPC nothing refers to, locked by a Lock that outlives it in
-        // the teardown: only the workspace's deletion lets it go.
-        await applyObjects(kcp, C2, [{
-          apiVersion: "network.example.com/v1alpha1",
-          kind: "VPC",
-          metadata: { name: "locked", namespace: "app" },
-          spec: {},
-        }, {
-          apiVersion: "dependencies.opendefense.cloud/v1alpha1",
-          kind: "Lock",
-          metadata: {
-            name: "keep-vpc",
-            namespace: "app",
-            finalizers: [HOLD],
+/**
+ * The steps of "teardown: a namespace and a whole workspace go in
+ * dependency order, and Locks do not hold a workspace being deleted", in the
+ * world under `paths` (it deletes `<prefix>:consumers:c2`), with status
+ * truth.
+ */
+export async function teardownSteps(
+  world: ComponentWorld,
+  step: Step,
+  paths: WorldPaths,
+): Promise<void> {
+  const { kcp } = world;
+  const NETWORK = paths.network;
+  const COMPUTE = paths.compute;
+  const C1 = paths.consumer("c1");
+  const C2 = paths.consumer("c2");
+  /** The parent of the consumers, where c2 is deleted. */
+  const CONSUMERS = `${paths.prefix}:consumers`;
+  let webhook!: WebhookProcess;
+  await step(
+    "two consumers with VPCs and held VirtualMachines referring to them; a Lock on a Namespace in the second",
+    async () => {
+      await buildTopology(kcp, {
+        networkPath: NETWORK,
+        computePath: COMPUTE,
+        consumerPaths: [C1, C2],
+      });
+      await bindExport(kcp, C2, {
+        exportPath: "root:dep-ctrl",
+        exportName: DEP_CTRL_EXPORT,
+        acceptClaims: [VWC_CLAIM],
+      });
+      ({ webhook } = await world.startComponents());
+      await applyObjects(kcp, COMPUTE, [
+        vmVpcRule(NETWORK),
+      ]);
+      for (const [ws, ns] of [[C1, "ordered"], [C2, "app"]] as const) {
+        await kcp.kubectlOk(["create", "namespace", ns], { workspace: ws });
+        await applyObjects(kcp, ws, pairs(ns));
+      }
+      // A VPC nothing refers to, locked by a Lock that outlives it in
+      // the teardown: only the workspace's deletion lets it go.
+      await applyObjects(kcp, C2, [{
+        apiVersion: "network.example.com/v1alpha1",
+        kind: "VPC",
+        metadata: { name: "locked", namespace: "app" },
+        spec: {},
+      }, {
+        apiVersion: "dependencies.opendefense.cloud/v1alpha1",
+        kind: "Lock",
+        metadata: {
+          name: "keep-vpc",
+          namespace: "app",
+          finalizers: [HOLD],
+        },
+        spec: {
+          target: {
+            apiExportRef: { path: NETWORK, name: "network.example.com" },
+            group: "network.example.com",
+            version: "v1alpha1",
+            resource: "vpcs",
+            name: "locked",
           },
-          spec: {
-            target: {
-              apiExportRef: { path: NETWORK, name: "network.example.com" },
-              group: "network.example.com",
-              version: "v1alpha1",
-              resource: "vpcs",
-              name: "locked",
-            },
-            reason: "the locked VPC stays",
+          reason: "the locked VPC stays",
+        },
+      }]);
+      await applyObjects(kcp, C2, [{
+        apiVersion: "dependencies.opendefense.cloud/v1alpha1",
+        kind: "Lock",
+        metadata: { name: "keep-app", namespace: "app" },
+        spec: {
+          target: {
+            group: "",
+            version: "v1",
+            resource: "namespaces",
+            name: "app",
           },
-        }]);
-        await applyObjects(kcp, C2, [{
-          apiVersion: "dependencies.opendefense.cloud/v1alpha1",
-          kind: "Lock",
-          metadata: { name: "keep-app", namespace: "app" },
-          spec: {
-            target: {
-              group: "",
-              version: "v1",
-              resource: "namespaces",
-              name: "app",
-            },
-            reason: "the app namespace stays",
-          },
-        }]);
-        // The webhook may now read what the rule and the Locks name (the
-        // operator allows Lock targets of type Namespace).
-        await grantWebhookReads(kcp, { lockTypes: ["namespaces"] });
-        for (const [ws, ns] of [[C1, "ordered"], [C2, "app"]] as const) {
-          await waitFor(`vpc-0 in ${ws} to be protected`, async () => {
-            const r = await kcp.kubectl([
-              "delete",
-              "vpc",
-              "vpc-0",
-              "-n",
-              ns,
-              "--dry-run=server",
-            ], { workspace: ws });
-            return /still referenced by VirtualMachine\/vm-0/.test(
-              r.stderr,
-            ) || undefined;
-          }, { timeoutMs: 90_000, intervalMs: 500 });
-        }
-        await waitFor("the VPC locked to be locked", async () => {
-          const r = await kcp.kubectl(
-            ["delete", "vpc", "locked", "-n", "app", "--dry-run=server"],
-            { workspace: C2 },
-          );
-          return /locked by Lock app\/keep-vpc/.test(r.stderr) || undefined;
-        }, { timeoutMs: 60_000, intervalMs: 500 });
-        await waitFor("the Namespace app to be locked", async () => {
-          const r = await kcp.kubectl(
-            ["delete", "namespace", "app", "--dry-run=server"],
-            { workspace: C2 },
-          );
-          return /locked by Lock app\/keep-app \("the app namespace stays"\)/
-            .test(r.stderr) || undefined;
-        }, { timeoutMs: 60_000, intervalMs: 500 });
-      },
-    );
+          reason: "the app namespace stays",
+        },
+      }]);
+      // The webhook may now read what the rule and the Locks name (the
+      // operator allows Lock targets of type Namespace).
+      await grantWebhookReads(kcp, { lockTypes: ["namespaces"] });
+      for (const [ws, ns] of [[C1, "ordered"], [C2, "app"]] as const) {
+        await waitFor(`vpc-0 in ${ws} to be protected`, async () => {
+          const r = await kcp.kubectl([
+            "delete",
+            "vpc",
+            "vpc-0",
+            "-n",
+            ns,
+            "--dry-run=server",
+          ], { workspace: ws });
+          return /still referenced by VirtualMachine\/vm-0/.test(
+            r.stderr,
+          ) || undefined;
+        }, { timeoutMs: 90_000, intervalMs: 500 });
+      }
+      await waitFor("the VPC locked to be locked", async () => {
+        const r = await kcp.kubectl(
+          ["delete", "vpc", "locked", "-n", "app", "--dry-run=server"],
+          { workspace: C2 },
+        );
+        return /locked by Lock app\/keep-vpc/.test(r.stderr) || undefined;
+      }, { timeoutMs: 60_000, intervalMs: 500 });
+      await waitFor("the Namespace app to be locked", async () => {
+        const r = await kcp.kubectl(
+          ["delete", "namespace", "app", "--dry-run=server"],
+          { workspace: C2 },
+        );
+        return /locked by Lock app\/keep-app \("the app namespace stays"\)/
+          .test(r.stderr) || undefined;
+      }, { timeoutMs: 60_000, intervalMs: 500 });
+    },
+  );
 
-    await step(
-      "status truth: every rule and Lock whose Ready is True/Enforced denies a delete of what it covers",
-      async () => {
-        // Before the teardown steps delete them: the rule, the Lock on a
-        // VPC and the Lock on a Namespace. What the check creates (in c1's
-        // status-truth namespace) is gone before the watches start.
-        const truth = await assertStatusTruth(kcp, {
-          workspaces: ["root:dep-ctrl", NETWORK, COMPUTE, C1, C2],
-          minimum: { rules: 1, locks: 2 },
-        });
-        assert.deepEqual(truth.rulesProven, [`${COMPUTE}/vm-vpc`]);
-        assert.deepEqual(truth.locksProven.sort(), [
-          `${C2}/app/keep-app`,
-          `${C2}/app/keep-vpc`,
-        ]);
-        assert.deepEqual(truth.leftBehind, []);
-      },
-    );
+  await step(
+    "status truth: every rule and Lock whose Ready is True/Enforced denies a delete of what it covers",
+    async () => {
+      // Before the teardown steps delete them: the rule, the Lock on a
+      // VPC and the Lock on a Namespace. What the check creates (in c1's
+      // status-truth namespace) is gone before the watches start.
+      const truth = await assertStatusTruth(kcp, {
+        workspaces: ["root:dep-ctrl", NETWORK, COMPUTE, C1, C2],
+        minimum: { rules: 1, locks: 2 },
+      });
+      assert.deepEqual(truth.rulesProven, [`${COMPUTE}/vm-vpc`]);
+      assert.deepEqual(truth.locksProven.sort(), [
+        `${C2}/app/keep-app`,
+        `${C2}/app/keep-vpc`,
+      ]);
+      assert.deepEqual(truth.leftBehind, []);
+    },
+  );
 
-    await step(
-      "deleting a namespace: every VPC goes after its VirtualMachine, denied until then",
-      async () => {
-        const watches = watchDeletions(kcp, C1);
-        const helper = new FinalizerHelper(kcp, C1);
-        const denied = await reviews(webhook!, "denied_referenced");
-        const started = performance.now();
-        await kcp.kubectlOk([
-          "delete",
-          "namespace",
-          "ordered",
-          "--wait=false",
-        ], {
+  await step(
+    "deleting a namespace: every VPC goes after its VirtualMachine, denied until then",
+    async () => {
+      const watches = watchDeletions(kcp, C1);
+      const helper = new FinalizerHelper(kcp, C1);
+      const denied = await reviews(webhook!, "denied_referenced");
+      const started = performance.now();
+      await kcp.kubectlOk([
+        "delete",
+        "namespace",
+        "ordered",
+        "--wait=false",
+      ], {
+        workspace: C1,
+      });
+      await waitFor("namespace ordered to be gone", async () => {
+        const r = await kcp.kubectl(["get", "namespace", "ordered"], {
           workspace: C1,
         });
-        await waitFor("namespace ordered to be gone", async () => {
-          const r = await kcp.kubectl(["get", "namespace", "ordered"], {
-            workspace: C1,
-          });
-          return /NotFound/.test(r.stderr) || undefined;
-        }, { timeoutMs: 300_000, intervalMs: 250 });
-        const seconds = (performance.now() - started) / 1000;
-        await helper.stop();
-        for (const w of watches) await w.stop();
-        const deletions = watches.flatMap((w) => w.deletions);
-        assertOrdered(deletions, "ordered");
-        assertReleasedWithVpc(helper.releases);
-        const denials = await reviews(webhook!, "denied_referenced") -
-          denied;
-        assert.ok(denials > 0, "the webhook denied VPC deletes meanwhile");
-        console.log(
-          `namespace teardown: ${
-            seconds.toFixed(1)
-          } s, ${denials} reviews denied (denied_referenced), ${deletions.length} deletions watched`,
-        );
-      },
-    );
+        return /NotFound/.test(r.stderr) || undefined;
+      }, { timeoutMs: 300_000, intervalMs: 250 });
+      const seconds = (performance.now() - started) / 1000;
+      await helper.stop();
+      for (const w of watches) await w.stop();
+      const deletions = watches.flatMap((w) => w.deletions);
+      assertOrdered(deletions, "ordered");
+      assertReleasedWithVpc(helper.releases);
+      const denials = await reviews(webhook!, "denied_referenced") -
+        denied;
+      assert.ok(denials > 0, "the webhook denied VPC deletes meanwhile");
+      console.log(
+        `namespace teardown: ${
+          seconds.toFixed(1)
+        } s, ${denials} reviews denied (denied_referenced), ${deletions.length} deletions watched`,
+      );
+    },
+  );
 
-    await step(
-      "deleting a whole workspace: locked objects and the locked Namespace go, and VPCs still go after their VirtualMachines",
-      async () => {
-        const watches = watchDeletions(kcp, C2);
-        const helper = new FinalizerHelper(kcp, C2);
-        const denied = await reviews(webhook!, "denied_referenced");
-        const released = await reviews(
-          webhook!,
-          "allowed_workspace_deleting",
-        );
-        const started = performance.now();
-        await kcp.kubectlOk(["delete", "workspace", "c2", "--wait=false"], {
-          workspace: "root:consumers",
+  await step(
+    "deleting a whole workspace: locked objects and the locked Namespace go, and VPCs still go after their VirtualMachines",
+    async () => {
+      const watches = watchDeletions(kcp, C2);
+      const helper = new FinalizerHelper(kcp, C2);
+      const denied = await reviews(webhook!, "denied_referenced");
+      const released = await reviews(
+        webhook!,
+        "allowed_workspace_deleting",
+      );
+      const started = performance.now();
+      await kcp.kubectlOk(["delete", "workspace", "c2", "--wait=false"], {
+        workspace: CONSUMERS,
+      });
+      // Every VirtualMachine is let go by the helper, and then the
+      // workspace's content is gone.
+      await waitFor(
+        "every VirtualMachine in c2 to be let go",
+        () => Promise.resolve(helper.releases.length === PAIRS || undefined),
+        {
+          timeoutMs: 600_000,
+          intervalMs: 250,
+        },
+      );
+      await waitFor("workspace c2 to be gone", async () => {
+        const r = await kcp.kubectl(["get", "workspace", "c2"], {
+          workspace: CONSUMERS,
         });
-        // Every VirtualMachine is let go by the helper, and then the
-        // workspace's content is gone.
-        await waitFor(
-          "every VirtualMachine in c2 to be let go",
-          () => Promise.resolve(helper.releases.length === PAIRS || undefined),
-          {
-            timeoutMs: 600_000,
-            intervalMs: 250,
-          },
-        );
-        await waitFor("workspace c2 to be gone", async () => {
-          const r = await kcp.kubectl(["get", "workspace", "c2"], {
-            workspace: "root:consumers",
-          });
-          return /NotFound/.test(r.stderr) || undefined;
-        }, { timeoutMs: 600_000, intervalMs: 500 });
-        const seconds = (performance.now() - started) / 1000;
-        await helper.stop();
-        for (const w of watches) await w.stop();
-        const deletions = watches.flatMap((w) => w.deletions);
-        assertOrdered(deletions, "app");
-        assertReleasedWithVpc(helper.releases);
-        const denials = await reviews(webhook!, "denied_referenced") -
-          denied;
-        const releases = await reviews(
-          webhook!,
-          "allowed_workspace_deleting",
-        ) - released;
-        assert.ok(denials > 0, "references still ordered the teardown");
-        // The locked VPC was reviewed while its Lock existed, and let go.
-        assert.ok(releases > 0, "a Lock let go in the workspace's teardown");
-        assert.deepEqual(helper.lockReleases, ["keep-vpc"]);
-        const lines = (await webhook!.log()).split("\n").filter((l) =>
-          l.includes("delete allowed: kcp is deleting the whole workspace")
-        );
-        assert.ok(
-          lines.some((l) => l.includes('"name":"locked"')),
-          `the webhook logged letting the locked VPC go: ${lines.join("\n")}`,
-        );
-        const after = (at: number) => ((at - started) / 1000).toFixed(1);
-        console.log(
-          `workspace teardown timeline, s after the delete: VirtualMachines let go at ${
-            helper.releases.map((r) => after(r.at)).join(", ")
-          }; the Lock at ${after(helper.lockReleasedAt)}; workspace gone at ${
-            seconds.toFixed(1)
-          }`,
-        );
-        console.log(
-          `workspace teardown: ${
-            seconds.toFixed(1)
-          } s, ${denials} reviews denied (denied_referenced), ${releases} let go (allowed_workspace_deleting), ${deletions.length} deletions watched`,
-        );
-      },
-    );
-  },
-);
+        return /NotFound/.test(r.stderr) || undefined;
+      }, { timeoutMs: 600_000, intervalMs: 500 });
+      const seconds = (performance.now() - started) / 1000;
+      await helper.stop();
+      for (const w of watches) await w.stop();
+      const deletions = watches.flatMap((w) => w.deletions);
+      assertOrdered(deletions, "app");
+      assertReleasedWithVpc(helper.releases);
+      const denials = await reviews(webhook!, "denied_referenced") -
+        denied;
+      const releases = await reviews(
+        webhook!,
+        "allowed_workspace_deleting",
+      ) - released;
+      assert.ok(denials > 0, "references still ordered the teardown");
+      // The locked VPC was reviewed while its Lock existed, and let go.
+      assert.ok(releases > 0, "a Lock let go in the workspace's teardown");
+      assert.deepEqual(helper.lockReleases, ["keep-vpc"]);
+      const lines = (await webhook!.log()).split("\n").filter((l) =>
+        l.includes("delete allowed: kcp is deleting the whole workspace")
+      );
+      assert.ok(
+        lines.some((l) => l.includes('"name":"locked"')),
+        `the webhook logged letting the locked VPC go: ${lines.join("\n")}`,
+      );
+      const after = (at: number) => ((at - started) / 1000).toFixed(1);
+      console.log(
+        `workspace teardown timeline, s after the delete: VirtualMachines let go at ${
+          helper.releases.map((r) => after(r.at)).join(", ")
+        }; the Lock at ${after(helper.lockReleasedAt)}; workspace gone at ${
+          seconds.toFixed(1)
+        }`,
+      );
+      console.log(
+        `workspace teardown: ${
+          seconds.toFixed(1)
+        } s, ${denials} reviews denied (denied_referenced), ${releases} let go (allowed_workspace_deleting), ${deletions.length} deletions watched`,
+      );
+    },
+  );
+}

@@ -63,6 +63,7 @@ export async function pluginLockSteps(
     async () => {
       await buildTopology(kcp, {
         networkPath: NETWORK,
+        computePath: paths.compute,
         consumerPaths: [C1],
       });
       await bindExport(kcp, C1, {

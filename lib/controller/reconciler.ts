@@ -31,7 +31,11 @@ import type { LockTargetAnswer, LockTargetRef } from "./lock_targets.ts";
 import { PassScheduler, ReadCache, type Reading } from "../runtime/mod.ts";
 import { AccessWait } from "./access_wait.ts";
 import { readCache } from "./read_caches.ts";
-import type { ExportAnswer, ExportRef } from "../exports/mod.ts";
+import {
+  type ExportAnswer,
+  exportKey,
+  type ExportRef,
+} from "../exports/mod.ts";
 import { type Plan, PlanMemo, planReconcile } from "./reconcile_plan.ts";
 import { accessKey, type AccessRef } from "./webhook_access.ts";
 import {
@@ -160,6 +164,45 @@ const ACCESS_WAIT_MS = 20_000;
 /** How long a status waits for them at most, sent or still in line. */
 const ACCESS_MAX_WAIT_MS = 60_000;
 
+/**
+ * How many passes in a row may start without the least spacing (see
+ * `PassScheduler`'s `quickPasses`): the steps of one change, from a rule
+ * created to its status written.
+ */
+const QUICK_PASSES = 10;
+
+/**
+ * How long a workspace path or an export no rule wants any more is still
+ * resolved and read: a rule deleted and created again (a re-apply) finds
+ * them read, and its configuration is written in its first pass instead of
+ * after a pass for each read.
+ */
+const KEEP_READS_MS = 30_000;
+
+/** The paths or exports wanted lately, by key, and until when. */
+type Kept<T> = Map<string, { value: T; until: number }>;
+
+/**
+ * `wanted`, and what was wanted within `KEEP_READS_MS` before `now`: notes
+ * the wanted ones in `kept` and forgets those kept long enough.
+ */
+function keepWanted<T>(
+  kept: Kept<T>,
+  wanted: readonly T[],
+  key: (value: T) => string,
+  now: number,
+): T[] {
+  for (const value of wanted) {
+    kept.set(key(value), { value, until: now + KEEP_READS_MS });
+  }
+  const values: T[] = [];
+  for (const [k, { value, until }] of kept) {
+    if (until < now) kept.delete(k);
+    else values.push(value);
+  }
+  return values;
+}
+
 /** The webhook settings last read, or why they could not be. */
 type Settings = WebhookClientSettings | { error: string };
 
@@ -191,6 +234,9 @@ export class Reconciler {
   #accessTimer: ReturnType<typeof setTimeout> | undefined;
   /** The reads about the webhook's access the last pass wanted. */
   #accessWanted: readonly AccessRef[] | undefined;
+  /** The paths and exports wanted lately (see `KEEP_READS_MS`). */
+  readonly #keptPaths: Kept<string> = new Map();
+  readonly #keptExports: Kept<ExportRef> = new Map();
   /** Runs the passes: coalesced, never two at once, spaced apart. */
   readonly #passes: PassScheduler;
   #settings: Settings | undefined;
@@ -207,9 +253,13 @@ export class Reconciler {
     // (thousands of writes showing up in the watches) shares passes, and
     // while changes keep coming (a cold start) the spacing grows to
     // maxPassIntervalMs, so a pass over thousands of rules runs tens of
-    // times, not hundreds.
+    // times, not hundreds. A lone change takes a few passes in a row (its
+    // path resolved, its export read, its configuration showing up): those
+    // start without the spacing, so a new rule is enforced in tens of
+    // milliseconds rather than after a spacing at each step.
     this.#passes = new PassScheduler(() => this.#pass(), {
       minIntervalMs: options.minPassIntervalMs ?? 200,
+      quickPasses: QUICK_PASSES,
       maxIntervalMs: options.maxPassIntervalMs ?? 2_000,
       onError: (error) => {
         this.#options.log.error("reconcile pass failed", { error });
@@ -341,12 +391,15 @@ export class Reconciler {
       parse: (object) => this.#parse(object),
       now: new Date().toISOString().replace(/\.\d+Z$/, "Z"),
     }, this.#memo);
+    const now = performance.now();
     this.#paths.want({
-      paths: plan.paths,
+      paths: keepWanted(this.#keptPaths, plan.paths, (p) => p, now),
       stale: plan.stalePaths,
       bound: plan.boundClusters,
     });
-    this.#exports?.want(plan.exports);
+    this.#exports?.want(
+      keepWanted(this.#keptExports, plan.exports, exportKey, now),
+    );
     this.#lockTargets?.want(plan.lockTargets);
     if (this.#specs.size > rules.length) this.#forgetSpecs(rules);
     // The same list while the rules are the same: nothing new to read.

@@ -324,6 +324,43 @@ Deno.test("Reconciler deletes the configuration once its rule is deleted", async
   );
 });
 
+Deno.test("Reconciler installs a rule deleted and created again without resolving or reading its export again", async () => {
+  await withController(
+    (kcp) => {
+      networkProvider(kcp);
+      kcp.put("rules", rule("r1", "root:network", VPCS));
+    },
+    async (h) => {
+      await waitUntil(
+        "Ready",
+        () => h.condition("r1") === "True/Enforced",
+        TIMEOUT,
+      );
+      h.kcp.remove("rules", CONSUMER, "r1");
+      await waitUntil(
+        "the configuration to be deleted",
+        () =>
+          h.kcp.get("configurations", NETWORK, WEBHOOK_CONFIGURATION_NAME) ===
+            undefined,
+        TIMEOUT,
+      );
+      const reads = () =>
+        h.logs.filter((r) => r.msg === "resolved workspace path").length;
+      const before = reads();
+      assert.ok(before > 0);
+      h.kcp.put("rules", rule("r1", "root:network", VPCS));
+      await waitUntil(
+        "the configuration again",
+        () =>
+          h.kcp.get("configurations", NETWORK, WEBHOOK_CONFIGURATION_NAME) !==
+            undefined,
+        TIMEOUT,
+      );
+      assert.equal(reads(), before, "the path kept resolved");
+    },
+  );
+});
+
 Deno.test("Reconciler deletes our configurations that no rule wants at start and never sees others", async () => {
   await withController(
     (kcp) => {

@@ -8,8 +8,14 @@
  * coming), each further wait doubles the spacing up to it, and a quiet
  * spell brings it back: a cold start's thousands of changes cost tens of
  * passes, while a lone change and the few passes it causes keep the least
- * spacing. The reconciler runs its reconcile passes with it, the export
- * watcher its change notifications.
+ * spacing. With `quickPasses`, a few passes may start without waiting for
+ * the least spacing (an allowance that refills one per `minIntervalMs`):
+ * a lone change whose passes follow each other (a read answered, a write
+ * showing up in a watch) does not wait the spacing at each step, while
+ * over time at most one pass more than the spacing allows starts per
+ * `minIntervalMs`, and none once the spacing has grown. The reconciler
+ * runs its reconcile passes with it, the export watcher its change
+ * notifications.
  *
  * @example Usage
  * ```ts
@@ -43,6 +49,12 @@ export interface PassSchedulerOptions {
    */
   maxIntervalMs?: number;
   /**
+   * How many passes may start without waiting for the least spacing: an
+   * allowance that refills one pass per `minIntervalMs`, spent only while
+   * the spacing is the least (not while it has grown). @default {0}
+   */
+  quickPasses?: number;
+  /**
    * Called with what a pass threw or rejected with; the scheduler goes on.
    * @default {none: the error is thrown out of the timer, uncaught}
    */
@@ -74,6 +86,10 @@ export class PassScheduler {
   readonly #maxIntervalMs: number;
   #intervalMs: number;
   #busy = 0;
+  readonly #quickPasses: number;
+  /** Quick passes left, and when that was last counted. */
+  #quick: number;
+  #quickAt = -Infinity;
   readonly #onError: ((error: unknown) => void) | undefined;
   readonly #clock: PassClock;
   #scheduled = false;
@@ -99,6 +115,8 @@ export class PassScheduler {
       options.maxIntervalMs ?? this.#minIntervalMs,
     );
     this.#intervalMs = this.#minIntervalMs;
+    this.#quickPasses = Math.max(0, options.quickPasses ?? 0);
+    this.#quick = this.#quickPasses;
     this.#onError = options.onError;
     this.#clock = options.clock ?? GLOBAL_CLOCK;
   }
@@ -117,7 +135,9 @@ export class PassScheduler {
       this.#intervalMs = this.#minIntervalMs;
       this.#busy = 0;
     }
-    const wait = Math.max(0, this.#intervalMs - since);
+    let wait = Math.max(0, this.#intervalMs - since);
+    // A quick pass left: at once (it does not count as having waited).
+    if (wait > 0 && this.#takeQuickPass()) wait = 0;
     // Changes keep coming: space the passes after this one further apart.
     if (wait > 0 && ++this.#busy > BUSY_PASSES_BEFORE_SPACING) {
       this.#intervalMs = Math.min(
@@ -126,6 +146,26 @@ export class PassScheduler {
       );
     }
     this.#cancel = this.#clock.after(wait, () => this.#fire());
+  }
+
+  /**
+   * Whether a pass may start without waiting for the least spacing: while
+   * the spacing is the least, and the allowance (refilled one per
+   * `minIntervalMs`) has one left.
+   */
+  #takeQuickPass(): boolean {
+    if (this.#quickPasses === 0) return false;
+    const now = this.#clock.now();
+    this.#quick = Math.min(
+      this.#quickPasses,
+      this.#quick + (now - this.#quickAt) / this.#minIntervalMs,
+    );
+    this.#quickAt = now;
+    if (this.#intervalMs > this.#minIntervalMs || this.#quick < 1) {
+      return false;
+    }
+    this.#quick -= 1;
+    return true;
   }
 
   /** Runs no more passes and waits for the one under way. */

@@ -291,3 +291,62 @@ Deno.test("PassScheduler without maxIntervalMs keeps the least spacing however b
   // One every 200 ms from 0 to 10 s, both ends included.
   assert.equal(passes, 51);
 });
+
+Deno.test("PassScheduler with quickPasses starts that many passes without the spacing, then spaces them", () => {
+  const clock = new FakeClock();
+  const starts: number[] = [];
+  const passes = new PassScheduler(() => {
+    starts.push(clock.now());
+  }, { clock, minIntervalMs: 200, quickPasses: 3 });
+  // A lone change: each pass is followed by another trigger 5 ms later.
+  for (let i = 0; i < 6; i++) {
+    passes.trigger();
+    clock.advance(5);
+  }
+  clock.advance(1_000);
+  // The first pass at once, three quick ones, then the least spacing (the
+  // triggers at 20 and 25 ms share the pass at 215).
+  assert.deepEqual(starts, [0, 5, 10, 15, 215]);
+});
+
+Deno.test("PassScheduler's quick passes come back one per minIntervalMs", () => {
+  const clock = new FakeClock();
+  const starts: number[] = [];
+  const passes = new PassScheduler(() => {
+    starts.push(clock.now());
+  }, { clock, minIntervalMs: 200, quickPasses: 2 });
+  for (let t = 0; t < 20; t += 5) {
+    passes.trigger();
+    clock.advance(5);
+  }
+  clock.advance(200);
+  // 0 at once, 5 and 10 quick, then the spacing: 210.
+  assert.deepEqual(starts, [0, 5, 10, 210]);
+  // About 200 ms after the last quick one, one is back, not two.
+  passes.trigger();
+  clock.advance(0);
+  passes.trigger();
+  clock.advance(0);
+  assert.deepEqual(starts, [0, 5, 10, 210, 220]);
+  clock.advance(199);
+  assert.equal(starts.length, 5, "none left: the spacing");
+  clock.advance(1);
+  assert.deepEqual(starts, [0, 5, 10, 210, 220, 420]);
+});
+
+Deno.test("PassScheduler keeps its rate with quickPasses while changes keep coming", () => {
+  const clock = new FakeClock();
+  const starts: number[] = [];
+  const passes = new PassScheduler(() => {
+    starts.push(clock.now());
+  }, { clock, minIntervalMs: 200, maxIntervalMs: 1_600, quickPasses: 4 });
+  for (let t = 0; t < 20_000; t += 50) {
+    passes.trigger();
+    clock.advance(50);
+  }
+  const gaps = starts.slice(1).map((s, i) => s - starts[i]!);
+  // The spacing still grows to the cap, and no quick pass once it has:
+  // tens of passes, not the 400 of one per change.
+  assert.ok(gaps.slice(-3).every((g) => g === 1_600));
+  assert.ok(starts.length < 45, `${starts.length} passes`);
+});

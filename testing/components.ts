@@ -37,7 +37,7 @@ export const WEBHOOK_RUN = {
   ],
   env: {
     GLIBC_TUNABLES:
-      "glibc.malloc.mmap_threshold=131072:glibc.malloc.arena_max=2",
+      "glibc.malloc.mmap_threshold=32768:glibc.malloc.arena_max=2",
   },
 } as const;
 

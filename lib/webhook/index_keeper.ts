@@ -83,6 +83,8 @@ interface Entry {
   index: DependentsIndex;
   feeds: Map<string, { endpoint: IndexEndpoint; feed: Feed }>;
   waiters: Set<() => void>;
+  /** When the index last applied something (`performance.now()`). */
+  lastApplied: number;
   endpoints: readonly IndexEndpoint[];
   follower?: { stop(): Promise<void> };
 }
@@ -124,6 +126,7 @@ export class IndexKeeper implements IndexedDependents {
         }),
         feeds: new Map(),
         waiters: new Set(),
+        lastApplied: -Infinity,
         endpoints: [],
       };
       this.#entries.set(key, entry);
@@ -153,6 +156,7 @@ export class IndexKeeper implements IndexedDependents {
       pathKeys: entry.spec.pathKeys,
       probe: (cluster, signal) => this.#probe(entry, cluster, signal),
       changed: (ms, signal) => changed(entry, ms, signal),
+      idleMs: () => performance.now() - entry.lastApplied,
     };
   }
 
@@ -197,7 +201,10 @@ export class IndexKeeper implements IndexedDependents {
         index: entry.index,
         url: endpoint.collection(entry.spec, "*"),
         source,
-        onApplied: () => wake(entry),
+        onApplied: () => {
+          entry.lastApplied = performance.now();
+          wake(entry);
+        },
       });
       entry.feeds.set(source, { endpoint, feed });
       feed.start();

@@ -51,6 +51,8 @@ export interface ReadyIndex {
   ): Promise<ReadonlyMap<string, string>>;
   /** Resolves at the index's next change, or after `ms`, or when `signal` aborts. */
   changed(ms: number, signal: AbortSignal): Promise<void>;
+  /** Milliseconds since the index last applied an event or a list. */
+  idleMs(): number;
 }
 
 /** The webhook's indexes, as a review asks for them. */
@@ -68,7 +70,18 @@ export type IndexOutcome =
   | "not_indexed"
   | "not_synced"
   | "not_fresh"
+  | "idle"
   | "unconfirmed";
+
+/**
+ * How recently an index must have applied an event for a review to try to
+ * show it fresh. The index's position moves only with events of its type
+ * (and a bookmark a minute) while a probe's resource version moves with
+ * every write on the shard: an index idle for longer is almost never shown
+ * fresh (docs/dependents_index.md), and trying would cost the probe's wait
+ * before the list. Only speed depends on it, never the answer.
+ */
+export const BUSY_WITHIN_MS = 1_000;
 
 /** What the index found: as a list would, or `undefined` (list instead). */
 export interface IndexAnswer {
@@ -132,17 +145,22 @@ export async function answerFromIndex(
   // index to reach it) fits in freshnessMs from here; past it the review
   // lists, with the rest of its deadline.
   const until = performance.now() + options.freshnessMs;
-  // The probe runs beside the confirmation; a confirmed dependent does not
-  // need it.
-  const probes = new AbortController();
-  const probing = Promise.all(
-    [...ready.values()].map(({ at }) =>
-      at.probe(
-        target.cluster,
-        AbortSignal.any([signal, probes.signal]),
-      ).then((rvs) => ({ at, rvs }))
-    ),
+  const busy = [...ready.values()].every(({ at }) =>
+    at.idleMs() <= BUSY_WITHIN_MS
   );
+  // The probe runs beside the confirmation; a confirmed dependent does not
+  // need it, nor does an idle index, which lists.
+  const probes = new AbortController();
+  const probing = busy
+    ? Promise.all(
+      [...ready.values()].map(({ at }) =>
+        at.probe(
+          target.cluster,
+          AbortSignal.any([signal, probes.signal]),
+        ).then((rvs) => ({ at, rvs }))
+      ),
+    )
+    : Promise.reject(new Error("the index is idle"));
   probing.catch(() => {});
   try {
     const first = await confirmed(
@@ -154,6 +172,10 @@ export async function answerFromIndex(
     if (first !== undefined && first.total > 0) {
       indexes.observe?.("confirmed");
       return first;
+    }
+    if (!busy) {
+      indexes.observe?.("idle");
+      return undefined;
     }
     let readings:
       | { at: ReadyIndex; rvs: ReadonlyMap<string, string> }[]

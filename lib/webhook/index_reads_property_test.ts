@@ -128,10 +128,19 @@ Deno.test("answerFromIndex() never allows what a list at the review's start deni
       fc.array(change, { maxLength: 30 }),
       fc.nat(),
       fc.nat(),
+      fc.nat(),
       fc.constantFrom(...CLUSTERS),
       fc.constantFrom(...NAMESPACES),
       fc.constantFrom(...VPC_NAMES),
-      async (changes, lagSeed, catchUpSeed, cluster, namespace, name) => {
+      async (
+        changes,
+        lagSeed,
+        catchUpSeed,
+        idleSeed,
+        cluster,
+        namespace,
+        name,
+      ) => {
         const { live, events } = play(changes);
         const spec = indexSpecs(GROUP).get(KEY)!;
         const index = new DependentsIndex(spec.paths, { maxDependents: 100 });
@@ -152,6 +161,7 @@ Deno.test("answerFromIndex() never allows what a list at the review's start deni
           pathKeys: spec.pathKeys,
           probe: () =>
             Promise.resolve(new Map([[SOURCE, String(events.length)]])),
+          idleMs: () => idleSeed % 3 === 0 ? 60_000 : 0,
           changed: (ms) => {
             if (applied < listedAt + catchUp) {
               index.apply(SOURCE, events[applied++]!);

@@ -95,6 +95,7 @@ function ready(
     pathKeys: [".spec.vpcRef.name"],
     probe,
     changed: (ms) => new Promise((r) => setTimeout(r, Math.min(ms, 5))),
+    idleMs: () => 0,
   };
 }
 
@@ -214,6 +215,30 @@ Deno.test("answerFromIndex() lists when the probe does not answer within the fre
   });
   assert.equal(found, undefined);
   assert.deepEqual(outcomes, ["not_fresh"]);
+});
+
+Deno.test("answerFromIndex() lists at once when the index is idle: no probe, no wait", async () => {
+  const index = syncedIndex([vm("vm-1", "vpc-b", "5")], "9");
+  let probed = 0;
+  const idle: ReadyIndex = {
+    ...ready(index, () => {
+      probed++;
+      return Promise.resolve(new Map([[SOURCE, "9"]]));
+    }),
+    idleMs: () => 60_000,
+  };
+  const { found, outcomes } = await answer(idle, new Map());
+  assert.equal(found, undefined);
+  assert.deepEqual(outcomes, ["idle"]);
+  assert.equal(probed, 0);
+  // A dependent it names is still confirmed and denies, idle or not.
+  const held = syncedIndex([vm("vm-1", "vpc-a", "5")], "9");
+  const denied = await answer(
+    { ...ready(held, never), idleMs: () => 60_000 },
+    new Map([["vm-1", vm("vm-1", "vpc-a", "5")]]),
+  );
+  assert.equal(denied.found?.total, 1);
+  assert.deepEqual(denied.outcomes, ["confirmed"]);
 });
 
 Deno.test("answerFromIndex() fails the review when a dependent it names cannot be read", async () => {

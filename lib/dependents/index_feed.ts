@@ -22,11 +22,14 @@ import {
   RESPONSE_TOO_LARGE,
 } from "../kcp/mod.ts";
 import {
+  ABORTED,
   Backoff,
   type BackoffOptions,
   errorText,
   type Logger,
+  settledWithin,
   sleep,
+  untilAborted,
 } from "../runtime/mod.ts";
 import type { DependentsIndex } from "./dependents_index.ts";
 
@@ -111,45 +114,6 @@ const PAGE_SHRINK_FACTOR = 10;
 const WATCH_TIMEOUT_JITTER = 0.25;
 /** A watch that ends sooner than this without an event is a failure of sorts. */
 const QUICK_WATCH_MS = 1_000;
-
-/** What {@linkcode untilAborted} resolves with once its signal aborted. */
-const ABORTED: unique symbol = Symbol("aborted");
-
-/**
- * `promise`, or {@linkcode ABORTED} as soon as `signal` aborts, whichever
- * comes first; a later rejection of `promise` is then ignored (as the
- * informer does).
- */
-function untilAborted<T>(
-  promise: Promise<T>,
-  signal: AbortSignal,
-): Promise<T | typeof ABORTED> {
-  if (signal.aborted) {
-    promise.catch(() => {});
-    return Promise.resolve(ABORTED);
-  }
-  return new Promise((resolve, reject) => {
-    const aborted = () => resolve(ABORTED);
-    signal.addEventListener("abort", aborted, { once: true });
-    promise.then(resolve, (error) => {
-      if (signal.aborted) resolve(ABORTED);
-      else reject(error);
-    }).finally(() => signal.removeEventListener("abort", aborted));
-  });
-}
-
-/** Resolves once `promise` settles, or after `ms`, whichever comes first. */
-async function settledWithin(
-  promise: Promise<unknown>,
-  ms: number,
-): Promise<void> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  await Promise.race([
-    promise.then(() => {}, () => {}),
-    new Promise<void>((resolve) => (timer = setTimeout(resolve, ms))),
-  ]);
-  clearTimeout(timer);
-}
 
 /** How a list or a watch ended, when it did not throw. */
 type Outcome = "done" | "aborted" | "overflowed";

@@ -8,11 +8,14 @@
  */
 import { CLUSTER_ANNOTATION } from "./urls.ts";
 import {
+  ABORTED,
   Backoff,
   type BackoffOptions,
   errorText,
   type Logger,
+  settledWithin,
   sleep,
+  untilAborted,
 } from "../runtime/mod.ts";
 import { KubeApiError } from "./kube_api_error.ts";
 import type { KubeClient } from "./kube_client.ts";
@@ -69,44 +72,6 @@ export function objectKey(object: KubeObject): string {
   return `${clusterOf(object)}/${metadata.namespace ?? ""}/${
     metadata.name ?? ""
   }`;
-}
-
-/** What {@linkcode untilAborted} resolves with once its signal aborted. */
-const ABORTED: unique symbol = Symbol("aborted");
-
-/**
- * `promise`, or {@linkcode ABORTED} as soon as `signal` aborts, whichever
- * comes first; a later rejection of `promise` is then ignored.
- */
-function untilAborted<T>(
-  promise: Promise<T>,
-  signal: AbortSignal,
-): Promise<T | typeof ABORTED> {
-  if (signal.aborted) {
-    promise.catch(() => {});
-    return Promise.resolve(ABORTED);
-  }
-  return new Promise((resolve, reject) => {
-    const aborted = () => resolve(ABORTED);
-    signal.addEventListener("abort", aborted, { once: true });
-    promise.then(resolve, (error) => {
-      if (signal.aborted) resolve(ABORTED);
-      else reject(error);
-    }).finally(() => signal.removeEventListener("abort", aborted));
-  });
-}
-
-/** Resolves once `promise` settles, or after `ms`, whichever comes first. */
-async function settledWithin(
-  promise: Promise<unknown>,
-  ms: number,
-): Promise<void> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  await Promise.race([
-    promise.then(() => {}, () => {}),
-    new Promise<void>((resolve) => (timer = setTimeout(resolve, ms))),
-  ]);
-  clearTimeout(timer);
 }
 
 /** Keeps a store of one collection in step with the server. */

@@ -1,7 +1,8 @@
 /**
  * What every process here needs and nothing product-specific: command-line
  * flags, structured logs, Prometheus metrics, retry backoff, a counting
- * semaphore, a scheduler of coalesced passes, the entrypoint that runs a
+ * semaphore, a scheduler of coalesced passes, waiting on a promise within
+ * a signal or a time, the entrypoint that runs a
  * component until a signal, small helpers for untyped values, and
  * validation against a zod schema with readable messages.
  *
@@ -26,5 +27,6 @@ export * from "./printable.ts";
 export * from "./read_cache.ts";
 export * from "./semaphore.ts";
 export * from "./service_endpoints.ts";
+export * from "./settle.ts";
 export * from "./validation.ts";
 export * from "./values.ts";

@@ -16,7 +16,8 @@
  *
  * @module
  */
-import { clusterUrl, pathSegment } from "../kcp/mod.ts";
+import { clusterUrl } from "../kcp/mod.ts";
+import { collectionUrl } from "./dependent_lister.ts";
 import { isRecord } from "../runtime/mod.ts";
 import type { IndexEndpoint } from "./index_keeper.ts";
 import type { IndexSpec } from "./index_plan.ts";
@@ -74,11 +75,7 @@ export function collectionAt(
   spec: IndexSpec,
   cluster: string,
 ): string {
-  const { group, version, resource } = spec.dependent;
-  const api = group === ""
-    ? `/api/${pathSegment(version)}`
-    : `/apis/${pathSegment(group)}/${pathSegment(version)}`;
-  return `${clusterUrl(url, cluster)}${api}/${pathSegment(resource)}`;
+  return collectionUrl(url, { cluster, dependent: spec.dependent });
 }
 
 /** The URL of the endpoint slices of `workspace`, narrowed to `name`'s. */

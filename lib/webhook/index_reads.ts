@@ -19,7 +19,7 @@
  * @module
  */
 import type { DependentsIndex, IndexHit } from "../dependents/mod.ts";
-import { errorText } from "../runtime/mod.ts";
+import { compareStrings, errorText, valueWithin } from "../runtime/mod.ts";
 import { indexRoute } from "./index_plan.ts";
 import type { Protection } from "./rule_registry.ts";
 import type { ReviewTarget } from "./review_target.ts";
@@ -181,7 +181,7 @@ export async function answerFromIndex(
       | { at: ReadyIndex; rvs: ReadonlyMap<string, string> }[]
       | undefined;
     try {
-      readings = await within(probing, until - performance.now());
+      readings = await valueWithin(probing, until - performance.now());
     } catch (error) {
       if (signal.aborted) throw error;
       readings = undefined;
@@ -214,25 +214,6 @@ export async function answerFromIndex(
     return fresh;
   } finally {
     probes.abort(new Error("answered"));
-  }
-}
-
-/** `promise`'s value, or `undefined` when it has not settled after `ms`. */
-async function within<T>(
-  promise: Promise<T>,
-  ms: number,
-): Promise<T | undefined> {
-  if (ms <= 0) return undefined;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  try {
-    return await Promise.race([
-      promise,
-      new Promise<undefined>((resolve) => {
-        timer = setTimeout(() => resolve(undefined), ms);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
   }
 }
 
@@ -287,15 +268,7 @@ function hitsOf(
     }
   }
   return [...seen.values()].sort((a, b) =>
-    a.namespace < b.namespace
-      ? -1
-      : a.namespace > b.namespace
-      ? 1
-      : a.name < b.name
-      ? -1
-      : a.name > b.name
-      ? 1
-      : 0
+    compareStrings(a.namespace, b.namespace) || compareStrings(a.name, b.name)
   );
 }
 

@@ -21,6 +21,7 @@ import {
   type DependentSource,
   ReviewReader,
   type ReviewReadings,
+  WORKSPACE_CHECK_TIMEOUT_MS,
 } from "./review_reads.ts";
 import { asksTeardown, foldReview, foldTeardown } from "./review_fold.ts";
 import { busy, type Verdict } from "./verdicts.ts";
@@ -103,12 +104,6 @@ export interface DeletionValidatorOptions {
   /** How long a review waits for an index to show it is fresh. @default {200} */
   indexFreshnessMs?: number;
 }
-
-/**
- * How long a denial waits at most to learn whether the workspace is being
- * deleted; never past what is left of the review's deadline.
- */
-const WORKSPACE_CHECK_TIMEOUT_MS = 1_000;
 
 /** Decides reviews against the registry's rules and the Locks. */
 export class DeletionValidator implements Validator {

@@ -105,6 +105,12 @@ export interface AnswerOptions {
   maxNamed: number;
   /** How long to wait for the index to catch up with the probe. */
   freshnessMs: number;
+  /**
+   * Called once when the index names dependents that may still refer,
+   * before they are read to confirm: the review will likely deny, so what
+   * a denial reads next can be read beside them.
+   */
+  onNamed?: () => void;
 }
 
 /** How many rounds of named dependents are read before giving up on confirming. */
@@ -163,12 +169,9 @@ export async function answerFromIndex(
     : Promise.reject(new Error("the index is idle"));
   probing.catch(() => {});
   try {
-    const first = await confirmed(
-      group,
-      target,
-      hitsOf(ready, target),
-      options,
-    );
+    const hits = hitsOf(ready, target);
+    if (hits.length > 0) options.onNamed?.();
+    const first = await confirmed(group, target, hits, options);
     if (first !== undefined && first.total > 0) {
       indexes.observe?.("confirmed");
       return first;

@@ -106,6 +106,8 @@ async function answer(
 ) {
   const outcomes: IndexOutcome[] = [];
   const source = liveSource(live);
+  /** The dependents read when `onNamed` was called, one entry per call. */
+  const named: string[][] = [];
   const found = await answerFromIndex(options.group ?? protections(), TARGET, {
     indexes: {
       ready: (key) => key === KEY ? at : undefined,
@@ -116,8 +118,9 @@ async function answer(
     budget: new WhenBudget(1_000_000),
     maxNamed: 2,
     freshnessMs: options.freshnessMs ?? 50,
+    onNamed: () => named.push([...source.reads]),
   });
-  return { found, outcomes, reads: source.reads };
+  return { found, outcomes, reads: source.reads, named };
 }
 
 const never = () => new Promise<ReadonlyMap<string, string>>(() => {});
@@ -134,6 +137,25 @@ Deno.test("answerFromIndex() denies with a dependent it confirmed live, without 
   ]);
   assert.deepEqual(outcomes, ["confirmed"]);
   assert.deepEqual(reads, ["vm-1"]);
+});
+
+Deno.test("answerFromIndex() says it names dependents once, before it reads them, and not when it names none", async () => {
+  const index = syncedIndex([vm("vm-1", "vpc-a", "5")], "9");
+  const denied = await answer(
+    ready(index, never),
+    new Map([["vm-1", vm("vm-1", "vpc-a", "5")]]),
+  );
+  assert.deepEqual(denied.named, [[]]);
+  assert.deepEqual(denied.reads, ["vm-1"]);
+  const none = await answer(
+    ready(
+      syncedIndex([vm("vm-1", "vpc-b", "5")], "9"),
+      () => Promise.resolve(new Map([[SOURCE, "9"]])),
+    ),
+    new Map(),
+  );
+  assert.deepEqual(none.outcomes, ["fresh_none"]);
+  assert.deepEqual(none.named, []);
 });
 
 Deno.test("answerFromIndex() names only confirmed dependents and counts the ones it did not read", async () => {

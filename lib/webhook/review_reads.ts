@@ -88,6 +88,12 @@ export interface ReviewReaderOptions {
 }
 
 /**
+ * How long a denial waits at most to learn whether the workspace is being
+ * deleted; never past what is left of the review's deadline.
+ */
+export const WORKSPACE_CHECK_TIMEOUT_MS = 1_000;
+
+/**
  * One review's reads against a {@linkcode DependentSource}: {@linkcode read}
  * makes those of a plan, {@linkcode workspaceDeletedAt} the LogicalCluster
  * read; each object or list is read at most once.
@@ -212,6 +218,20 @@ export class ReviewReader {
       this.#deletedAt.catch(() => {});
     }
     return this.#deletedAt;
+  }
+
+  /**
+   * Starts the workspace read a denial makes ({@linkcode workspaceDeletedAt}
+   * with {@linkcode WORKSPACE_CHECK_TIMEOUT_MS}) beside the other reads,
+   * once the index names dependents that may still refer (a denial is then
+   * likely, and the workspace is one where they live): the denial then
+   * waits for one round trip, not two in a row. An allowed review never
+   * asks for it; a failure here is the denial's to handle.
+   */
+  #readWorkspaceEarly(cluster: string): void {
+    this.workspaceDeletedAt(cluster, WORKSPACE_CHECK_TIMEOUT_MS).catch(
+      () => {},
+    );
   }
 
   /**
@@ -488,6 +508,7 @@ export class ReviewReader {
         this.#indexFreshnessMs,
         this.#deadline.remainingMs() / 4,
       ),
+      onNamed: () => this.#readWorkspaceEarly(target.cluster),
     });
     if (answer === undefined) return false;
     for (const blocker of answer.named) {

@@ -13,6 +13,9 @@ import {
   UnknownWorkspace,
 } from "./review_reads.ts";
 import type { LockIndex } from "../locks/mod.ts";
+import { DependentsIndex } from "../dependents/mod.ts";
+import { indexSpecs } from "./index_plan.ts";
+import { RuleRegistry } from "./rule_registry.ts";
 import { KubeApiError } from "../kcp/mod.ts";
 import { Deadline, DeadlineExceeded } from "../runtime/mod.ts";
 import type { ClusterRule } from "../rules/mod.ts";
@@ -103,6 +106,56 @@ Deno.test("a review reads each object and list at most once, also when a Lock ho
     "get vpcs/vpc-a": 1,
     "list virtualmachines": 1,
     "get logicalcluster consumer1": 1,
+  });
+});
+
+Deno.test("a denial from the index reads the workspace beside the dependent it confirms, not after it", async () => {
+  const identified = new RuleRegistry();
+  identified.replace([VM_RULE], {
+    identities: new Map([[
+      `${VM_RULE.cluster}/${VM_RULE.rule.metadata.name}`,
+      "id1",
+    ]]),
+  });
+  const [spec] = indexSpecs(identified.find(VPCS)).values();
+  const index = new DependentsIndex(spec!.paths, { maxDependents: 10 });
+  const indexed = vm("vm-1", "vpc-a");
+  (indexed.metadata as Record<string, unknown>).annotations = {
+    "kcp.io/cluster": "consumer1",
+  };
+  (indexed.metadata as Record<string, unknown>).uid = "uid-vm-1";
+  (indexed.metadata as Record<string, unknown>).resourceVersion = "5";
+  index.startResync("shard");
+  index.upsert("shard", indexed);
+  index.finishResync("shard", "9");
+  /** How many workspace reads had begun when the dependent was read. */
+  const begunAtConfirm: number[] = [];
+  const source = new class extends FakeDependentSource {
+    override ownerObject(query: ObjectQuery, signal: AbortSignal) {
+      begunAtConfirm.push(this.workspaceQueries.length);
+      return super.ownerObject(query, signal);
+    }
+  }({ virtualmachines: { pages: [[]] } });
+  source.owners.set("virtualmachines/vm-1", indexed);
+  const verdict = await new DeletionValidator(identified, source, {
+    indexes: {
+      ready: () => ({
+        index,
+        sources: ["shard"],
+        pathKeys: spec!.pathKeys,
+        probe: () => new Promise(() => {}),
+        changed: () => new Promise(() => {}),
+        idleMs: () => 0,
+      }),
+    },
+  }).validate(deleteRequest());
+  assert.equal(verdict.outcome, "denied_referenced");
+  assert.match(verdict.response.status?.message ?? "", /VirtualMachine\/vm-1/);
+  assert.deepEqual(begunAtConfirm, [1]);
+  assert.deepEqual(reads(source), {
+    "get vpcs/vpc-a": 1,
+    "get logicalcluster consumer1": 1,
+    "list apibindings": 1,
   });
 });
 

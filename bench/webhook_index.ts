@@ -18,8 +18,10 @@
  *    large ones (and once more with 100 000 in one namespace, `--large`).
  * 2. A denial (VPC `vpc-0`, which one VM among N refers to): the review
  *    with the index, without it (listing), and the floors of the reads a
- *    denial from the index still makes: the VPC's metadata GET; and that
- *    GET, then the VM's GET. N = 1, 1 000, 10 000 small VMs, 10 000 VMs of
+ *    denial from the index still makes: the VPC's metadata GET; that GET,
+ *    then the VM's GET; the three GETs it makes at once (the VPC, the VM,
+ *    the workspace's LogicalCluster); and the webhook's answer to a review
+ *    that reads nothing (a type no rule protects). N = 1, 1 000, 10 000 small VMs, 10 000 VMs of
  *    about 27 KB, and with `--large` as many small VMs as the machine
  *    creates in `--large-minutes` (100 000 at most). Rounds of samples, min /
  *    median / max and per round the ratio of the medians.
@@ -283,6 +285,10 @@ async function latency(
   const unexpected = new Map<string, number>();
   const vmUrl =
     `${base}/apis/compute.example.com/v1alpha1/namespaces/${ns.name}/virtualmachines/vm-0`;
+  const workspaceUrl =
+    `${base}/apis/core.kcp.io/v1alpha1/logicalclusters/cluster`;
+  /** A review of a type no rule protects: the webhook answers, reading nothing. */
+  const unprotected = deleteReview(ns.referred, { resource: "subnets" });
   const review = async (
     webhook: Spawned,
     target: LiveVpc,
@@ -312,7 +318,7 @@ async function latency(
     console.log(
       `\n2. Denial (vpc-0, which vm-0 refers to) among ${ns.label}, ms, min / median / max over ${ROUNDS} rounds of ${ns.samples}`,
     );
-    const denials = await sideBySide(4, ns.samples, async (k) => {
+    const denials = await sideBySide(6, ns.samples, async (k) => {
       switch (k) {
         case 0:
           return await review(webhooks.index, ns.referred, "denied");
@@ -322,10 +328,30 @@ async function latency(
           return await timed(() =>
             get(vpcUrl("vpc-0"), METADATA_ONLY, "vpc-0")
           );
-        default:
+        case 3:
           return await timed(async () => {
             await get(vpcUrl("vpc-0"), METADATA_ONLY, "vpc-0");
             await get(vmUrl, "application/json", "vm-0");
+          });
+        case 4:
+          // The reads a denial from the index makes, all at once.
+          return await timed(async () => {
+            await Promise.all([
+              get(vpcUrl("vpc-0"), METADATA_ONLY, "vpc-0"),
+              get(vmUrl, "application/json", "vm-0"),
+              get(workspaceUrl, METADATA_ONLY, "cluster"),
+            ]);
+          });
+        default:
+          return await timed(async () => {
+            const answer = await sendReview(
+              webhooks.index.url,
+              unprotected,
+              hooks,
+            );
+            if (answer.kind !== "allowed") {
+              throw new Error(`unprotected type: ${JSON.stringify(answer)}`);
+            }
           });
       }
     });
@@ -335,9 +361,21 @@ async function latency(
         "list review",
         "bare metadata GET",
         "bare GET, then the VM's GET",
+        "its three GETs at once",
+        "review reading nothing",
       ],
       denials,
-      [[0, 1], [0, 2], [0, 3]],
+      [[0, 1], [0, 2], [0, 3], [0, 4]],
+    );
+    console.log(
+      `   index review / (review reading nothing + its three GETs at once) per round: ${
+        formatSpread(
+          spread(
+            denials.map((r) => median(r[0]!) / (median(r[5]!) + median(r[4]!))),
+          ),
+          3,
+        )
+      }`,
     );
 
     const before = await outcomes(webhooks.index.metricsPort);
@@ -584,13 +622,16 @@ async function createUntil(
 
 /**
  * `deno task bench index [--large] [--large-minutes=N] [--resident]
- * [--variant='NAME=value ...']...` (variants replace figure 5's own
- * environments, after the Deployment's).
+ * [--no-resident] [--variant='NAME=value ...']...` (variants replace
+ * figure 5's own environments, after the Deployment's; `--no-resident`
+ * leaves figure 5 out).
  */
 export async function indexBench(args: readonly string[]): Promise<void> {
   const large = args.includes("--large");
   /** Figure 5 alone. */
   const residentOnly = args.includes("--resident");
+  /** Every figure but 5. */
+  const noResident = args.includes("--no-resident");
   /** Figure 5's environments instead of its own (after the Deployment's). */
   const given = args.filter((a) => a.startsWith("--variant="))
     .map((a) => parseVariant(a.slice("--variant=".length)));
@@ -704,13 +745,15 @@ export async function indexBench(args: readonly string[]): Promise<void> {
       await list.stop();
     }
 
-    await resident(
-      kcp,
-      cert,
-      big.referred,
-      namespaces[0]!.unreferred,
-      given,
-    );
+    if (!noResident) {
+      await resident(
+        kcp,
+        cert,
+        big.referred,
+        namespaces[0]!.unreferred,
+        given,
+      );
+    }
 
     if (large) {
       const name = "bench-100000";

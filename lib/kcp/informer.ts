@@ -2,17 +2,21 @@
  * List+watch of one collection URL into an in-memory store, as client-go's
  * reflector does: list, then watch from the list's resource version; on
  * "410 Gone" list again; on other errors back off (capped, jittered) and
- * resume. The store is replaced wholesale by each list, so it never drifts.
+ * resume. While the server does not answer at all (kcp restarting), the
+ * retries stay within `unansweredMaxMs` (2 s), and its first answer starts
+ * the backoff over, so the informer is back within seconds of the server
+ * (see {@linkcode ReconnectBackoff}). The store is replaced wholesale by
+ * each list, so it never drifts.
  *
  * @module
  */
 import { CLUSTER_ANNOTATION } from "./urls.ts";
 import {
   ABORTED,
-  Backoff,
-  type BackoffOptions,
   errorText,
   type Logger,
+  ReconnectBackoff,
+  type ReconnectBackoffOptions,
   settledWithin,
   sleep,
   untilAborted,
@@ -40,7 +44,7 @@ export interface InformerOptions {
   /** Server-side watch timeout; the watch is then resumed. @default {300} */
   watchTimeoutSeconds?: number;
   /** Reconnect backoff. */
-  backoff?: BackoffOptions;
+  backoff?: ReconnectBackoffOptions;
   /**
    * How long {@linkcode Informer.stop} waits, after aborting, for the list
    * or watch request in flight to end; a request that takes longer (a hung
@@ -79,7 +83,7 @@ export class Informer {
   readonly #options: InformerOptions;
   readonly #store = new Map<string, KubeObject>();
   readonly #abort = new AbortController();
-  readonly #backoff: Backoff;
+  readonly #backoff: ReconnectBackoff;
   #running: Promise<void> | undefined;
   #synced = false;
   #lastError: string | undefined;
@@ -87,7 +91,7 @@ export class Informer {
   /** Builds an informer; {@linkcode Informer.start} runs it. */
   constructor(options: InformerOptions) {
     this.#options = options;
-    this.#backoff = new Backoff(options.backoff);
+    this.#backoff = new ReconnectBackoff(options.backoff);
   }
 
   /** Whether a first list has completed. */
@@ -201,7 +205,7 @@ export class Informer {
         if (
           events === 0 && Date.now() - watchStarted < 1000 && !signal.aborted
         ) {
-          const delayMs = this.#backoff.next();
+          const delayMs = this.#backoff.next({ answered: true });
           log.debug("watch ended at once, waiting before the next", {
             url,
             delayMs,
@@ -219,7 +223,10 @@ export class Informer {
           continue;
         }
         this.#lastError = errorText(error);
-        const delayMs = this.#backoff.next();
+        // No answer at all (refused, reset, none in time): the server may
+        // be restarting, so it is tried again soon.
+        const answered = !(error instanceof KubeApiError && error.unanswered);
+        const delayMs = this.#backoff.next({ answered });
         log.warn("list or watch failed, retrying", { url, error, delayMs });
         await sleep(delayMs, signal);
       }

@@ -260,6 +260,59 @@ Deno.test("Informer sets lastError on a failing list, retries with backoff and c
   });
 });
 
+Deno.test("Informer retries a server that does not answer within unansweredMaxMs, and starts over at its first answer", async () => {
+  // kcp restarting: it answers 500, then nothing at all (the client's
+  // deadline, 50 ms here, passes), then 403 while it starts, then lists.
+  let mode: "500" | "silent" | "403" | "ok" = "500";
+  let wake!: () => void;
+  let woken = new Promise<void>((resolve) => wake = resolve);
+  const failures = (h: Harness) =>
+    h.logs.filter((r) => r.msg === "list or watch failed, retrying");
+  const delays = (h: Harness, from: number) =>
+    failures(h).slice(from).map((r) => r.delayMs as number);
+  await withInformer({
+    list: async () => {
+      if (mode === "silent") await woken;
+      if (mode === "500") return json(status(500, "InternalError", "x"), 500);
+      if (mode === "403") return json(status(403, "Forbidden", "not yet"), 403);
+      return json({ metadata: { resourceVersion: "5" }, items: [] });
+    },
+  }, async (h) => {
+    await waitUntil("three 500s", () => failures(h).length >= 3);
+    // Answered failures back off as before: 5, 10, 20 ms (jittered down).
+    assert.ok(delays(h, 2)[0]! >= 10, `${delays(h, 0)}`);
+    mode = "silent";
+    const away = failures(h).length + 1;
+    await waitUntil(
+      "six failures without an answer",
+      () => failures(h).length >= away + 6,
+    );
+    const silent = delays(h, away);
+    assert.ok(silent.every((ms) => ms <= 20), `${silent}`);
+    assert.ok(
+      failures(h).slice(away).every((r) =>
+        /no answer within 50 ms/.test(JSON.stringify(r.error))
+      ),
+    );
+    mode = "403";
+    wake();
+    woken = Promise.resolve();
+    await waitUntil(
+      "a 403",
+      () => failures(h).some((r) => /not yet/.test(JSON.stringify(r.error))),
+    );
+    const back = failures(h).findIndex((r) =>
+      /not yet/.test(JSON.stringify(r.error))
+    );
+    // The first answer after the silence starts over at initialMs.
+    assert.ok(delays(h, back)[0]! <= 5, `${delays(h, back)}`);
+    mode = "ok";
+    await waitUntil("synced", () => h.informer.synced);
+  }, {
+    backoff: { initialMs: 5, maxMs: 60_000, unansweredMaxMs: 20 },
+  }, { timeoutMs: 50 });
+});
+
 Deno.test("Informer retries a failed watch from the same resourceVersion without listing again", async () => {
   await withInformer({
     list: () => json({ metadata: { resourceVersion: "10" }, items: [] }),

@@ -69,6 +69,16 @@ export class KubeApiError extends Error {
     return this.status === 404;
   }
 
+  /**
+   * Whether no answer came at all: the connection was refused or broke, or
+   * nothing came back in time (status 0, no reason or `Timeout`); not a
+   * request refused before it was sent (a plain-http URL, no room to read).
+   */
+  get unanswered(): boolean {
+    return this.status === 0 &&
+      (this.reason === "" || this.reason === "Timeout");
+  }
+
   /** Whether the resource version is too old to watch or list from (410 Gone / Expired). */
   get gone(): boolean {
     return this.status === 410 || this.reason === "Expired" ||

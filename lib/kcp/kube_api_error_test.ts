@@ -49,4 +49,20 @@ Deno.test("transportError() has status 0, the cause, and its text in the message
   assert.equal(error.status, 0);
   assert.equal(error.cause, cause);
   assert.equal(error.message, "PUT https://kcp/x: connection refused");
+  assert.equal(error.unanswered, true);
+});
+
+Deno.test("KubeApiError says unanswered when no answer came, not for an answer or a request never sent", () => {
+  assert.equal(
+    new KubeApiError("x", { status: 0, reason: "Timeout" }).unanswered,
+    true,
+  );
+  assert.equal(new KubeApiError("x", { status: 503 }).unanswered, false);
+  assert.equal(new KubeApiError("x", { status: 403 }).unanswered, false);
+  for (const reason of ["InsecureUrl", "ResponseBudgetExhausted"]) {
+    assert.equal(
+      new KubeApiError("x", { status: 0, reason }).unanswered,
+      false,
+    );
+  }
 });

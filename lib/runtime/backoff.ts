@@ -68,6 +68,77 @@ export class Backoff {
   }
 }
 
+/** Options for {@linkcode ReconnectBackoff}. */
+export interface ReconnectBackoffOptions extends BackoffOptions {
+  /**
+   * Largest delay after a failure that got no answer at all (connection
+   * refused or reset, no answer in time), in milliseconds: retrying a
+   * server that is away costs it nothing, and the retry that finds it back
+   * comes this soon. @default {2_000}
+   */
+  unansweredMaxMs?: number;
+}
+
+/**
+ * The delays of a reconnect loop against a server that may be away for a
+ * while (kcp restarting): failures the server answered (a 403, a 500) back
+ * off up to `maxMs`; failures that got no answer back off only up to
+ * `unansweredMaxMs`, so a loop finds the server within that long of its
+ * return, however long it was away; and the first answer after such
+ * failures starts the answered delays over, since a server that has just
+ * come back often answers 403 or 404 for a moment while it starts.
+ *
+ * ```ts
+ * import { ReconnectBackoff } from "./backoff.ts";
+ *
+ * const delays = new ReconnectBackoff({ random: () => 1 - Number.EPSILON });
+ * delays.next({ answered: false }); // 500, then up to 2 000 while away
+ * delays.next({ answered: true }); // 500: the server is back, start over
+ * ```
+ */
+export class ReconnectBackoff {
+  readonly #answered: Backoff;
+  readonly #unanswered: Backoff;
+  #away = false;
+
+  /**
+   * Builds the delays.
+   *
+   * @throws {RangeError} As {@linkcode Backoff} does. An `unansweredMaxMs`
+   * outside `[initialMs, maxMs]` is taken as the nearer bound.
+   */
+  constructor(options: ReconnectBackoffOptions = {}) {
+    const { unansweredMaxMs = 2_000, ...backoff } = options;
+    this.#answered = new Backoff(backoff);
+    // Never below the first delay, never above the cap.
+    const maxMs = Math.max(
+      backoff.initialMs ?? 500,
+      Math.min(backoff.maxMs ?? 30_000, unansweredMaxMs),
+    );
+    this.#unanswered = new Backoff({ ...backoff, maxMs });
+  }
+
+  /** The delay before the next attempt after a failure, answered or not. */
+  next(failure: { answered: boolean }): number {
+    if (!failure.answered) {
+      this.#away = true;
+      return this.#unanswered.next();
+    }
+    if (this.#away) {
+      this.#away = false;
+      this.#answered.reset();
+    }
+    return this.#answered.next();
+  }
+
+  /** Starts over after a success. */
+  reset(): void {
+    this.#away = false;
+    this.#answered.reset();
+    this.#unanswered.reset();
+  }
+}
+
 /** Resolves after `ms`, or early (without error) when `signal` aborts. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {

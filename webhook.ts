@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { getHeapStatistics } from "node:v8";
 import {
   drainTimeoutWithin,
   FairQueue,
@@ -28,6 +29,7 @@ import {
   FrontProxyDependentSource,
   holdsApp,
   HoldTable,
+  indexHeapProblem,
   indexSpecs,
   parseWebhookOptions,
   registerHoldMetrics,
@@ -58,6 +60,15 @@ const SUMMARY =
 
 /** Wires the webhook together, serves until SIGTERM/SIGINT, then drains. */
 async function run(options: WebhookOptions, log: Logger): Promise<number> {
+  // The index's bound must fit the heap: a full index past it would crash
+  // the webhook, and with it every tenant's protected deletes.
+  const heapProblem = options.dependentsIndex
+    ? indexHeapProblem(
+      options.indexMaxDependents,
+      getHeapStatistics().heap_size_limit,
+    )
+    : undefined;
+  if (heapProblem !== undefined) throw new Error(heapProblem);
   const connection = {
     ...loadKubeConnection(options.kubeconfig),
     allowInsecureHttp: options.allowInsecureHttp,
@@ -84,9 +95,6 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
   const metrics = createWebhookMetrics(metricsRegistry);
   const base = options.kcpBaseHost ?? connection.base;
   const registry = new RuleRegistry();
-  // The dependents index (--dependents-index): one index per dependent
-  // type and export, fed on every shard; a review answers from it where it
-  // can show it is as good as a list (lib/webhook/index_reads.ts).
   // The dependents index (--dependents-index): one index per dependent
   // type and export, fed on every shard; a review answers from it where it
   // can show it is as good as a list (lib/webhook/index_reads.ts).

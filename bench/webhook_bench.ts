@@ -71,6 +71,7 @@ import { referencesBench } from "./webhook_references.ts";
 import { ownersBench } from "./webhook_owners.ts";
 import { cpuBench } from "./webhook_cpu.ts";
 import { indexBench } from "./webhook_index.ts";
+import { indexMemoryBench } from "./index_memory.ts";
 import { formatSpread, median, spread } from "./_stats.ts";
 import {
   createBenchNamespace,
@@ -408,7 +409,7 @@ interface Cli {
 
 function usage(message: string): never {
   console.error(
-    `webhook_bench: ${message}\nusage: webhook_bench.ts [memory [--runs=N] | cpu | index [--large] | front-proxy | owners] [--variant='FLAGS']... [--old=CHECKOUT]...`,
+    `webhook_bench: ${message}\nusage: webhook_bench.ts [memory [--runs=N] | cpu | index [--large] | index-memory | front-proxy | owners] [--variant='FLAGS']... [--old=CHECKOUT]...`,
   );
   Deno.exit(2);
 }
@@ -488,6 +489,10 @@ async function frontProxyBench(): Promise<void> {
   }
 }
 
+if (Deno.args[0] === "index-memory") {
+  await indexMemoryBench(Deno.args.slice(1));
+  Deno.exit(0);
+}
 if (Deno.args[0] === "index") {
   await indexBench(Deno.args.slice(1));
   Deno.exit(0);

@@ -55,6 +55,7 @@
  *
  * @module
  */
+import type { IndexBudget } from "./index_budget.ts";
 import { referencesOf } from "../rules/mod.ts";
 import { isRecord } from "../runtime/mod.ts";
 import { Interned } from "./interned.ts";
@@ -94,6 +95,7 @@ export class DependentsIndex {
   readonly paths: readonly IndexedPath[];
   readonly #maxDependents: number;
   readonly #maxReferences: number;
+  readonly #shared: IndexBudget | undefined;
   readonly #sources = new Map<string, Source>();
   readonly #strings = new Interned();
   /**
@@ -128,6 +130,7 @@ export class DependentsIndex {
     this.paths = Object.freeze(paths.map((p) => Object.freeze({ ...p })));
     this.#maxDependents = options.maxDependents;
     this.#maxReferences = maxReferences;
+    this.#shared = options.shared;
   }
 
   /** How many dependents are kept. */
@@ -356,8 +359,10 @@ export class DependentsIndex {
         this.#remove(state, kept);
         return true;
       }
+      const more = refs.length - kept.refCount;
       if (
-        this.#references - kept.refCount + refs.length > this.#maxReferences
+        this.#references + more > this.#maxReferences ||
+        this.#shared?.fits(0, more) === false
       ) {
         this.#overflow();
         return false;
@@ -373,7 +378,8 @@ export class DependentsIndex {
     if (refs.length === 0) return true;
     if (
       this.#size + 1 > this.#maxDependents ||
-      this.#references + refs.length > this.#maxReferences
+      this.#references + refs.length > this.#maxReferences ||
+      this.#shared?.fits(1, refs.length) === false
     ) {
       this.#overflow();
       return false;
@@ -397,6 +403,7 @@ export class DependentsIndex {
     if (interned.length > 1) added.setRefs(interned);
     state.add(added);
     this.#size++;
+    this.#shared?.count(1, 0);
     this.#link(added);
     return true;
   }
@@ -418,6 +425,7 @@ export class DependentsIndex {
     this.#strings.release(kept.cluster);
     this.#strings.release(kept.namespace);
     this.#size--;
+    this.#shared?.count(-1, 0);
   }
 
   /** Every reference `object` has at the index's paths; `undefined` if reading threw. */
@@ -446,6 +454,7 @@ export class DependentsIndex {
   /** The kept form of `refs`: namespaces interned, counted as kept references. */
   #internRefs(refs: readonly RefFields[]): RefFields[] {
     this.#references += refs.length;
+    this.#shared?.count(0, refs.length);
     return refs.map((r) => ({
       ...r,
       refNamespace: this.#strings.intern(r.refNamespace),
@@ -480,6 +489,16 @@ export class DependentsIndex {
       this.#strings.release(ref.refNamespace);
     }
     this.#references -= kept.refCount;
+    this.#shared?.count(0, -kept.refCount);
+  }
+
+  /**
+   * Forgets everything and keeps nothing from now on, as after an
+   * overflow; gives its room in the shared budget back. For an index no
+   * longer wanted.
+   */
+  close(): void {
+    this.#overflow();
   }
 
   /** Past the limits: forget everything, for good. */
@@ -488,6 +507,7 @@ export class DependentsIndex {
     this.#sources.clear();
     this.#reverse.clear();
     this.#strings.clear();
+    this.#shared?.count(-this.#size, -this.#references);
     this.#size = 0;
     this.#references = 0;
   }

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { parseFieldPath } from "../rules/mod.ts";
 import type { IndexedPath, IndexEvent, IndexHit } from "./kept.ts";
 import { DependentsIndex } from "./dependents_index.ts";
+import { IndexBudget } from "./index_budget.ts";
 
 const VPC: IndexedPath = { fieldPath: parseFieldPath(".spec.vpcRef.name") };
 const NICS: IndexedPath = {
@@ -812,6 +813,57 @@ Deno.test("DependentsIndex skips malformed objects and keeps odd strings apart",
 });
 
 Deno.test("DependentsIndex overflows past its limits and then answers nothing", async (t) => {
+  await t.step(
+    "past a budget shared with other indexes, giving its room back",
+    () => {
+      const shared = new IndexBudget({ maxDependents: 3, maxReferences: 5 });
+      const first = new DependentsIndex(PATHS, { maxDependents: 10, shared });
+      const second = new DependentsIndex(PATHS, { maxDependents: 10, shared });
+      first.startResync("s");
+      first.finishResync("s", "1");
+      second.startResync("s");
+      second.finishResync("s", "1");
+      const add = (index: DependentsIndex, name: string, nics: string[] = []) =>
+        index.apply(
+          "s",
+          event("ADDED", {
+            name,
+            namespace: "ns",
+            vpc: "v",
+            nics: nics.map((n) => ({ subnetRef: { name: n } })),
+          }),
+        );
+      assert.equal(add(first, "vm-a"), true);
+      assert.equal(add(first, "vm-b"), true);
+      assert.deepEqual([shared.dependents, shared.references], [2, 2]);
+      // A replacement that names more counts the difference.
+      assert.equal(add(first, "vm-b", ["n1", "n2"]), true);
+      assert.deepEqual([shared.dependents, shared.references], [2, 4]);
+      // A deletion gives its room back.
+      assert.equal(
+        first.apply("s", event("DELETED", { name: "vm-a", namespace: "ns" })),
+        true,
+      );
+      assert.deepEqual([shared.dependents, shared.references], [1, 3]);
+      assert.equal(add(second, "vm-c"), true);
+      assert.deepEqual([shared.dependents, shared.references], [2, 4]);
+      // Over the shared references (6 > 5): the second index overflows, and
+      // lets go of what it kept; the first keeps its own.
+      assert.equal(add(second, "vm-d", ["n1"]), false);
+      assert.equal(second.overflowed, true);
+      assert.equal(first.overflowed, false);
+      assert.deepEqual([shared.dependents, shared.references], [1, 3]);
+      assert.deepEqual(
+        first.referrers({ cluster: "C", namespace: "ns", name: "v" })
+          .map((h) => h.name),
+        ["vm-b"],
+      );
+      // Closing an index no longer wanted gives back the rest.
+      first.close();
+      assert.equal(first.size, 0);
+      assert.deepEqual([shared.dependents, shared.references], [0, 0]);
+    },
+  );
   await t.step("past maxDependents", () => {
     const index = new DependentsIndex(PATHS, { maxDependents: 2 });
     index.startResync("s");

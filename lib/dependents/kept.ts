@@ -32,6 +32,7 @@
  *
  * @module
  */
+import type { IndexBudget } from "./index_budget.ts";
 import type { FieldPath } from "../rules/mod.ts";
 import { compareStrings, isRecord } from "../runtime/mod.ts";
 
@@ -82,6 +83,11 @@ export interface DependentsIndexOptions {
    * cannot.
    */
   maxReferences?: number;
+  /**
+   * Room shared with other indexes (the webhook's one bound over every
+   * dependent type): past it this index is overflowed too.
+   */
+  shared?: IndexBudget;
 }
 
 /** The kcp annotation that names an object's logical cluster. */

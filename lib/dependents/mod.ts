@@ -6,6 +6,7 @@
  * @module
  */
 export * from "./dependents_index.ts";
+export * from "./index_budget.ts";
 export * from "./index_feed.ts";
 export type {
   DependentsIndexOptions,

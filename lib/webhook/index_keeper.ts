@@ -10,7 +10,11 @@
  *
  * @module
  */
-import { DependentsIndex, type IndexFeedState } from "../dependents/mod.ts";
+import {
+  DependentsIndex,
+  IndexBudget,
+  type IndexFeedState,
+} from "../dependents/mod.ts";
 import { errorText, type Logger } from "../runtime/mod.ts";
 import { type IndexSpec, sameSpec } from "./index_plan.ts";
 import type {
@@ -67,8 +71,10 @@ export interface IndexKeeperOptions {
     onEndpoints: (endpoints: readonly IndexEndpoint[]) => void,
   ): { stop(): Promise<void> };
   /**
-   * Most dependents one index keeps, and {@linkcode REFERENCES_PER_DEPENDENT}
-   * times as many references; past either its type is listed.
+   * Most dependents every index keeps together, and
+   * {@linkcode REFERENCES_PER_DEPENDENT} times as many references; past
+   * either, the index that would pass it drops what it keeps and its type
+   * is listed.
    */
   maxDependents: number;
   /** Where to log. */
@@ -94,11 +100,19 @@ export class IndexKeeper implements IndexedDependents {
   readonly #options: IndexKeeperOptions;
   readonly #entries = new Map<string, Entry>();
   readonly #stopping = new Set<Promise<void>>();
+  /** What every index keeps together. */
+  readonly #budget: IndexBudget;
   #stopped = false;
 
   /** A keeper with no index yet: {@linkcode IndexKeeper.update} gives it specs. */
   constructor(options: IndexKeeperOptions) {
     this.#options = options;
+    // One dependent may name many objects: references are bounded too, at
+    // a few per dependent.
+    this.#budget = new IndexBudget({
+      maxDependents: options.maxDependents,
+      maxReferences: options.maxDependents * REFERENCES_PER_DEPENDENT,
+    });
   }
 
   /** Counts how a review used an index. */
@@ -120,9 +134,7 @@ export class IndexKeeper implements IndexedDependents {
         spec,
         index: new DependentsIndex(spec.paths, {
           maxDependents: this.#options.maxDependents,
-          // One dependent may name many objects: references are bounded
-          // too, at a few per dependent.
-          maxReferences: this.#options.maxDependents * REFERENCES_PER_DEPENDENT,
+          shared: this.#budget,
         }),
         feeds: new Map(),
         waiters: new Set(),
@@ -214,13 +226,17 @@ export class IndexKeeper implements IndexedDependents {
   #drop(key: string, entry: Entry): void {
     this.#entries.delete(key);
     if (entry.follower !== undefined) this.#stop(entry.follower);
-    for (const { feed } of entry.feeds.values()) this.#stop(feed);
+    const feeds = [...entry.feeds.values()].map(({ feed }) => this.#stop(feed));
     entry.feeds.clear();
+    // Its room in the shared budget comes back once no feed writes to it.
+    const closing = Promise.all(feeds).then(() => entry.index.close());
+    this.#stopping.add(closing);
+    closing.then(() => this.#stopping.delete(closing));
     wake(entry);
     this.#options.log.info("no longer indexing dependents", { type: key });
   }
 
-  #stop(feed: { stop(): Promise<void> }): void {
+  #stop(feed: { stop(): Promise<void> }): Promise<void> {
     const stopping = feed.stop().catch((error) => {
       this.#options.log.warn("stopping an index feed failed", {
         error: errorText(error),
@@ -228,6 +244,7 @@ export class IndexKeeper implements IndexedDependents {
     });
     this.#stopping.add(stopping);
     stopping.then(() => this.#stopping.delete(stopping));
+    return stopping;
   }
 
   async #probe(

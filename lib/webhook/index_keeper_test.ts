@@ -6,6 +6,7 @@ import type { DependentsIndex, IndexFeedState } from "../dependents/mod.ts";
 import { createLogger } from "../runtime/mod.ts";
 import {
   dependency,
+  LOAD_BALANCERS,
   validRule,
   VIRTUAL_MACHINES,
   VPCS,
@@ -182,5 +183,73 @@ Deno.test("IndexKeeper wakes a review waiting for a change when the feed applies
   const aborted = ready.changed(60_000, review.signal);
   review.abort();
   await aborted;
+  await k.stop();
+});
+
+Deno.test("IndexKeeper bounds every index together, and a dropped index gives its room back", async () => {
+  const { keeper: k, feeds, setEndpoints } = keeper();
+  const registry = new RuleRegistry();
+  const both = [
+    {
+      cluster: "p1",
+      rule: validRule("vm-vpc", VIRTUAL_MACHINES, [
+        dependency(VPCS, ".spec.vpcRef.name"),
+      ]),
+    },
+    {
+      cluster: "p1",
+      rule: validRule("lb-vpc", LOAD_BALANCERS, [
+        dependency(VPCS, ".spec.vpcRef.name"),
+      ]),
+    },
+  ];
+  const identities = new Map([["p1/vm-vpc", "id1"], ["p1/lb-vpc", "id2"]]);
+  registry.replace(both, { identities });
+  k.update(indexSpecs(registry.all()));
+  setEndpoints([endpoint("s1")]);
+  assert.equal(feeds.length, 2);
+  const [vms, lbs] = [
+    feeds.find((f) => f.url.endsWith("/virtualmachines"))!,
+    feeds.find((f) => f.url.endsWith("/loadbalancers"))!,
+  ];
+  vms.synced("5");
+  lbs.synced("5");
+  const add = (feed: RecordingFeed, name: string) =>
+    feed.index.apply("s1", {
+      type: "ADDED",
+      object: {
+        metadata: {
+          name,
+          namespace: "ns",
+          uid: `uid-${name}`,
+          resourceVersion: "6",
+          annotations: { "kcp.io/cluster": "c1" },
+        },
+        spec: { vpcRef: { name: "vpc-a" } },
+      },
+    });
+  for (let i = 0; i < 6; i++) assert.equal(add(vms, `vm-${i}`), true);
+  for (let i = 0; i < 4; i++) assert.equal(add(lbs, `lb-${i}`), true);
+  // The eleventh dependent of the two passes the keeper's 10.
+  assert.equal(add(lbs, "lb-4"), false);
+  assert.equal(lbs.index.overflowed, true);
+  assert.equal(vms.index.overflowed, false);
+  assert.deepEqual(
+    [...k.sizes().values()].sort((a, b) => a - b),
+    [0, 6],
+  );
+  // Without the VM rule its index goes, and its room with it.
+  registry.replace([both[1]!], { identities });
+  k.update(indexSpecs(registry.all()));
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  assert.equal(vms.index.size, 0);
+  registry.replace(both, { identities });
+  k.update(indexSpecs(registry.all()));
+  setEndpoints([endpoint("s1")]);
+  const again = feeds.at(-1)!;
+  assert.ok(again.url.endsWith("/virtualmachines"));
+  again.synced("7");
+  for (let i = 0; i < 10; i++) assert.equal(add(again, `vm-${i}`), true);
+  assert.equal(again.index.overflowed, false);
   await k.stop();
 });

@@ -14,6 +14,43 @@ import { sliceCollection, sliceEndpoints } from "./index_endpoints.ts";
 import { IndexKeeper } from "./index_keeper.ts";
 import type { IndexOutcome } from "./index_reads.ts";
 
+/**
+ * The V8 heap one indexed dependent takes at most, in bytes: the worst
+ * case measured (every dependent in a cluster of its own, one reference
+ * each: 495 MiB for 1 000 000; 360 MiB with 1 000 clusters), by `deno task
+ * bench index-memory`.
+ */
+export const INDEX_HEAP_PER_DEPENDENT = 520;
+
+/** The share of the V8 heap the dependents index may take at its bound. */
+export const INDEX_HEAP_SHARE = 0.5;
+
+/**
+ * Why an index of up to `maxDependents` does not fit a V8 heap of
+ * `heapLimitBytes` (at most {@linkcode INDEX_HEAP_SHARE} of it, at
+ * {@linkcode INDEX_HEAP_PER_DEPENDENT} each), as a sentence; `undefined`
+ * when it fits. A full index past the heap would crash the webhook, and
+ * with it every tenant's protected deletes.
+ */
+export function indexHeapProblem(
+  maxDependents: number,
+  heapLimitBytes: number,
+): string | undefined {
+  const need = maxDependents * INDEX_HEAP_PER_DEPENDENT;
+  if (need <= heapLimitBytes * INDEX_HEAP_SHARE) return undefined;
+  const mib = (bytes: number) => Math.ceil(bytes / 2 ** 20);
+  const fits = Math.floor(
+    heapLimitBytes * INDEX_HEAP_SHARE / INDEX_HEAP_PER_DEPENDENT,
+  );
+  return `--index-max-dependents=${maxDependents} needs up to ${
+    mib(need)
+  } MiB of heap, more than half of the ${
+    mib(heapLimitBytes)
+  } MiB this process may use: lower it (at most ${fits} here), or raise --v8-flags=--max-old-space-size to at least ${
+    mib(2 * need)
+  } and the container's memory limit with it`;
+}
+
 /** Options of {@linkcode startDependentsIndex}. */
 export interface DependentsIndexOptions {
   /** Lists and watches (the feeds and the Shards). */
@@ -26,7 +63,7 @@ export interface DependentsIndexOptions {
   pageSize: number;
   /** Most memory one list page or probe may take. */
   maxPageBytes: number;
-  /** Most dependents one index keeps. */
+  /** Most dependents every index keeps together. */
   maxDependents: number;
   /** Whether a shard's `http://` URL is used (tests only). */
   allowInsecureHttp: boolean;

@@ -1,5 +1,9 @@
 import assert from "node:assert/strict";
-import { probeVersion, startDependentsIndex } from "./index_service.ts";
+import {
+  indexHeapProblem,
+  probeVersion,
+  startDependentsIndex,
+} from "./index_service.ts";
 import { indexKey } from "./index_plan.ts";
 import { KubeClient } from "../kcp/mod.ts";
 import { createLogger } from "../runtime/mod.ts";
@@ -125,4 +129,17 @@ Deno.test("startDependentsIndex() follows each export's endpoint slice and feeds
     client.close();
     await api.close();
   }
+});
+
+Deno.test("indexHeapProblem() lets the default bound fit the Deployment's heap and refuses one that does not, saying what to change", () => {
+  // --max-old-space-size=128 with --max-semi-space-size=2: 134 MiB.
+  const deployment = 134 * 2 ** 20;
+  assert.equal(indexHeapProblem(100_000, deployment), undefined);
+  assert.equal(
+    indexHeapProblem(1_000_000, deployment),
+    "--index-max-dependents=1000000 needs up to 496 MiB of heap, more than half of the 134 MiB this process may use: lower it (at most 135104 here), or raise --v8-flags=--max-old-space-size to at least 992 and the container's memory limit with it",
+  );
+  // The largest that fits does; one more does not.
+  assert.equal(indexHeapProblem(135_104, deployment), undefined);
+  assert.match(indexHeapProblem(135_105, deployment)!, /at most 135104/);
 });

@@ -180,9 +180,9 @@ export const WEBHOOK_FLAGS: readonly FlagSpec[] = [
   },
   {
     name: "index-max-dependents",
-    default: "1000000",
+    default: "100000",
     help:
-      "Most dependents one index keeps (one per dependent type and export), and four times as many references; past either that type is listed on each review and the metric dependency_webhook_index_feeds says overflowed (memory bound)",
+      "Most dependents every index keeps together (one index per dependent type and export), and four times as many references; the index that would pass either drops what it keeps, its type is listed on each review and the metric dependency_webhook_index_feeds says overflowed. Up to about 520 bytes of heap each: the webhook refuses to start when this needs more than half of its V8 heap (--max-old-space-size)",
   },
   {
     name: "index-freshness-timeout",

@@ -37,7 +37,7 @@ Deno.test("parseWebhookOptions() applies the reference's defaults", () => {
     holds: false,
     holdsMax: 1_000,
     dependentsIndex: false,
-    indexMaxDependents: 1_000_000,
+    indexMaxDependents: 100_000,
     indexFreshnessMs: 200,
     logLevel: "info",
     allowInsecureHttp: false,

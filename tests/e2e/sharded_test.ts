@@ -1,492 +1,61 @@
 /**
- * The product on a sharded kcp, as production runs it: a cache server, the
- * root shard, a second shard (`shard-1`) and kcp-front-proxy in front. The
- * components are their own processes and identities and talk to kcp through
- * the front-proxy (their kubeconfigs name it); only what the design requires
- * goes to a shard itself: the virtual-workspace URLs the dep-ctrl endpoint
- * slice lists (one per shard), and `system:admin` RBAC, applied per shard.
+ * The sharded suites on one sharded kcp (a cache server, the root shard,
+ * `shard-1` and kcp-front-proxy), one after another, each in workspaces of
+ * its own:
  *
- * dep-ctrl and the network provider are on the root shard, the compute
- * provider (and so the rules) on shard-1, one consumer on each. Protection
- * holds for both consumers, by references and by an owner rule (the owner
- * read through the front-proxy); a Lock on a VirtualMachine puts a configuration
- * in the compute provider on shard-1; RBAC missing on shard-1 denies there
- * (naming the permission) and nowhere else; with shard-1 stopped the root
- * consumer keeps its protection, and once it is back protection returns on
- * shard-1 and a new rule there is enforced, without restarting anything.
+ * - `sharded_harness_steps.ts` (`root:on-root`, `root:on-shard-1`,
+ *   `root:provider`): the harness against real processes. First: it counts
+ *   the processes and shards it started and creates the probe ClusterRole
+ *   in `system:admin` of each shard.
+ * - `sharded_steps.ts` (`root:dep-ctrl`, `root:providers:*`,
+ *   `root:consumers:*`): the product as production runs it, the components
+ *   through the front-proxy, a shard down and back; status truth.
+ *
+ * And, with no kcp: a process that fails to start is reported with its log.
  */
 import assert from "node:assert/strict";
-import {
-  applyObjects,
-  assertStatusTruth,
-  bindExport,
-  buildTopology,
-  type ComponentProcess,
-  createWorkspace,
-  DEP_CTRL_EXPORT,
-  dependencyRule,
-  grantWebhookReads,
-  type KcpApi,
-  MANIFESTS,
-  sample,
-  shardedKcpTest,
-  startController,
-  startWebhook,
-  vmVpcRule,
-  VWC_CLAIM,
-  waitFor,
-  type WebhookProcess,
-  workspaceShard,
-} from "../../testing/mod.ts";
-
-const DEP_CTRL = "root:dep-ctrl";
-const NETWORK = "root:providers:network";
-const COMPUTE = "root:providers:compute";
-const C_ROOT = "root:consumers:on-root";
-const C_ONE = "root:consumers:on-shard-1";
-const PLACEMENT: readonly [string, "root" | "shard-1"][] = [
-  [DEP_CTRL, "root"],
-  [NETWORK, "root"],
-  [COMPUTE, "shard-1"],
-  [C_ROOT, "root"],
-  [C_ONE, "shard-1"],
-];
-
-/** A VPC and a VirtualMachine referring to it, in namespace `team`. */
-function vpcAndVm(vpc: string, vm: string, field = "vpcRef"): unknown[] {
-  return [
-    {
-      apiVersion: "network.example.com/v1alpha1",
-      kind: "VPC",
-      metadata: { name: vpc, namespace: "team" },
-      spec: {},
-    },
-    {
-      apiVersion: "compute.example.com/v1alpha1",
-      kind: "VirtualMachine",
-      metadata: { name: vm, namespace: "team" },
-      spec: { [field]: { name: vpc } },
-    },
-  ];
-}
-
-/** `kubectl delete --dry-run=server` in a consumer; its error text, `""` if allowed. */
-async function dryRunDelete(
-  kcp: KcpApi,
-  workspace: string,
-  what: string[],
-): Promise<string> {
-  const r = await kcp.kubectl(
-    ["delete", ...what, "-n", "team", "--dry-run=server"],
-    { workspace },
-  );
-  return r.code === 0 ? "" : r.stderr;
-}
-
-/** Waits until the dry-run delete fails with an error matching `expected`. */
-async function waitForDenial(
-  kcp: KcpApi,
-  workspace: string,
-  what: string[],
-  expected: RegExp,
-): Promise<string> {
-  return await waitFor(
-    `delete ${what.join(" ")} in ${workspace} to be denied with ${expected}`,
-    async () => {
-      const error = await dryRunDelete(kcp, workspace, what);
-      return expected.test(error) ? error : undefined;
-    },
-    { timeoutMs: 120_000, intervalMs: 500 },
-  ) as string;
-}
-
-/** The webhook's value of a metric series, or NaN. */
-async function metric(webhook: WebhookProcess, series: string) {
-  const { text } = await webhook.get(webhook.metricsPort, "/metrics");
-  return sample(text, series) ?? NaN;
-}
-
-/** Waits until a rule in the compute provider is Ready with `Enforced`. */
-async function waitForEnforced(kcp: KcpApi, name: string): Promise<void> {
-  await waitFor(`rule ${name} to be Enforced`, async () => {
-    const out = await kcp.kubectlOk([
-      "get",
-      "dependencyrule",
-      name,
-      "-o",
-      "jsonpath={.status.conditions[?(@.type=='Ready')].reason}",
-    ], { workspace: COMPUTE });
-    return out === "Enforced" || undefined;
-  }, { timeoutMs: 120_000, intervalMs: 500 });
-}
-
-/** The `clientConfig.url`s of our configuration in a provider workspace. */
-async function configurationUrls(
-  kcp: KcpApi,
-  workspace: string,
-): Promise<string[] | undefined> {
-  const r = await kcp.kubectl([
-    "get",
-    "validatingwebhookconfigurations",
-    "dependency-controller",
-    "-o",
-    "jsonpath={.webhooks[*].clientConfig.url}",
-  ], { workspace });
-  return r.code === 0 ? r.stdout.split(" ").filter((u) => u !== "") : undefined;
-}
-
-const started = performance.now();
+import { requireShardedKcpBinaries } from "../../testing/kcp/binaries.ts";
+import { shardedKcpTest, startShardedKcp } from "../../testing/mod.ts";
+import { shardedHarnessSteps } from "./sharded_harness_steps.ts";
+import { shardedSteps } from "./sharded_steps.ts";
 
 shardedKcpTest(
-  "sharded: two shards behind kcp-front-proxy, components through the front-proxy; protection on both shards, fail-closed per shard, a shard down and back",
+  "sharded on one sharded kcp: the harness places workspaces, accepts identities, takes a shard down and back, and publishes one endpoint URL per shard; the components through the front-proxy protect on both shards, fail closed per shard, and hold through a shard down and back",
   async (kcp, step) => {
-    const { front, shards } = kcp;
-    let webhook: WebhookProcess | undefined;
-    let controller: ComponentProcess | undefined;
-    try {
-      await step(
-        "workspaces placed on both shards; the dep-ctrl endpoint slice lists both shards; the components start through the front-proxy",
-        async () => {
-          for (const [path, shard] of PLACEMENT) {
-            await createWorkspace(front, path, { shard });
-          }
-          await buildTopology(front, {
-            networkPath: NETWORK,
-            computePath: COMPUTE,
-            consumerPaths: [C_ROOT, C_ONE],
-          });
-          for (const [path, shard] of PLACEMENT) {
-            assert.equal(await workspaceShard(front, path), shard, path);
-          }
-          for (const consumer of [C_ROOT, C_ONE]) {
-            await bindExport(front, consumer, {
-              exportPath: DEP_CTRL,
-              exportName: DEP_CTRL_EXPORT,
-              acceptClaims: [VWC_CLAIM],
-            });
-            await front.kubectlOk(["create", "namespace", "team"], {
-              workspace: consumer,
-            });
-          }
-          const urls = await waitFor("two dep-ctrl endpoint URLs", async () => {
-            const slice = await front.request<
-              { status?: { endpoints?: { url: string }[] } }
-            >(
-              "GET",
-              `/clusters/${DEP_CTRL}/apis/apis.kcp.io/v1alpha1/apiexportendpointslices/${DEP_CTRL_EXPORT}`,
-            );
-            const found = (slice.status?.endpoints ?? []).map((e) => e.url);
-            return found.length === 2 ? found.sort() : undefined;
-          }, { timeoutMs: 120_000, intervalMs: 500 }) as string[];
-          // Straight at the shards, not at the front-proxy.
-          assert.deepEqual(
-            urls.map((u) =>
-              Object.values(shards).find((s) => u.startsWith(s.baseUrl))?.name
-            ).sort(),
-            ["root", "shard-1"],
-          );
-          assert.ok(urls.every((u) => !u.startsWith(front.baseUrl)));
-          webhook = await startWebhook(front);
-          controller = await startController(front, { webhook });
-          assert.equal(
-            await metric(webhook, "dependency_webhook_endpoints"),
-            2,
-          );
-        },
-      );
-
-      await step(
-        "a rule on shard-1 protects VPCs in consumers on both shards; its status and the network provider's configuration converge",
-        async () => {
-          await applyObjects(front, COMPUTE, [
-            vmVpcRule(NETWORK),
-          ]);
-          // system:admin RBAC, applied on every shard; the rule is
-          // Enforced only once the webhook may read what it names.
-          await grantWebhookReads(front);
-          await waitForEnforced(front, "vm-vpc");
-          for (const consumer of [C_ROOT, C_ONE]) {
-            await applyObjects(front, consumer, vpcAndVm("core", "vm-1"));
-            const error = await waitForDenial(
-              front,
-              consumer,
-              ["vpc", "core"],
-              /still referenced/,
-            );
-            assert.match(
-              error,
-              /cannot delete vpcs\/core: still referenced by VirtualMachine\/vm-1 \(\.spec\.vpcRef\.name\)/,
-            );
-          }
-          assert.deepEqual(await configurationUrls(front, NETWORK), [
-            `${webhook!.url}/${NETWORK}`,
-          ]);
-        },
-      );
-
-      await step(
-        "an owner rule on shard-1: a VPC whose label names a live VirtualMachine is held on both shards, read through the front-proxy with no list",
-        async () => {
-          const label = "compute.example.com/vm";
-          await applyObjects(front, COMPUTE, [{
-            apiVersion: "dependencies.opendefense.cloud/v1alpha1",
-            kind: "DependencyRule",
-            metadata: { name: "vm-owns-vpc" },
-            spec: {
-              dependent: {
-                apiExportName: "compute.example.com",
-                group: "compute.example.com",
-                version: "v1alpha1",
-                kind: "VirtualMachine",
-                resource: "virtualmachines",
-              },
-              dependencies: [{
-                apiExportRef: { path: NETWORK, name: "network.example.com" },
-                group: "network.example.com",
-                version: "v1alpha1",
-                resource: "vpcs",
-                fieldRef: {
-                  from: "Target",
-                  path: `.metadata.labels["${label}"]`,
-                },
-              }],
-            },
-          }]);
-          await grantWebhookReads(front);
-          await waitForEnforced(front, "vm-owns-vpc");
-          for (const consumer of [C_ROOT, C_ONE]) {
-            await applyObjects(front, consumer, [
-              {
-                apiVersion: "network.example.com/v1alpha1",
-                kind: "VPC",
-                metadata: {
-                  name: "owned",
-                  namespace: "team",
-                  labels: { [label]: "vm-owner" },
-                },
-                spec: {},
-              },
-              {
-                apiVersion: "compute.example.com/v1alpha1",
-                kind: "VirtualMachine",
-                metadata: { name: "vm-owner", namespace: "team" },
-                spec: {},
-              },
-            ]);
-            const error = await waitForDenial(
-              front,
-              consumer,
-              ["vpc", "owned"],
-              /belongs to/,
-            );
-            assert.match(
-              error,
-              /cannot delete vpcs\/owned: it belongs to VirtualMachine\/vm-owner \(\.metadata\.labels\["compute\.example\.com\/vm"\]\), which still exists/,
-            );
-          }
-          // The owner gone, the VPC goes: in each consumer, only its own owner counts.
-          await front.kubectlOk(
-            ["delete", "virtualmachine", "vm-owner", "-n", "team"],
-            { workspace: C_ROOT },
-          );
-          await waitFor(
-            "the root consumer's VPC to be deletable",
-            async () =>
-              await dryRunDelete(front, C_ROOT, ["vpc", "owned"]) === "" ||
-              undefined,
-            { timeoutMs: 60_000, intervalMs: 500 },
-          );
-          assert.match(
-            await dryRunDelete(front, C_ONE, ["vpc", "owned"]),
-            /belongs to VirtualMachine\/vm-owner/,
-          );
-          await front.kubectlOk(["delete", "vpc", "owned", "-n", "team"], {
-            workspace: C_ROOT,
-          });
-        },
-      );
-
-      await step(
-        "a Lock on a VirtualMachine puts a configuration in the compute provider on shard-1 and holds only its own object",
-        async () => {
-          await applyObjects(front, C_ROOT, [{
-            apiVersion: "dependencies.opendefense.cloud/v1alpha1",
-            kind: "Lock",
-            metadata: { name: "keep-vm", namespace: "team" },
-            spec: {
-              target: {
-                apiExportRef: { path: COMPUTE, name: "compute.example.com" },
-                group: "compute.example.com",
-                version: "v1alpha1",
-                resource: "virtualmachines",
-                name: "vm-1",
-              },
-              reason: "runs the payroll",
-            },
-          }]);
-          await waitFor("the compute provider's configuration", async () => {
-            const urls = await configurationUrls(front, COMPUTE);
-            return urls?.includes(`${webhook!.url}/${COMPUTE}`) || undefined;
-          }, { timeoutMs: 120_000, intervalMs: 500 });
-          await grantWebhookReads(front);
-          const error = await waitForDenial(
-            front,
-            C_ROOT,
-            ["virtualmachine", "vm-1"],
-            /locked by Lock/,
-          );
-          assert.match(
-            error,
-            /locked by Lock team\/keep-vm \("runs the payroll"\)/,
-          );
-          assert.equal(
-            await dryRunDelete(front, C_ONE, ["virtualmachine", "vm-1"]),
-            "",
-          );
-          await waitFor("the Lock to be Ready", async () => {
-            const out = await front.kubectlOk([
-              "get",
-              "lock",
-              "keep-vm",
-              "-n",
-              "team",
-              "-o",
-              "jsonpath={.status.conditions[?(@.type=='Ready')].status}",
-            ], { workspace: C_ROOT });
-            return out === "True" || undefined;
-          }, { timeoutMs: 60_000, intervalMs: 500 });
-        },
-      );
-
-      await step(
-        "system:admin RBAC missing on shard-1 denies there, naming the permission, and nowhere else",
-        async () => {
-          await shards["shard-1"].kubectlOk([
-            "delete",
-            "clusterrolebinding",
-            "dependency-webhook:dependents-reader",
-          ], { workspace: "system:admin", identity: "shardAdmin" });
-          const error = await waitForDenial(
-            front,
-            C_ONE,
-            ["vpc", "core"],
-            /403 Forbidden/,
-          );
-          assert.match(
-            error,
-            /the webhook's identity may not (get vpcs\.network|list virtualmachines\.compute)\.example\.com in this workspace \(403 Forbidden\): grant/,
-          );
-          assert.match(
-            await dryRunDelete(front, C_ROOT, ["vpc", "core"]),
-            /still referenced by VirtualMachine\/vm-1/,
-          );
-          // Restored as an operator does: the base on that shard, then the grants.
-          await shards["shard-1"].kubectlOk(
-            ["apply", "-k", `${MANIFESTS}kcp/system-admin`],
-            { workspace: "system:admin", identity: "shardAdmin" },
-          );
-          await grantWebhookReads(front);
-          await waitForDenial(
-            front,
-            C_ONE,
-            ["vpc", "core"],
-            /still referenced by VirtualMachine\/vm-1/,
-          );
-        },
-      );
-
-      await step(
-        "shard-1 stopped: the root consumer keeps its protection; back again: protection returns there and a new rule on shard-1 is enforced, without restarting anything",
-        async () => {
-          const pids = [webhook!.pid, controller!.pid];
-          await shards["shard-1"].stop();
-          const down = await front.kubectl(
-            ["delete", "vpc", "core", "-n", "team"],
-            { workspace: C_ONE },
-          );
-          assert.notEqual(down.code, 0, "shard-1's consumer is unreachable");
-          await waitFor(
-            "the webhook to see its shard-1 watch fail",
-            async () =>
-              (await metric(webhook!, "dependency_webhook_watches_failing")) >
-                0 || undefined,
-            { timeoutMs: 120_000, intervalMs: 500 },
-          );
-          // The rules from shard-1 stay in force for the root consumer.
-          assert.match(
-            await dryRunDelete(front, C_ROOT, ["vpc", "core"]),
-            /still referenced by VirtualMachine\/vm-1/,
-          );
-          await shards["shard-1"].start();
-          await waitFor(
-            "the webhook's watches to recover",
-            async () =>
-              (await metric(webhook!, "dependency_webhook_watches_failing")) ===
-                0 || undefined,
-            { timeoutMs: 180_000, intervalMs: 500 },
-          );
-          await waitForDenial(
-            front,
-            C_ONE,
-            ["vpc", "core"],
-            /still referenced by VirtualMachine\/vm-1/,
-          );
-          // A rule written on shard-1 after its restart: seen by both components.
-          await applyObjects(front, COMPUTE, [
-            dependencyRule("vm-alt-vpc", {
-              dependencies: [{
-                path: NETWORK,
-                resource: "vpcs",
-                field: ".spec.altVpcRef.name",
-              }],
-            }),
-          ]);
-          await waitForEnforced(front, "vm-alt-vpc");
-          await applyObjects(
-            front,
-            C_ONE,
-            vpcAndVm("alt", "vm-2", "altVpcRef"),
-          );
-          await waitForDenial(
-            front,
-            C_ONE,
-            ["vpc", "alt"],
-            /still referenced by VirtualMachine\/vm-2 \(\.spec\.altVpcRef\.name\)/,
-          );
-          assert.deepEqual([webhook!.pid, controller!.pid], pids);
-          for (const c of [webhook!, controller!]) {
-            assert.equal((await c.get(c.healthPort, "/readyz")).status, 200);
-          }
-        },
-      );
-
-      await step(
-        "status truth: every rule and Lock whose Ready is True/Enforced denies a delete of what it covers, through the front-proxy on both shards",
-        async () => {
-          // Each rule (on shard-1) is proven in the consumer on each shard;
-          // the Lock in the root shard's consumer.
-          const truth = await assertStatusTruth(front, {
-            workspaces: PLACEMENT.map(([path]) => path),
-            minimum: { rules: 3, locks: 1 },
-            everywhere: true,
-          });
-          assert.deepEqual(truth.rulesProven.sort(), [
-            `${COMPUTE}/vm-alt-vpc`,
-            `${COMPUTE}/vm-owns-vpc`,
-            `${COMPUTE}/vm-vpc`,
-          ]);
-          assert.deepEqual(truth.locksProven, [`${C_ROOT}/team/keep-vm`]);
-          assert.equal(truth.denials, 3 * 2 + 1);
-        },
-      );
-    } finally {
-      await controller?.stop();
-      await webhook?.stop();
-      console.log(
-        `sharded e2e wall time: ${
-          ((performance.now() - started) / 1000).toFixed(1)
-        } s`,
-      );
-    }
+    await shardedHarnessSteps(kcp, step);
+    await shardedSteps(kcp, step);
   },
 );
+
+Deno.test("sharded harness: a process that fails to start is reported with its log, and nothing is left behind", async () => {
+  const binaries = await requireShardedKcpBinaries();
+  const rootDir = await Deno.makeTempDir({ prefix: "sharded-start-failure-" });
+  const kept = Deno.env.get("KEEP_KCP_ROOT");
+  Deno.env.delete("KEEP_KCP_ROOT");
+  try {
+    // `sh start ...` fails at once, printing why: a shard that exits.
+    const error = await startShardedKcp({
+      binaries: { ...binaries, kcp: "/bin/sh" },
+      rootDir,
+    }).then(
+      () => assert.fail("the sharded kcp started"),
+      (e: unknown) => e as Error,
+    );
+    assert.match(error.message, /Cannot start the sharded kcp/);
+    assert.match(error.message, /Cannot start shard root .*the process exited/);
+    assert.match(error.message, /--- shard root log tail ---\n.*start/s);
+    assert.equal(
+      await Deno.stat(rootDir).then(() => "exists", () => "removed"),
+      "removed",
+    );
+    for await (const entry of Deno.readDir("/proc")) {
+      if (!/^\d+$/.test(entry.name)) continue;
+      const cmdline = await Deno.readTextFile(`/proc/${entry.name}/cmdline`)
+        .catch(() => "");
+      assert.ok(!cmdline.includes(rootDir), `process ${entry.name} is left`);
+    }
+  } finally {
+    if (kept !== undefined) Deno.env.set("KEEP_KCP_ROOT", kept);
+    await Deno.remove(rootDir, { recursive: true }).catch(() => {});
+  }
+});

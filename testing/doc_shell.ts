@@ -8,8 +8,10 @@
  * What the path holds, for the section named and each section it points
  * to (`operatorPath`):
  *
- * - every ```sh, ```bash or ```shell block, in order; a ```yaml block the
- *   prose before it says to "save as `<file>`" becomes that file;
+ * - every ```sh, ```bash or ```shell block, in order, of the section and
+ *   of the sections under it (its deeper headings: "the commands of
+ *   [step 8]" are also those of step 8's `###` examples); a ```yaml block
+ *   the prose before it says to "save as `<file>`" becomes that file;
  * - a bare ``` block right after a shell block is what that block prints:
  *   it must print it (`outputMatches`), and a block whose output starts
  *   with `Error from server` must also fail;
@@ -18,8 +20,9 @@
  *   says "repeat it a few seconds later" may be run again after a failure;
  * - from the sections pointed to (never from the section named), blocks
  *   left out as the section tells a reader to: those that talk to the
- *   hosting cluster (`kubectl` without `--kubeconfig`), run the image
- *   (`podman`, `docker`), or hold a `<placeholder>`.
+ *   hosting cluster (`kubectl` without `--kubeconfig`), run the kubectl
+ *   plugin (`kubectl dependencies`, which the path does not install), run
+ *   the image (`podman`, `docker`), or hold a `<placeholder>`.
  *
  * {@linkcode DocShell} runs each block in its own `bash` (under `setsid`,
  * so each block is a process group of its own), with `set -eo pipefail`
@@ -217,6 +220,9 @@ export function leaveOutReason(text: string): string | undefined {
   for (const line of commands.split("\n")) {
     for (const command of line.split(/\||&&|;|\$\(/)) {
       const words = command.trim().split(/\s+/);
+      if (words[0] === "kubectl" && words[1] === "dependencies") {
+        return "runs the kubectl plugin (kubectl dependencies), which this path does not install";
+      }
       if (words[0] === "kubectl" && !words.some(isKubeconfigFlag)) {
         return "talks to the hosting cluster (kubectl without --kubeconfig)";
       }
@@ -282,6 +288,19 @@ function itemsOf(
   return items;
 }
 
+/**
+ * The section at `at` and the sections under it: those after it up to the
+ * next heading of its level or higher.
+ */
+function withSubsections(
+  sections: readonly MarkdownSection[],
+  at: number,
+): MarkdownSection[] {
+  const level = sections[at]!.level;
+  const end = sections.findIndex((s, i) => i > at && s.level <= level);
+  return sections.slice(at, end < 0 ? undefined : end);
+}
+
 /** The blocks of a section after its "**Check.**" paragraph. */
 function checkBlocks(section: MarkdownSection): FencedBlock[] {
   const at = section.parts.findIndex((p) =>
@@ -298,7 +317,8 @@ function checkBlocks(section: MarkdownSection): FencedBlock[] {
 /**
  * The path a reader of the section `heading` follows: its own blocks and,
  * where its prose says to run the commands (or the checks) of another
- * section, that section's, in the order the prose names them.
+ * section, that section's (the commands: with those of the sections under
+ * it), in the order the prose names them.
  *
  * @throws {Error} If the section, or one it points to, is not in the file.
  */
@@ -313,14 +333,17 @@ export function operatorPath(markdown: string, heading: string): PathItem[] {
       continue;
     }
     for (const { what, anchor } of proseReferences(part)) {
-      const target = sections.find((s) => s.anchor === anchor);
-      if (target === undefined) {
+      const at = sections.findIndex((s) => s.anchor === anchor);
+      if (at < 0) {
         throw new Error(`"${heading}" points to #${anchor}: no such heading`);
       }
-      const blocks = what === "checks"
-        ? checkBlocks(target)
-        : sectionBlocks(target);
-      items.push(...itemsOf(target, blocks, true));
+      if (what === "checks") {
+        items.push(...itemsOf(sections[at]!, checkBlocks(sections[at]!), true));
+        continue;
+      }
+      for (const target of withSubsections(sections, at)) {
+        items.push(...itemsOf(target, sectionBlocks(target), true));
+      }
     }
   }
   return items;

@@ -76,6 +76,16 @@ apply it
 
 If it fails, repeat it a few seconds later.
 
+### An example under step 3
+
+\`\`\`sh
+kubectl --kubeconfig a.kubeconfig get examples
+\`\`\`
+
+\`\`\`sh
+kubectl dependencies why thing/x
+\`\`\`
+
 ## On the plain path
 
 1. **First.** Run the commands of [Names](#names). Then:
@@ -141,6 +151,8 @@ Deno.test("operatorPath() follows the section's references in order, leaving out
     "run kubectl --kubeconfig a.kubeconfig delete thing x => fails retry 30000",
     "skip grant <team group>: holds the placeholder <team group>",
     "run apply it retry 20000",
+    "run kubectl --kubeconfig a.kubeconfig get examples",
+    "skip kubectl dependencies why thing/x: runs the kubectl plugin (kubectl dependencies), which this path does not install",
   ]);
   assert.deepEqual(
     operatorPath(GUIDE, "2. The first step").map(show).slice(0, 2),
@@ -175,6 +187,10 @@ Deno.test("leaveOutReason() reads commands, not comments or flags of other comma
     /hosting cluster/,
   );
   assert.match(leaveOutReason("docker push x\n")!, /image/);
+  assert.match(
+    leaveOutReason("kubectl dependencies why vpc/a --kubeconfig k\n")!,
+    /kubectl plugin/,
+  );
 });
 
 Deno.test("outputMatches() wants each line in order, allows added words and any age", () => {

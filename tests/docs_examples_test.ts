@@ -404,6 +404,9 @@ Deno.test("the plain kcp start path names sections that exist and ends where the
       "6. A provider and a rule",
       "7. The rule's status",
       "8. Try it",
+      // Step 8's examples, under it.
+      "References in lists and in other namespaces",
+      "A Lock with a reason",
     ]
   ) assert.ok(from.has(step), `the path runs nothing of "${step}"`);
   assert.ok(

@@ -36,7 +36,9 @@
  *   for twice that long (20 s for the second).
  * - The components the path starts with `&` are stopped at the end (the
  *   guide's `kill %1 %2`), after checking that they still run. Their ports
- *   are the guide's own (`:9443`, `:8080`, `:8081`, `:8090`, `:8091`).
+ *   are the guide's own (`:9443`, `:8080`, `:8081`, `:8090`, `:8091`): the
+ *   test first makes sure each is free on this host and, when one is not,
+ *   fails at once naming it, before any block runs.
  *
  * @module
  */
@@ -84,6 +86,36 @@ function tokenLinePatterns(markdown: string): RegExp[] {
   );
 }
 
+/**
+ * The ports the path's components bind, as the guide has them: the
+ * webhook's defaults (admission `:9443`, metrics `:8080`, probes `:8081`)
+ * and the controller's `--metrics-bind-address=:8090
+ * --health-probe-bind-address=:8091`.
+ */
+const GUIDE_PORTS = [9443, 8080, 8081, 8090, 8091] as const;
+
+/**
+ * Throws, naming the port, when one of `ports` is taken on this host (the
+ * components would otherwise die at start with `AddrInUse`, in the log of a
+ * block run in the background).
+ */
+function assertPortsFree(ports: readonly number[]): void {
+  for (const port of ports) {
+    let listener: Deno.Listener;
+    try {
+      listener = Deno.listen({ port });
+    } catch (error) {
+      if (!(error instanceof Deno.errors.AddrInUse)) throw error;
+      throw new Error(
+        `port :${port} is taken on this host: the operator's path starts the components on the guide's own ports (${
+          ports.map((p) => `:${p}`).join(", ")
+        }); stop what listens on :${port} and run the test again`,
+      );
+    }
+    listener.close();
+  }
+}
+
 /** Where a block comes from, for step names and messages. */
 function label(item: PathItem): string {
   return `${GUIDE}:${item.block.line} (${item.from})`;
@@ -119,6 +151,10 @@ kcpTest(
     });
     let failed = true;
     try {
+      await step(
+        "the guide's ports are free on this host",
+        () => Promise.resolve(assertPortsFree(GUIDE_PORTS)),
+      );
       await step(
         "the operator's files: tokens.csv of step 1, kcp-ca.crt",
         async () => {

@@ -8,6 +8,7 @@
 export * from "./dependents_index.ts";
 export * from "./index_budget.ts";
 export * from "./index_feed.ts";
+export { compareDecimals } from "./kept.ts";
 export type {
   DependentsIndexOptions,
   IndexedPath,

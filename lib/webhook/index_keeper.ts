@@ -63,6 +63,15 @@ export interface IndexKeeperOptions {
    */
   probe(url: string, signal: AbortSignal): Promise<string | undefined>;
   /**
+   * Whether nothing in `url` (one cluster's collection) changed after
+   * `since` up to at least `until` (see `ReadyIndex.quiet`); absent, idle
+   * indexes never try it and their reviews list.
+   */
+  quiet?(
+    url: string,
+    options: { since: string; until: string; signal: AbortSignal },
+  ): Promise<boolean>;
+  /**
    * Follows where `spec`'s type is served (its export's endpoints), calling
    * `onEndpoints` with each new set, until stopped.
    */
@@ -169,6 +178,16 @@ export class IndexKeeper implements IndexedDependents {
       probe: (cluster, signal) => this.#probe(entry, cluster, signal),
       changed: (ms, signal) => changed(entry, ms, signal),
       idleMs: () => performance.now() - entry.lastApplied,
+      ...(this.#options.quiet === undefined ? {} : {
+        quiet: (cluster, { source, since, until, signal }) => {
+          const feed = entry.feeds.get(source);
+          if (feed === undefined) return Promise.resolve(false);
+          return this.#options.quiet!(
+            feed.endpoint.collection(entry.spec, cluster),
+            { since, until, signal },
+          );
+        },
+      }),
     };
   }
 

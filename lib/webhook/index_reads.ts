@@ -53,6 +53,22 @@ export interface ReadyIndex {
   changed(ms: number, signal: AbortSignal): Promise<void>;
   /** Milliseconds since the index last applied an event or a list. */
   idleMs(): number;
+  /**
+   * Whether no object of the workspace changed on `source` after `since`
+   * up to at least `until`: a short watch of the workspace's objects there
+   * from `since` that gets a bookmark or an event newer than `until` before
+   * any event at or below it. `false` on such an event, on a failure, or
+   * at the watch's end; absent, the index never tries.
+   */
+  quiet?(
+    cluster: string,
+    options: {
+      source: string;
+      since: string;
+      until: string;
+      signal: AbortSignal;
+    },
+  ): Promise<boolean>;
 }
 
 /** The webhook's indexes, as a review asks for them. */
@@ -67,6 +83,7 @@ export interface IndexedDependents {
 export type IndexOutcome =
   | "confirmed"
   | "fresh_none"
+  | "quiet_none"
   | "not_indexed"
   | "not_synced"
   | "not_fresh"
@@ -82,6 +99,20 @@ export type IndexOutcome =
  * before the list. Only speed depends on it, never the answer.
  */
 export const BUSY_WITHIN_MS = 1_000;
+
+/**
+ * What the indexes say of one dependent type: their answer; list now; or
+ * list, and beside the list try `quiet` (an idle index showing the
+ * workspace unchanged since its position), whichever answers first.
+ */
+export type IndexReply =
+  | { answer: IndexAnswer }
+  | { list: "now" }
+  | {
+    list: "race";
+    /** The index's answer once shown fresh, or `undefined`; ends with `signal`. */
+    quiet: (signal: AbortSignal) => Promise<IndexAnswer | undefined>;
+  };
 
 /** What the index found: as a list would, or `undefined` (list instead). */
 export interface IndexAnswer {
@@ -125,21 +156,21 @@ export async function answerFromIndex(
   group: readonly Protection[],
   target: ReviewTarget,
   options: AnswerOptions,
-): Promise<IndexAnswer | undefined> {
+): Promise<IndexReply> {
   const { indexes } = options;
   const ready = new Map<string, { at: ReadyIndex; paths: Set<string> }>();
   for (const p of group) {
     const route = indexRoute(p);
     if (route === undefined) {
       indexes.observe?.("not_indexed");
-      return undefined;
+      return LIST_NOW;
     }
     let entry = ready.get(route.key);
     if (entry === undefined) {
       const at = indexes.ready(route.key);
       if (at === undefined) {
         indexes.observe?.("not_synced");
-        return undefined;
+        return LIST_NOW;
       }
       entry = { at, paths: new Set() };
       ready.set(route.key, entry);
@@ -174,11 +205,24 @@ export async function answerFromIndex(
     const first = await confirmed(group, target, hits, options);
     if (first !== undefined && first.total > 0) {
       indexes.observe?.("confirmed");
-      return first;
+      return { answer: first };
     }
     if (!busy) {
-      indexes.observe?.("idle");
-      return undefined;
+      if (
+        first === undefined ||
+        [...ready.values()].some(({ at }) => at.quiet === undefined)
+      ) {
+        indexes.observe?.("idle");
+        return LIST_NOW;
+      }
+      return {
+        list: "race",
+        quiet: (quietSignal) =>
+          quietAnswer(group, target, ready, {
+            ...options,
+            signal: quietSignal,
+          }),
+      };
     }
     let readings:
       | { at: ReadyIndex; rvs: ReadonlyMap<string, string> }[]
@@ -191,14 +235,14 @@ export async function answerFromIndex(
     }
     if (readings === undefined) {
       indexes.observe?.("not_fresh");
-      return undefined;
+      return LIST_NOW;
     }
     for (const { at, rvs } of readings) {
       while (!freshAt(at, rvs)) {
         const left = until - performance.now();
         if (left <= 0 || signal.aborted) {
           indexes.observe?.("not_fresh");
-          return undefined;
+          return LIST_NOW;
         }
         await at.changed(left, signal);
       }
@@ -211,13 +255,78 @@ export async function answerFromIndex(
     );
     if (fresh === undefined) {
       indexes.observe?.("unconfirmed");
-      return undefined;
+      return LIST_NOW;
     }
     indexes.observe?.(fresh.total > 0 ? "confirmed" : "fresh_none");
-    return fresh;
+    return { answer: fresh };
   } finally {
     probes.abort(new Error("answered"));
   }
+}
+
+/** The reply that makes the review list now. */
+const LIST_NOW: IndexReply = Object.freeze({ list: "now" as const });
+
+/**
+ * An idle index's answer, shown fresh another way: for each source that
+ * holds the workspace and that the index has not followed up to the
+ * probe's version R, a short watch of the workspace from the index's
+ * position there must show nothing changed up to R (`ReadyIndex.quiet`:
+ * kcp sends such a watch a bookmark about a second in). Then the index is
+ * as good as a list made after the review began, and its dependents are
+ * confirmed as in {@linkcode answerFromIndex}. `undefined` when that is
+ * not shown (the review's list answers), also when `options.signal` ends
+ * it.
+ */
+async function quietAnswer(
+  group: readonly Protection[],
+  target: ReviewTarget,
+  ready: ReadonlyMap<string, { at: ReadyIndex; paths: Set<string> }>,
+  options: AnswerOptions,
+): Promise<IndexAnswer | undefined> {
+  const { indexes, signal } = options;
+  try {
+    const probed = await Promise.all(
+      [...ready.values()].map(async ({ at }) => ({
+        at,
+        rvs: await at.probe(target.cluster, signal),
+      })),
+    );
+    const proofs: Promise<boolean>[] = [];
+    for (const { at, rvs } of probed) {
+      if (rvs.size === 0) throw new Error("no source holds the workspace");
+      for (const [source, until] of rvs) {
+        if (!at.sources.includes(source)) {
+          throw new Error(`${source} does not feed the index`);
+        }
+        if (at.index.freshAt(source, until)) continue;
+        const since = at.index.watermark(source);
+        if (since === undefined || !at.index.freshAt(source, since)) {
+          throw new Error(`the index is not synced on ${source}`);
+        }
+        // Quiet from the index's position, and the index still there.
+        proofs.push(
+          at.quiet!(target.cluster, { source, since, until, signal }).then(
+            (quiet) => quiet && at.index.freshAt(source, since),
+          ),
+        );
+      }
+    }
+    if (!(await Promise.all(proofs)).every((quiet) => quiet)) {
+      indexes.observe?.("idle");
+      return undefined;
+    }
+  } catch {
+    indexes.observe?.("idle");
+    return undefined;
+  }
+  const fresh = await confirmed(group, target, hitsOf(ready, target), options);
+  if (fresh === undefined) {
+    indexes.observe?.("unconfirmed");
+    return undefined;
+  }
+  indexes.observe?.(fresh.total > 0 ? "confirmed" : "quiet_none");
+  return fresh;
 }
 
 /**

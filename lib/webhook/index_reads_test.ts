@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import {
   answerFromIndex,
+  type IndexAnswer,
   type IndexOutcome,
   type ReadyIndex,
 } from "./index_reads.ts";
@@ -108,7 +109,7 @@ async function answer(
   const source = liveSource(live);
   /** The dependents read when `onNamed` was called, one entry per call. */
   const named: string[][] = [];
-  const found = await answerFromIndex(options.group ?? protections(), TARGET, {
+  const reply = await answerFromIndex(options.group ?? protections(), TARGET, {
     indexes: {
       ready: (key) => key === KEY ? at : undefined,
       observe: (o) => outcomes.push(o),
@@ -120,7 +121,8 @@ async function answer(
     freshnessMs: options.freshnessMs ?? 50,
     onNamed: () => named.push([...source.reads]),
   });
-  return { found, outcomes, reads: source.reads, named };
+  const found = "answer" in reply ? reply.answer : undefined;
+  return { found, reply, outcomes, reads: source.reads, named };
 }
 
 const never = () => new Promise<ReadonlyMap<string, string>>(() => {});
@@ -278,4 +280,60 @@ Deno.test("answerFromIndex() fails the review when a dependent it names cannot b
     }),
     /reading virtualmachines\.compute\.example\.com vm-1 failed: 403 Forbidden/,
   );
+});
+
+Deno.test("answerFromIndex(): an idle index races the list, answering once a watch from its position shows the workspace unchanged", async () => {
+  const asked: { cluster: string; since: string; until: string }[] = [];
+  let quiet = true;
+  const idle = (index: DependentsIndex): ReadyIndex => ({
+    ...ready(index, () => Promise.resolve(new Map([[SOURCE, "12"]]))),
+    idleMs: () => 60_000,
+    quiet: (cluster, { since, until }) => {
+      asked.push({ cluster, since, until });
+      return Promise.resolve(quiet);
+    },
+  });
+  const index = syncedIndex([vm("vm-1", "vpc-b", "5")], "9");
+  const { reply, outcomes } = await answer(idle(index), new Map());
+  assert.ok("quiet" in reply);
+  assert.deepEqual(outcomes, [], "nothing counted before the race ends");
+  const signal = new AbortController().signal;
+  const seen: IndexOutcome[] = [];
+  const race = async (
+    at: ReadyIndex,
+    live = new Map<string, unknown>(),
+  ): Promise<IndexAnswer | undefined | "no race"> => {
+    const r = await answerFromIndex(protections(), TARGET, {
+      indexes: { ready: () => at, observe: (o) => seen.push(o) },
+      source: liveSource(live),
+      signal,
+      budget: new WhenBudget(1_000_000),
+      maxNamed: 2,
+      freshnessMs: 50,
+    });
+    return "quiet" in r ? await r.quiet(signal) : "no race";
+  };
+  assert.deepEqual(await race(idle(index)), { named: [], total: 0 });
+  assert.deepEqual(asked, [{ cluster: "c1", since: "9", until: "12" }]);
+  assert.deepEqual(seen, ["quiet_none"]);
+  // Something changed in the workspace since the index's position: the
+  // list answers.
+  quiet = false;
+  assert.equal(await race(idle(index)), undefined);
+  assert.deepEqual(seen, ["quiet_none", "idle"]);
+  // A dependent the index names that still refers denies at once, idle or
+  // not; one gone since is read as gone after the race too.
+  quiet = true;
+  const held = syncedIndex([vm("vm-1", "vpc-a", "5")], "9");
+  assert.equal(
+    await race(idle(held), new Map([["vm-1", vm("vm-1", "vpc-a", "5")]])),
+    "no race",
+  );
+  assert.deepEqual(await race(idle(held)), { named: [], total: 0 });
+  assert.deepEqual(seen.slice(2), ["confirmed", "quiet_none"]);
+  // An index fresh at the probe needs no watch.
+  asked.length = 0;
+  const fresh = syncedIndex([], "12");
+  assert.deepEqual(await race(idle(fresh)), { named: [], total: 0 });
+  assert.deepEqual(asked, []);
 });

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { IndexFeed } from "../dependents/mod.ts";
+import { compareDecimals, IndexFeed } from "../dependents/mod.ts";
 import { Informer, KubeApiError, type KubeClient } from "../kcp/mod.ts";
 import type { Logger } from "../runtime/mod.ts";
 import { sliceCollection, sliceEndpoints } from "./index_endpoints.ts";
@@ -118,11 +118,54 @@ export function startDependentsIndex(
         signal,
         maxBytes: options.maxPageBytes,
       }),
+    quiet: (url, quiet) => quietSince(reviewClient, url, quiet),
     maxDependents: options.maxDependents,
     log,
     observe: options.observe,
   });
   return { keeper, stop: () => keeper.stop() };
+}
+
+/**
+ * The shortest watch kcp sends a bookmark to: it schedules one at the
+ * watch's end less 2 s (docs/dependents_index.md).
+ */
+const QUIET_WATCH_SECONDS = 3;
+
+/**
+ * Whether nothing in `url` (one workspace's collection through one
+ * endpoint) changed after `since` up to at least `until`: a watch from
+ * `since` whose first event newer than `until` (kcp's bookmark, about a
+ * second in, or a change) comes before any change at or below it. A
+ * watch's events come in resourceVersion order, so nothing up to `until`
+ * can come after it. `false` on a change up to `until`, on any failure
+ * (`since` too old for kcp's watch cache: 410), and at the watch's end.
+ */
+export async function quietSince(
+  client: KubeClient,
+  url: string,
+  options: { since: string; until: string; signal: AbortSignal },
+): Promise<boolean> {
+  try {
+    for await (
+      const event of client.watch(url, {
+        resourceVersion: options.since,
+        timeoutSeconds: QUIET_WATCH_SECONDS,
+        signal: options.signal,
+      })
+    ) {
+      const rv = event.object?.metadata?.resourceVersion;
+      const order = typeof rv === "string"
+        ? compareDecimals(rv, options.until)
+        : undefined;
+      if (order === undefined) return false;
+      if (order > 0) return true;
+      if (event.type !== "BOOKMARK") return false;
+    }
+  } catch {
+    return false;
+  }
+  return false;
 }
 
 /**

@@ -2,12 +2,20 @@ import assert from "node:assert/strict";
 import {
   indexHeapProblem,
   probeVersion,
+  quietSince,
   startDependentsIndex,
 } from "./index_service.ts";
 import { indexKey } from "./index_plan.ts";
 import { KubeClient } from "../kcp/mod.ts";
 import { createLogger } from "../runtime/mod.ts";
-import { connection, FakeApi, json, status } from "../../testing/mod.ts";
+import {
+  connection,
+  EventStream,
+  FakeApi,
+  json,
+  status,
+  streamed,
+} from "../../testing/mod.ts";
 
 const log = createLogger({ level: "error", write: () => {} });
 const signal = new AbortController().signal;
@@ -142,4 +150,69 @@ Deno.test("indexHeapProblem() lets the default bound fit the Deployment's heap a
   // The largest that fits does; one more does not.
   assert.equal(indexHeapProblem(135_104, deployment), undefined);
   assert.match(indexHeapProblem(135_105, deployment)!, /at most 135104/);
+});
+
+Deno.test("quietSince() is true only when something newer than until comes before any change up to it", async () => {
+  /** What each watch answers, by the case named in its path. */
+  const cases: Record<string, (stream: EventStream) => void> = {
+    // kcp's bookmark about a second in: nothing changed.
+    bookmark: (s) =>
+      s.event("BOOKMARK", { metadata: { resourceVersion: "12" } }),
+    // An older bookmark first, then one past until.
+    late: (s) => {
+      s.event("BOOKMARK", { metadata: { resourceVersion: "9" } });
+      s.event("BOOKMARK", { metadata: { resourceVersion: "13" } });
+    },
+    // A change past until: everything up to it came before.
+    after: (s) => s.event("ADDED", { metadata: { resourceVersion: "11" } }),
+    // A change at or below until: not quiet.
+    changed: (s) => s.event("MODIFIED", { metadata: { resourceVersion: "8" } }),
+    deleted: (s) => s.event("DELETED", { metadata: { resourceVersion: "10" } }),
+    // since too old for kcp's watch cache.
+    expired: (s) =>
+      s.event("ERROR", status(410, "Expired", "too old resource version")),
+    // The watch ends with nothing.
+    ended: () => {},
+    odd: (s) =>
+      s.event("BOOKMARK", { metadata: { resourceVersion: "not-a-number" } }),
+  };
+  const seen: string[] = [];
+  const api = new FakeApi((request, self) => {
+    const url = new URL(request.url);
+    seen.push(url.search);
+    const name = url.pathname.split("/")[2]!;
+    const stream = new EventStream();
+    self.streams.push(stream);
+    cases[name]!(stream);
+    if (name === "ended") stream.end();
+    return streamed(stream);
+  });
+  const client = new KubeClient(connection(api.url));
+  try {
+    const quiet = (name: string) =>
+      quietSince(
+        client,
+        `${api.url}/clusters/${name}/apis/g.example/v1/things`,
+        {
+          since: "7",
+          until: "10",
+          signal,
+        },
+      );
+    assert.equal(await quiet("bookmark"), true);
+    assert.equal(
+      seen[0],
+      "?watch=true&allowWatchBookmarks=true&timeoutSeconds=3&resourceVersion=7",
+    );
+    assert.equal(await quiet("late"), true);
+    assert.equal(await quiet("after"), true);
+    assert.equal(await quiet("changed"), false);
+    assert.equal(await quiet("deleted"), false);
+    assert.equal(await quiet("expired"), false);
+    assert.equal(await quiet("ended"), false);
+    assert.equal(await quiet("odd"), false);
+  } finally {
+    client.close();
+    await api.close();
+  }
 });

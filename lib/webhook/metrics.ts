@@ -100,7 +100,7 @@ export function createWebhookMetrics(
   const indexUsed = registry.counter({
     name: "dependency_webhook_index_answers_total",
     help:
-      "How reviews used the dependents index, per dependent type: confirmed (a dependent it named still refers), fresh_none (shown fresh, nothing refers); or listed instead: not_indexed, not_synced, not_fresh, idle, unconfirmed",
+      "How reviews used the dependents index, per dependent type: confirmed (a dependent it named still refers), fresh_none (shown fresh, nothing refers), quiet_none (idle, shown unchanged by a short watch before the list answered, nothing refers); or listed instead: not_indexed, not_synced, not_fresh, idle (the list answered first), unconfirmed",
     labelNames: ["outcome"],
   });
   const indexed = registry.gauge({

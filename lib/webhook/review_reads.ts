@@ -38,7 +38,12 @@ export {
 } from "./review_source.ts";
 import type { Blocker, Unread } from "./verdicts.ts";
 import { keepFirst, ownDependents, referringFields } from "./review_match.ts";
-import { answerFromIndex, type IndexedDependents } from "./index_reads.ts";
+import {
+  answerFromIndex,
+  type IndexAnswer,
+  type IndexedDependents,
+  type IndexReply,
+} from "./index_reads.ts";
 
 /** The dependents that still refer to the object: the first few, and how many. */
 export interface Blockers {
@@ -420,59 +425,50 @@ export class ReviewReader {
   ): Promise<void> {
     const { signal } = options;
     const dependent = all[0]!.dependent;
-    let group = all;
     // A rule with a namespace path lets a dependent in any namespace refer
     // to the object; without one, only its own namespace is read.
     const everyNamespace = target.namespace === undefined ||
-      group.some((p) => p.namespacePath !== undefined);
+      all.some((p) => p.namespacePath !== undefined);
     try {
-      if (
-        this.#indexes !== undefined &&
-        await this.#fromIndex(all, target, signal, found)
-      ) return;
-      const pages = this.#source.pages({
-        cluster: target.cluster,
-        dependent,
-        ...(everyNamespace ? {} : { namespace: target.namespace }),
-      }, signal);
-      let first = true;
-      for await (const items of pages) {
-        if (signal.aborted) return;
-        if (first) {
-          first = false;
-          group = ownDependents(all, await options.bound);
-          if (group.length < all.length) {
-            group = ownDependents(all, await options.freshBound());
-          }
-          if (group.length === 0) return;
-        }
-        for (const item of items) {
-          const { paths, pathsNotShown, rules, note } = referringFields(
-            item,
-            group,
-            target,
-            this.#whenBudget,
-          );
-          if (paths.length === 0) continue;
-          const metadata = asRecord(asRecord(item)?.metadata);
-          found.total++;
-          keepFirst(found.named, {
-            kind: dependent.kind,
-            type: {
-              group: dependent.group,
-              version: dependent.version,
-              resource: dependent.resource,
-            },
-            namespace: typeof metadata?.namespace === "string"
-              ? metadata.namespace
-              : "",
-            name: typeof metadata?.name === "string" ? metadata.name : "",
-            paths,
-            ...(pathsNotShown === undefined ? {} : { pathsNotShown }),
-            rules,
-            ...(note === undefined ? {} : { note }),
-          }, this.#maxNamed);
-        }
+      const reply = this.#indexes === undefined
+        ? { list: "now" as const }
+        : await this.#fromIndex(all, target, signal);
+      if ("answer" in reply) {
+        add(found, reply.answer, this.#maxNamed);
+        return;
+      }
+      if (reply.list === "now") {
+        await this.#list(all, target, { ...options, everyNamespace }, found);
+        return;
+      }
+      // The index is idle: the list, and beside it the index's try to show
+      // the workspace unchanged since the index's position; the first to
+      // answer stops the other.
+      const listed: Blockers = { named: [], total: 0 };
+      const listing = new AbortController();
+      const quieting = new AbortController();
+      const list = this.#list(all, target, {
+        ...options,
+        signal: AbortSignal.any([signal, listing.signal]),
+        everyNamespace,
+      }, listed);
+      const quiet = reply.quiet(AbortSignal.any([signal, quieting.signal]));
+      const first = await Promise.race<IndexAnswer | undefined>([
+        list.then(() => undefined, () => undefined),
+        quiet.catch(() => undefined).then(async (answer) =>
+          answer ?? await list.then(() => undefined)
+        ),
+      ]);
+      if (first !== undefined) {
+        listing.abort(new Error("the dependents index answered"));
+        add(found, first, this.#maxNamed);
+        return;
+      }
+      quieting.abort(new Error("the list answered"));
+      try {
+        await list;
+      } finally {
+        add(found, listed, this.#maxNamed);
       }
     } catch (error) {
       if (error instanceof KubeApiError && error.notFound) return;
@@ -489,16 +485,77 @@ export class ReviewReader {
   }
 
   /**
-   * The blockers of one dependent type from the indexes, into `found`;
-   * false when the type must be listed (see `index_reads.ts`).
+   * Lists one dependent type (of `all`) page by page into `found`,
+   * matching each dependent against the rules whose export the workspace
+   * binds the type from.
    */
-  async #fromIndex(
+  async #list(
+    all: readonly Protection[],
+    target: ReviewTarget,
+    options: {
+      signal: AbortSignal;
+      bound: Promise<ReadonlyMap<string, string> | undefined>;
+      freshBound: () => Promise<ReadonlyMap<string, string> | undefined>;
+      everyNamespace: boolean;
+    },
+    found: Blockers,
+  ): Promise<void> {
+    const { signal } = options;
+    const dependent = all[0]!.dependent;
+    let group = all;
+    const pages = this.#source.pages({
+      cluster: target.cluster,
+      dependent,
+      ...(options.everyNamespace ? {} : { namespace: target.namespace }),
+    }, signal);
+    let first = true;
+    for await (const items of pages) {
+      if (signal.aborted) return;
+      if (first) {
+        first = false;
+        group = ownDependents(all, await options.bound);
+        if (group.length < all.length) {
+          group = ownDependents(all, await options.freshBound());
+        }
+        if (group.length === 0) return;
+      }
+      for (const item of items) {
+        const { paths, pathsNotShown, rules, note } = referringFields(
+          item,
+          group,
+          target,
+          this.#whenBudget,
+        );
+        if (paths.length === 0) continue;
+        const metadata = asRecord(asRecord(item)?.metadata);
+        found.total++;
+        keepFirst(found.named, {
+          kind: dependent.kind,
+          type: {
+            group: dependent.group,
+            version: dependent.version,
+            resource: dependent.resource,
+          },
+          namespace: typeof metadata?.namespace === "string"
+            ? metadata.namespace
+            : "",
+          name: typeof metadata?.name === "string" ? metadata.name : "",
+          paths,
+          ...(pathsNotShown === undefined ? {} : { pathsNotShown }),
+          rules,
+          ...(note === undefined ? {} : { note }),
+        }, this.#maxNamed);
+      }
+    }
+  }
+
+  /** What the indexes say of one dependent type (see `index_reads.ts`). */
+  #fromIndex(
     group: readonly Protection[],
     target: ReviewTarget,
     signal: AbortSignal,
-    found: Blockers,
-  ): Promise<boolean> {
-    const answer = await answerFromIndex(group, target, {
+  ): Promise<IndexReply> {
+    return answerFromIndex(group, target, {
       indexes: this.#indexes!,
       source: this.#source,
       signal,
@@ -510,13 +567,13 @@ export class ReviewReader {
       ),
       onNamed: () => this.#readWorkspaceEarly(target.cluster),
     });
-    if (answer === undefined) return false;
-    for (const blocker of answer.named) {
-      keepFirst(found.named, blocker, this.#maxNamed);
-    }
-    found.total += answer.total;
-    return true;
   }
+}
+
+/** Adds what `more` found to `found`, naming at most `maxNamed`. */
+function add(found: Blockers, more: Blockers, maxNamed: number): void {
+  for (const blocker of more.named) keepFirst(found.named, blocker, maxNamed);
+  found.total += more.total;
 }
 
 /** A dependent type whose list failed with `error`, for the denial. */

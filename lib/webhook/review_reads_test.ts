@@ -159,6 +159,93 @@ Deno.test("a denial from the index reads the workspace beside the dependent it c
   });
 });
 
+Deno.test("an idle index races the list: the first to answer decides, and the other is stopped", async () => {
+  const identified = new RuleRegistry();
+  identified.replace([VM_RULE], {
+    identities: new Map([[
+      `${VM_RULE.cluster}/${VM_RULE.rule.metadata.name}`,
+      "id1",
+    ]]),
+  });
+  const [spec] = indexSpecs(identified.find(VPCS)).values();
+  const index = new DependentsIndex(spec!.paths, { maxDependents: 10 });
+  index.startResync("shard");
+  index.finishResync("shard", "9");
+  const aborted = { list: false, quiet: false };
+  const review = async (
+    options: { quiet: "yes" | "hang"; listing: Listing },
+  ) => {
+    aborted.list = aborted.quiet = false;
+    const source = new FakeDependentSource({
+      virtualmachines: options.listing,
+    });
+    source.bound = new Map([[
+      `${VIRTUAL_MACHINES.group}/${VIRTUAL_MACHINES.resource}`,
+      "id1",
+    ]]);
+    const outcomes: string[] = [];
+    const verdict = await new DeletionValidator(identified, source, {
+      indexes: {
+        ready: () => ({
+          index,
+          sources: ["shard"],
+          pathKeys: spec!.pathKeys,
+          probe: () => Promise.resolve(new Map([["shard", "12"]])),
+          changed: () => new Promise(() => {}),
+          idleMs: () => 60_000,
+          quiet: (_cluster, { signal }) =>
+            options.quiet === "yes" ? Promise.resolve(true) : new Promise(
+              (_, reject) =>
+                signal.addEventListener("abort", () => {
+                  aborted.quiet = true;
+                  reject(signal.reason);
+                }),
+            ),
+        }),
+        observe: (o) => outcomes.push(o),
+      },
+    }).validate(deleteRequest());
+    return { verdict, outcomes };
+  };
+  // A list that would never end: the index shows the workspace quiet and
+  // allows; the list is stopped.
+  const quiet = await settlesWithin(
+    review({
+      quiet: "yes",
+      listing: {
+        run: (_query, signal) => ({
+          async *[Symbol.asyncIterator]() {
+            await new Promise((resolve) =>
+              signal.addEventListener("abort", () => {
+                aborted.list = true;
+                resolve(undefined);
+              })
+            );
+            // Stopped: no page.
+            yield* [];
+          },
+        }),
+      },
+    }),
+    5_000,
+  );
+  assert.equal(quiet.verdict.outcome, "allowed");
+  assert.deepEqual(quiet.outcomes, ["quiet_none"]);
+  assert.equal(aborted.list, true);
+  // The list answers first (it finds a VM): it decides, the watch stops.
+  const listed = await settlesWithin(
+    review({ quiet: "hang", listing: { pages: [[VM_ON_A]] } }),
+    5_000,
+  );
+  assert.equal(listed.verdict.outcome, "denied_referenced");
+  assert.match(
+    listed.verdict.response.status?.message ?? "",
+    /VirtualMachine\/vm-1/,
+  );
+  assert.equal(aborted.quiet, true);
+  assert.deepEqual(listed.outcomes, ["idle"]);
+});
+
 Deno.test("a 403 on the live object reads the workspace once, for the 403 and the teardown alike", async () => {
   const source = new FakeDependentSource({
     virtualmachines: { pages: [[]] },

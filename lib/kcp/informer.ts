@@ -87,6 +87,8 @@ export class Informer {
   #running: Promise<void> | undefined;
   #synced = false;
   #lastError: string | undefined;
+  /** The last failure without an answer, while no answer has come since. */
+  #awayError: string | undefined;
 
   /** Builds an informer; {@linkcode Informer.start} runs it. */
   constructor(options: InformerOptions) {
@@ -222,12 +224,19 @@ export class Informer {
           resourceVersion = undefined;
           continue;
         }
-        this.#lastError = errorText(error);
+        const text = errorText(error);
         // No answer at all (refused, reset, none in time): the server may
-        // be restarting, so it is tried again soon.
+        // be restarting, so it is tried again soon. One warning says it is
+        // away; the same failure again, every few seconds, is logged at
+        // debug (watches_failing counts it meanwhile).
         const answered = !(error instanceof KubeApiError && error.unanswered);
+        const repeated = !answered && this.#awayError === text;
+        this.#awayError = answered ? undefined : text;
+        this.#lastError = text;
         const delayMs = this.#backoff.next({ answered });
-        log.warn("list or watch failed, retrying", { url, error, delayMs });
+        const fields = { url, error, delayMs };
+        if (repeated) log.debug("list or watch failed, retrying", fields);
+        else log.warn("list or watch failed, retrying", fields);
         await sleep(delayMs, signal);
       }
     }
@@ -236,5 +245,6 @@ export class Informer {
   #succeeded(): void {
     this.#backoff.reset();
     this.#lastError = undefined;
+    this.#awayError = undefined;
   }
 }

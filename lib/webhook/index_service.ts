@@ -135,8 +135,8 @@ const QUIET_WATCH_SECONDS = 3;
 /**
  * Whether nothing in `url` (one workspace's collection through one
  * endpoint) changed after `since` up to at least `until`: a watch from
- * `since` whose first event newer than `until` (kcp's bookmark, about a
- * second in, or a change) comes before any change at or below it. A
+ * `since` that gets a bookmark at `until` or later (kcp's, about a second
+ * in) or a change after `until` before any change up to `until`. A
  * watch's events come in resourceVersion order, so nothing up to `until`
  * can come after it. `false` on a change up to `until`, on any failure
  * (`since` too old for kcp's watch cache: 410), and at the watch's end.
@@ -159,8 +159,11 @@ export async function quietSince(
         ? compareDecimals(rv, options.until)
         : undefined;
       if (order === undefined) return false;
-      if (order > 0) return true;
-      if (event.type !== "BOOKMARK") return false;
+      // A bookmark at until says every change up to it was sent; a change
+      // at until is one.
+      if (event.type === "BOOKMARK") {
+        if (order >= 0) return true;
+      } else return order > 0;
     }
   } catch {
     return false;

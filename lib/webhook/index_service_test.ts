@@ -165,7 +165,10 @@ Deno.test("quietSince() is true only when something newer than until comes befor
     },
     // A change past until: everything up to it came before.
     after: (s) => s.event("ADDED", { metadata: { resourceVersion: "11" } }),
-    // A change at or below until: not quiet.
+    // A bookmark exactly at until: everything up to it was sent.
+    at: (s) => s.event("BOOKMARK", { metadata: { resourceVersion: "10" } }),
+    // A change exactly at until, or below: not quiet.
+    exact: (s) => s.event("ADDED", { metadata: { resourceVersion: "10" } }),
     changed: (s) => s.event("MODIFIED", { metadata: { resourceVersion: "8" } }),
     deleted: (s) => s.event("DELETED", { metadata: { resourceVersion: "10" } }),
     // since too old for kcp's watch cache.
@@ -206,6 +209,8 @@ Deno.test("quietSince() is true only when something newer than until comes befor
     );
     assert.equal(await quiet("late"), true);
     assert.equal(await quiet("after"), true);
+    assert.equal(await quiet("at"), true);
+    assert.equal(await quiet("exact"), false);
     assert.equal(await quiet("changed"), false);
     assert.equal(await quiet("deleted"), false);
     assert.equal(await quiet("expired"), false);

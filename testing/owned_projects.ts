@@ -218,17 +218,23 @@ export async function buildProjectsTopology(
   options: ProjectsTopologyOptions,
 ): Promise<void> {
   const { networkPath, computePath, consumer } = options;
-  await buildTopology(kcp, { networkPath, computePath, consumerPaths: [] });
-  await applyProjectsExport(kcp, networkPath);
-  await createWorkspace(kcp, consumer);
-  await bindExport(kcp, consumer, {
-    exportPath: networkPath,
-    exportName: "network.example.com",
-  });
-  await bindExport(kcp, consumer, {
-    exportPath: computePath,
-    exportName: "compute.example.com",
-  });
+  // The consumer is made meanwhile and binds both providers at once, as in
+  // buildTopology.
+  await Promise.all([
+    buildTopology(kcp, { networkPath, computePath, consumerPaths: [] })
+      .then(() => applyProjectsExport(kcp, networkPath)),
+    createWorkspace(kcp, consumer),
+  ]);
+  await Promise.all([
+    bindExport(kcp, consumer, {
+      exportPath: networkPath,
+      exportName: "network.example.com",
+    }),
+    bindExport(kcp, consumer, {
+      exportPath: computePath,
+      exportName: "compute.example.com",
+    }),
+  ]);
   await waitFor(`the four types to be served in ${consumer}`, async () => {
     const r = await kcp.kubectl(
       ["get", TEARDOWN_RESOURCES, "-A"],

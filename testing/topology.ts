@@ -80,13 +80,20 @@ export async function buildTopology(
   });
   await waitForExportIdentity(kcp, depCtrl.path, DEP_CTRL_EXPORT);
 
-  const [network, compute] = await Promise.all([
-    networkProvider(kcp, networkPath),
-    provider(kcp, computePath, "compute.example.com", [
-      `${FIXTURES}compute/apiresourceschema-virtualmachines.yaml`,
-      `${FIXTURES}compute/apiresourceschema-vpcattachments.yaml`,
-      `${FIXTURES}compute/apiexport.yaml`,
+  // The consumers' workspaces are made while the providers are, and each
+  // consumer binds both providers at once: kcp establishes an API a binding
+  // brings 5 s after it is installed (it runs its CRD handler as one of
+  // three API servers), and binding after binding adds up.
+  const [[network, compute], consumers] = await Promise.all([
+    Promise.all([
+      networkProvider(kcp, networkPath),
+      provider(kcp, computePath, "compute.example.com", [
+        `${FIXTURES}compute/apiresourceschema-virtualmachines.yaml`,
+        `${FIXTURES}compute/apiresourceschema-vpcattachments.yaml`,
+        `${FIXTURES}compute/apiexport.yaml`,
+      ]),
     ]),
+    Promise.all(consumerPaths.map((path) => createWorkspace(kcp, path))),
   ]);
   // The controller resolves rule paths parent by parent: it reads workspaces
   // in root and in every parent of a provider workspace.
@@ -95,19 +102,12 @@ export async function buildTopology(
       workspace: parent,
     });
   }
-  const consumers = await Promise.all(consumerPaths.map(async (path) => {
-    const consumer = await createWorkspace(kcp, path);
-    for (
-      const [ws, name] of [[network, "network.example.com"], [
-        compute,
-        "compute.example.com",
-      ]] as const
-    ) {
-      await bindExport(kcp, consumer.path, {
-        exportPath: ws.path,
-        exportName: name,
-      });
-    }
+  const providers = [
+    { exportPath: network.path, exportName: "network.example.com" },
+    { exportPath: compute.path, exportName: "compute.example.com" },
+  ];
+  await Promise.all(consumers.map(async ({ path }) => {
+    await Promise.all(providers.map((bind) => bindExport(kcp, path, bind)));
     for (const resource of ["vpcs", "virtualmachines"]) {
       await waitFor(`${resource} to be served in ${path}`, async () => {
         const r = await kcp.kubectl(["get", resource, "-A"], {
@@ -116,7 +116,6 @@ export async function buildTopology(
         return r.code === 0 || undefined;
       });
     }
-    return consumer;
   }));
   const endpointUrls = await waitForEndpointUrls(
     kcp,

@@ -101,16 +101,20 @@ export async function ownersSteps(
   await step(
     "topology, an owners provider exporting Networks and Projects bound by two consumers, webhook and controller",
     async () => {
-      const topo = await buildTopology(kcp, {
-        networkPath: NETWORK,
-        computePath: COMPUTE,
-        consumerPaths: [C1, C2],
-      });
+      const [topo] = await Promise.all([
+        buildTopology(kcp, {
+          networkPath: NETWORK,
+          computePath: COMPUTE,
+          consumerPaths: [C1, C2],
+        }),
+        ownersProvider(kcp, OWNERS),
+      ]);
       depCtrl = topo.depCtrl.path;
-      await ownersProvider(kcp, OWNERS);
-      for (const consumer of [C1, C2]) {
-        await bindOwners(kcp, { consumer, ownersPath: OWNERS });
-      }
+      await Promise.all(
+        [C1, C2].map((consumer) =>
+          bindOwners(kcp, { consumer, ownersPath: OWNERS })
+        ),
+      );
       await applyObjects(kcp, C1, [
         namespaceObject("team-a"),
         namespaceObject("team-b"),

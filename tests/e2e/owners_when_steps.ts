@@ -77,13 +77,15 @@ export async function ownersWhenSteps(
   await step(
     "topology, an owners provider exporting Networks and Projects bound by a consumer, webhook and controller",
     async () => {
-      const topo = await buildTopology(kcp, {
-        networkPath: NETWORK,
-        computePath: COMPUTE,
-        consumerPaths: [C1],
-      });
+      const [topo] = await Promise.all([
+        buildTopology(kcp, {
+          networkPath: NETWORK,
+          computePath: COMPUTE,
+          consumerPaths: [C1],
+        }),
+        ownersProvider(kcp, OWNERS),
+      ]);
       depCtrl = topo.depCtrl.path;
-      await ownersProvider(kcp, OWNERS);
       await bindOwners(kcp, { consumer: C1, ownersPath: OWNERS });
       await applyObjects(kcp, C1, [namespaceObject("team-a")]);
       await world.startComponents();

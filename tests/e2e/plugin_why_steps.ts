@@ -128,18 +128,22 @@ export async function pluginWhySteps(
   await step(
     "topology, an owners provider, the dep-ctrl export bound for Locks, a tenant's RBAC; webhook and controller start",
     async () => {
-      await buildTopology(kcp, {
-        networkPath: NETWORK,
-        computePath: COMPUTE,
-        consumerPaths: [C1],
-      });
-      await ownersProvider(kcp, OWNERS);
-      await bindOwners(kcp, { consumer: C1, ownersPath: OWNERS });
-      await bindExport(kcp, C1, {
-        exportPath: "root:dep-ctrl",
-        exportName: DEP_CTRL_EXPORT,
-        acceptClaims: [VWC_CLAIM],
-      });
+      await Promise.all([
+        buildTopology(kcp, {
+          networkPath: NETWORK,
+          computePath: COMPUTE,
+          consumerPaths: [C1],
+        }),
+        ownersProvider(kcp, OWNERS),
+      ]);
+      await Promise.all([
+        bindOwners(kcp, { consumer: C1, ownersPath: OWNERS }),
+        bindExport(kcp, C1, {
+          exportPath: "root:dep-ctrl",
+          exportName: DEP_CTRL_EXPORT,
+          acceptClaims: [VWC_CLAIM],
+        }),
+      ]);
       await applyObjects(kcp, C1, [
         namespaceObject(NS),
         ...tenantRbac(kcp.identity("user").user),

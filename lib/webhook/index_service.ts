@@ -173,8 +173,8 @@ export async function quietSince(
 
 /**
  * The resource version of a consistent read of one object of `url` (one
- * workspace's collection through one endpoint): at least as new as the
- * call.
+ * workspace's collection through one endpoint; one page of one object,
+ * whatever the collection's size): at least as new as the call.
  * `undefined` when the endpoint does not serve the workspace (it does not
  * bind the export, or is on another shard: 403 or 404, so none of its
  * objects come through there).
@@ -187,13 +187,17 @@ export async function probeVersion(
   options: { signal: AbortSignal; maxBytes: number },
 ): Promise<string | undefined> {
   try {
-    const list = await client.list(url, {
-      limit: 1,
-      signal: options.signal,
-      maxBytes: options.maxBytes,
-      measure: "memory",
-    });
-    return list.metadata.resourceVersion;
+    // The first page only: its resource version is the read's, and the
+    // rest of the collection is not needed.
+    for await (
+      const page of client.listPages(url, {
+        limit: 1,
+        signal: options.signal,
+        maxBytes: options.maxBytes,
+        measure: "memory",
+      })
+    ) return page.metadata.resourceVersion;
+    return undefined;
   } catch (error) {
     if (
       error instanceof KubeApiError && (error.status === 403 || error.notFound)

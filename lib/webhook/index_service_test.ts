@@ -27,7 +27,11 @@ Deno.test("probeVersion() reads a list's version, and no version where the shard
     seen.push(`${url.pathname}?${url.searchParams}`);
     const cluster = url.pathname.split("/")[2]!;
     if (cluster === "here") {
-      return json({ metadata: { resourceVersion: "42" }, items: [] });
+      // More pages follow: the probe reads none of them.
+      return json({
+        metadata: { resourceVersion: "42", continue: "next" },
+        items: [{ metadata: { name: "a" } }],
+      });
     }
     if (cluster === "elsewhere") {
       return json(status(403, "Forbidden", "no such workspace"), 403);
@@ -46,7 +50,7 @@ Deno.test("probeVersion() reads a list's version, and no version where the shard
         { signal, maxBytes: 1 << 20 },
       );
     assert.equal(await at("here"), "42");
-    assert.equal(seen[0], "/clusters/here/apis/g.example/v1/things?limit=1");
+    assert.deepEqual(seen, ["/clusters/here/apis/g.example/v1/things?limit=1"]);
     assert.equal(await at("elsewhere"), undefined);
     assert.equal(await at("unserved"), undefined);
     await assert.rejects(at("broken"), /500/);

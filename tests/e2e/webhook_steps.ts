@@ -170,8 +170,8 @@ async function validRules(webhook: WebhookProcess): Promise<number> {
 /**
  * The steps of "webhook: protects referenced objects across workspaces,
  * following rules live", in the world under `paths`, with no controller.
- * First on its kcp: it counts the rules the webhook holds from none (the
- * webhook loads every rule there is). One step restarts kcp.
+ * Before any other rule on its kcp: it counts the rules the webhook holds
+ * from none (the webhook loads every rule there is). One step restarts kcp.
  */
 export async function webhookSteps(
   kcp: KcpServer,

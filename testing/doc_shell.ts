@@ -15,14 +15,16 @@
  * - a bare ``` block right after a shell block is what that block prints:
  *   it must print it (`outputMatches`), and a block whose output starts
  *   with `Error from server` must also fail;
+ * - a block whose prose before it gives an exit code (`exit code 1: held`)
+ *   must exit with that code;
  * - a block whose prose before it says "within about N s" may be run
  *   again until it passes, for twice that long; one whose prose after it
  *   says "repeat it a few seconds later" may be run again after a failure;
  * - from the sections pointed to (never from the section named), blocks
  *   left out as the section tells a reader to: those that talk to the
- *   hosting cluster (`kubectl` without `--kubeconfig`), run the kubectl
- *   plugin (`kubectl dependencies`, which the path does not install), run
- *   the image (`podman`, `docker`), or hold a `<placeholder>`.
+ *   hosting cluster (`kubectl` without `--kubeconfig`, the kubectl plugin
+ *   `kubectl dependencies` too), run the image (`podman`, `docker`), or
+ *   hold a `<placeholder>`.
  *
  * {@linkcode DocShell} runs each block in its own `bash` (under `setsid`,
  * so each block is a process group of its own), with `set -eo pipefail`
@@ -172,8 +174,10 @@ export type PathItem =
     block: FencedBlock;
     /** What the block must print (a bare block right after it). */
     expected?: string;
-    /** The block must exit non-zero (its output is an error). */
+    /** The block must exit non-zero (its output is an error, or `exitCode` is). */
     mustFail: boolean;
+    /** The exit code the prose before the block gives (`exit code N`). */
+    exitCode?: number;
     /** How long the block may be run again until it passes. */
     retryMs: number;
   }
@@ -220,9 +224,6 @@ export function leaveOutReason(text: string): string | undefined {
   for (const line of commands.split("\n")) {
     for (const command of line.split(/\||&&|;|\$\(/)) {
       const words = command.trim().split(/\s+/);
-      if (words[0] === "kubectl" && words[1] === "dependencies") {
-        return "runs the kubectl plugin (kubectl dependencies), which this path does not install";
-      }
       if (words[0] === "kubectl" && !words.some(isKubeconfigFlag)) {
         return "talks to the hosting cluster (kubectl without --kubeconfig)";
       }
@@ -246,6 +247,12 @@ function retryMsOf(block: FencedBlock): number {
   if (within !== null) return 2_000 * Number(within[1]);
   if (/repeat it a few seconds later/i.test(block.after)) return 20_000;
   return 0;
+}
+
+/** The exit code the prose right before a block gives, if any. */
+function exitCodeOf(block: FencedBlock): number | undefined {
+  const said = /\bexit code (\d+)\b/i.exec(block.before.slice(-300));
+  return said === null ? undefined : Number(said[1]);
 }
 
 /** The path items of one section's blocks, as a reader runs them. */
@@ -276,12 +283,15 @@ function itemsOf(
         block.after.trim() === ""
       ? next.text
       : undefined;
+    const exitCode = exitCodeOf(block);
     items.push({
       kind: "run",
       from,
       block,
       ...(expected === undefined ? {} : { expected }),
-      mustFail: expected?.startsWith("Error from server") ?? false,
+      mustFail: (expected?.startsWith("Error from server") ?? false) ||
+        (exitCode ?? 0) !== 0,
+      ...(exitCode === undefined ? {} : { exitCode }),
       retryMs: retryMsOf(block),
     });
   }
@@ -357,10 +367,26 @@ function words(line: string): string[] {
 const AGE = /^\d+(\.\d+)?(ms|s|m|h|d)(\d+(s|m|h))?$/;
 
 /**
+ * Whether the word `actual` is the word `expected`: the same, or both ages,
+ * or the same where each `<placeholder>` of `expected` stands for any
+ * characters (`<cluster>/vm-subnets)` for `2x7ilq1k5gqa4pqy/vm-subnets)`).
+ */
+function wordMatches(expected: string, actual: string): boolean {
+  if (expected === actual) return true;
+  if (AGE.test(expected) && AGE.test(actual)) return true;
+  const parts = expected.split(/<[a-z][a-z0-9._-]*>/i);
+  if (parts.length === 1) return false;
+  const pattern = parts.map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))
+    .join(".+");
+  return new RegExp(`^${pattern}$`).test(actual);
+}
+
+/**
  * Whether `actual` shows every line of `expected`, in order: the words of
  * each expected line begin some later line of `actual` (so kubectl may add
  * words at the end, such as `from default namespace`), where an age in
- * `expected` (`5s`, `3m`) stands for any age.
+ * `expected` (`5s`, `3m`) stands for any age, and a `<placeholder>` in a
+ * word for any characters.
  */
 export function outputMatches(expected: string, actual: string): boolean {
   const have = actual.split("\n").map(words);
@@ -369,9 +395,7 @@ export function outputMatches(expected: string, actual: string): boolean {
     if (line.length === 0) continue;
     const found = have.findIndex((candidate, i) =>
       i >= at && line.length <= candidate.length &&
-      line.every((w, k) =>
-        w === candidate[k] || (AGE.test(w) && AGE.test(candidate[k]!))
-      )
+      line.every((w, k) => wordMatches(w, candidate[k]!))
     );
     if (found < 0) return false;
     at = found + 1;

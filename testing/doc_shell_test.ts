@@ -86,6 +86,16 @@ kubectl --kubeconfig a.kubeconfig get examples
 kubectl dependencies why thing/x
 \`\`\`
 
+It says what holds it (exit code 1: held):
+
+\`\`\`sh
+kubectl dependencies why thing/x --kubeconfig a.kubeconfig
+\`\`\`
+
+\`\`\`
+Thing x is held by:
+\`\`\`
+
 ## On the plain path
 
 1. **First.** Run the commands of [Names](#names). Then:
@@ -138,7 +148,9 @@ Deno.test("operatorPath() follows the section's references in order, leaving out
     i.kind === "run"
       ? `run ${i.block.text.trim()}${i.expected ? " =>" : ""}${
         i.mustFail ? " fails" : ""
-      }${i.retryMs ? ` retry ${i.retryMs}` : ""}`
+      }${i.exitCode === undefined ? "" : ` exit ${i.exitCode}`}${
+        i.retryMs ? ` retry ${i.retryMs}` : ""
+      }`
       : i.kind === "save"
       ? `save ${i.file}`
       : `skip ${i.block.text.trim().split("\n").at(-1)}: ${i.reason}`;
@@ -152,7 +164,8 @@ Deno.test("operatorPath() follows the section's references in order, leaving out
     "skip grant <team group>: holds the placeholder <team group>",
     "run apply it retry 20000",
     "run kubectl --kubeconfig a.kubeconfig get examples",
-    "skip kubectl dependencies why thing/x: runs the kubectl plugin (kubectl dependencies), which this path does not install",
+    "skip kubectl dependencies why thing/x: talks to the hosting cluster (kubectl without --kubeconfig)",
+    "run kubectl dependencies why thing/x --kubeconfig a.kubeconfig => fails exit 1",
   ]);
   assert.deepEqual(
     operatorPath(GUIDE, "2. The first step").map(show).slice(0, 2),
@@ -187,9 +200,13 @@ Deno.test("leaveOutReason() reads commands, not comments or flags of other comma
     /hosting cluster/,
   );
   assert.match(leaveOutReason("docker push x\n")!, /image/);
+  assert.equal(
+    leaveOutReason("kubectl dependencies why vpc/a --kubeconfig k\n"),
+    undefined,
+  );
   assert.match(
-    leaveOutReason("kubectl dependencies why vpc/a --kubeconfig k\n")!,
-    /kubectl plugin/,
+    leaveOutReason("kubectl dependencies why vpc/a\n")!,
+    /hosting cluster/,
   );
 });
 
@@ -206,6 +223,19 @@ Deno.test("outputMatches() wants each line in order, allows added words and any 
   );
   assert.ok(!outputMatches('vpc "a" deleted\n', 'vpc "b" deleted\n'));
   assert.ok(outputMatches("a\tb\tc d\n", "a b   c d\n"));
+});
+
+Deno.test("outputMatches() reads a <placeholder> in a word as any characters", () => {
+  const tree = "`-- by vm-2 (rule <cluster>/vm-subnets), nothing holds it\n";
+  assert.ok(
+    outputMatches(
+      tree,
+      "`-- by vm-2 (rule 2x7ilq/vm-subnets), nothing holds it",
+    ),
+  );
+  assert.ok(!outputMatches(tree, "`-- by vm-2 (rule 2x7ilq/vm-nets), nothing"));
+  assert.ok(!outputMatches(tree, "`-- by vm-2 (rule /vm-subnets), nothing"));
+  assert.ok(!outputMatches("a.<x>\n", "abc\n"));
 });
 
 Deno.test("DocShell keeps functions and variables between blocks, fails a block at its failing command, stops what blocks start", async () => {

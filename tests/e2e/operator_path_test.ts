@@ -7,9 +7,10 @@
  * with bash, as one shell session. A block that fails fails the test (a
  * check the doc shows that cannot pass fails CI), and so does one that does
  * not print the output the doc shows after it. The path ends where the
- * guide's does: the rule `Ready True Enforced` (step 7) and the VPC's
- * delete denied with the documented message, then allowed once the VM is
- * gone (step 8), both through kubectl as the guide runs it.
+ * guide's does: the rule `Ready True Enforced` (step 7), the VPC's delete
+ * denied with the documented message, then allowed once the VM is gone,
+ * and the kubectl plugin's `why` and `lock` on a tenant's Subnet (step 8),
+ * all through kubectl as the guide runs it.
  *
  * What differs from an operator at a terminal, all of it:
  *
@@ -26,6 +27,12 @@
  *   directory as step 2 says. `kubectl` (the harness's build) and
  *   `deno` (the Deno running this test) come first on `PATH`; `KUBECONFIG`
  *   is unset, as there is no hosting cluster.
+ * - The kubectl plugin of step 8 is installed as
+ *   [kubectl-plugin.md](../../docs/kubectl-plugin.md#install) says, by the
+ *   command line of `deno task plugin:install` (`installedPlugin` of
+ *   `testing/plugin.ts`), with `--root` and `--data` in a temporary
+ *   directory, never the home directory; its `bin` is on `PATH` after
+ *   kubectl's and deno's.
  * - The blocks the section tells the operator to leave out (hosting
  *   cluster, image, placeholders with no value) are left out, and listed.
  * - Each block runs in its own bash with `set -eo pipefail` and the
@@ -53,6 +60,7 @@ import {
   sectionBlocks,
 } from "../../testing/doc_shell.ts";
 import { kcpTest } from "../../testing/kcp_suite.ts";
+import { installedPlugin } from "../../testing/plugin.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 const GUIDE = "docs/getting-started.md";
@@ -125,6 +133,7 @@ function label(item: PathItem): string {
 function passed(item: PathItem & { kind: "run" }, run: BlockRun): boolean {
   if (run.code === undefined) return false;
   if (item.mustFail !== (run.code !== 0)) return false;
+  if (item.exitCode !== undefined && run.code !== item.exitCode) return false;
   return item.expected === undefined ||
     outputMatches(item.expected, run.output);
 }
@@ -134,6 +143,7 @@ kcpTest(
   async (kcp, step) => {
     const markdown = await Deno.readTextFile(`${ROOT}${GUIDE}`);
     const path = operatorPath(markdown, PLAIN_PATH);
+    const plugin = await installedPlugin();
     const work = await checkoutCopy();
     const bin = `${work}/.bin`;
     const shell = new DocShell({
@@ -144,7 +154,7 @@ kcpTest(
         delete env.KUBECONFIG;
         return {
           ...env,
-          PATH: `${bin}:${env.PATH ?? "/usr/bin:/bin"}`,
+          PATH: `${bin}:${plugin}:${env.PATH ?? "/usr/bin:/bin"}`,
           KCP: kcp.baseUrl,
         };
       })(),
@@ -204,6 +214,8 @@ kcpTest(
                 ? "succeeded where the guide shows an error"
                 : run.code !== 0 && !item.mustFail
                 ? `failed (exit ${run.code})`
+                : item.exitCode !== undefined && run.code !== item.exitCode
+                ? `exited ${run.code} where the guide says ${item.exitCode}`
                 : "does not print what the guide shows"
             }\n--- block ---\n${item.block.text}--- output ---\n${run.output}${
               item.expected === undefined
@@ -232,6 +244,20 @@ kcpTest(
         assert.ok(
           runs.some((i) => /"vpc-a" deleted/.test(i.expected ?? "")),
           "no block shows the VPC deleted once the VM is gone",
+        );
+        assert.ok(
+          runs.some((i) =>
+            /^kubectl dependencies why /m.test(i.block.text) &&
+            i.exitCode === 1 && /is held by:/.test(i.expected ?? "")
+          ),
+          "no block shows the plugin's why on a held object",
+        );
+        assert.ok(
+          runs.some((i) =>
+            /^kubectl dependencies lock /m.test(i.block.text) &&
+            i.expected !== undefined
+          ),
+          "no block shows the plugin's lock",
         );
         assert.ok(
           await shell.jobsAlive(),

@@ -319,12 +319,16 @@ export async function shardedHarnessSteps(
           provider.path,
           "network.example.com",
         );
-        for (const ws of [onRoot, onShard1]) {
-          await bindExport(front, ws.path, {
-            exportPath: provider.path,
-            exportName: "network.example.com",
-          });
-        }
+        // Each shard installs the bound API and establishes it 5 s later:
+        // the two bind side by side.
+        await Promise.all(
+          [onRoot, onShard1].map((ws) =>
+            bindExport(front, ws.path, {
+              exportPath: provider.path,
+              exportName: "network.example.com",
+            })
+          ),
+        );
         const urls = await waitFor("two endpoint URLs", async () => {
           const found = await waitForEndpointUrls(
             front,

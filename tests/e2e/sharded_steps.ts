@@ -165,7 +165,9 @@ export async function shardedSteps(
         for (const [path, shard] of PLACEMENT) {
           assert.equal(await workspaceShard(front, path), shard, path);
         }
-        for (const consumer of [C_ROOT, C_ONE]) {
+        // Each shard installs a bound API once and establishes it 5 s
+        // later: the consumers bind side by side.
+        await Promise.all([C_ROOT, C_ONE].map(async (consumer) => {
           await bindExport(front, consumer, {
             exportPath: DEP_CTRL,
             exportName: DEP_CTRL_EXPORT,
@@ -174,7 +176,7 @@ export async function shardedSteps(
           await front.kubectlOk(["create", "namespace", "team"], {
             workspace: consumer,
           });
-        }
+        }));
         const urls = await waitFor("two dep-ctrl endpoint URLs", async () => {
           const slice = await front.request<
             { status?: { endpoints?: { url: string }[] } }

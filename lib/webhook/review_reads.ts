@@ -14,7 +14,12 @@
  */
 import { KubeApiError } from "../kcp/mod.ts";
 import { gvrKey } from "../rules/mod.ts";
-import { Deadline, DeadlineExceeded, errorText } from "../runtime/mod.ts";
+import {
+  Deadline,
+  DeadlineExceeded,
+  errorText,
+  valueWithin,
+} from "../runtime/mod.ts";
 import type { BypassAuthorizer } from "./access_review.ts";
 import type { Protection } from "./rule_registry.ts";
 import { planReads, type ReviewPlan } from "./review_plan.ts";
@@ -441,9 +446,11 @@ export class ReviewReader {
         await this.#list(all, target, { ...options, everyNamespace }, found);
         return;
       }
-      // The index is idle: the list, and beside it the index's try to show
-      // the workspace unchanged since the index's position; the first to
-      // answer stops the other.
+      // The index is idle: the list, and once it has taken longer than the
+      // freshness budget, beside it the index's try to show the workspace
+      // unchanged since the index's position; the first to answer stops the
+      // other. (A small workspace's list answers first and no try is made:
+      // its reads would only be cut.)
       const listed: Blockers = { named: [], total: 0 };
       const listing = new AbortController();
       const quieting = new AbortController();
@@ -452,7 +459,16 @@ export class ReviewReader {
         signal: AbortSignal.any([signal, listing.signal]),
         everyNamespace,
       }, listed);
-      const quiet = reply.quiet(AbortSignal.any([signal, quieting.signal]));
+      const quiet = valueWithin(
+        list.then(() => true, () => true),
+        this.#freshnessMs(),
+      ).then((listedFirst) => {
+        if (listedFirst !== true) {
+          return reply.quiet(AbortSignal.any([signal, quieting.signal]));
+        }
+        this.#indexes?.observe?.("idle");
+        return undefined;
+      });
       const first = await Promise.race<IndexAnswer | undefined>([
         list.then(() => undefined, () => undefined),
         quiet.catch(() => undefined).then(async (answer) =>
@@ -561,12 +577,17 @@ export class ReviewReader {
       signal,
       budget: this.#whenBudget,
       maxNamed: this.#maxNamed,
-      freshnessMs: Math.min(
-        this.#indexFreshnessMs,
-        this.#deadline.remainingMs() / 4,
-      ),
+      freshnessMs: this.#freshnessMs(),
       onNamed: () => this.#readWorkspaceEarly(target.cluster),
     });
+  }
+
+  /**
+   * How long the index may take to show it is fresh: `--index-freshness-
+   * timeout`, and at most a quarter of what is left of the deadline.
+   */
+  #freshnessMs(): number {
+    return Math.min(this.#indexFreshnessMs, this.#deadline.remainingMs() / 4);
   }
 }
 

@@ -159,7 +159,7 @@ Deno.test("a denial from the index reads the workspace beside the dependent it c
   });
 });
 
-Deno.test("an idle index races the list: the first to answer decides, and the other is stopped", async () => {
+Deno.test("an idle index races a list slower than the freshness budget: the first to answer decides, and the other is stopped", async () => {
   const identified = new RuleRegistry();
   identified.replace([VM_RULE], {
     identities: new Map([[
@@ -172,10 +172,14 @@ Deno.test("an idle index races the list: the first to answer decides, and the ot
   index.startResync("shard");
   index.finishResync("shard", "9");
   const aborted = { list: false, quiet: false };
+  /** Calls of the index's watch, and what resolves at the next one. */
+  let quietCalls = 0;
+  let quietCalled = () => {};
   const review = async (
     options: { quiet: "yes" | "hang"; listing: Listing },
   ) => {
     aborted.list = aborted.quiet = false;
+    quietCalls = 0;
     const source = new FakeDependentSource({
       virtualmachines: options.listing,
     });
@@ -193,17 +197,23 @@ Deno.test("an idle index races the list: the first to answer decides, and the ot
           probe: () => Promise.resolve(new Map([["shard", "12"]])),
           changed: () => new Promise(() => {}),
           idleMs: () => 60_000,
-          quiet: (_cluster, { signal }) =>
-            options.quiet === "yes" ? Promise.resolve(true) : new Promise(
-              (_, reject) =>
-                signal.addEventListener("abort", () => {
-                  aborted.quiet = true;
-                  reject(signal.reason);
-                }),
-            ),
+          quiet: (_cluster, { signal }) => {
+            quietCalls++;
+            quietCalled();
+            return options.quiet === "yes"
+              ? Promise.resolve(true)
+              : new Promise(
+                (_, reject) =>
+                  signal.addEventListener("abort", () => {
+                    aborted.quiet = true;
+                    reject(signal.reason);
+                  }),
+              );
+          },
         }),
         observe: (o) => outcomes.push(o),
       },
+      indexFreshnessMs: 10,
     }).validate(deleteRequest());
     return { verdict, outcomes };
   };
@@ -232,9 +242,28 @@ Deno.test("an idle index races the list: the first to answer decides, and the ot
   assert.equal(quiet.verdict.outcome, "allowed");
   assert.deepEqual(quiet.outcomes, ["quiet_none"]);
   assert.equal(aborted.list, true);
-  // The list answers first (it finds a VM): it decides, the watch stops.
-  const listed = await settlesWithin(
+  // A list that answers within the budget decides: no watch is made.
+  const quick = await settlesWithin(
     review({ quiet: "hang", listing: { pages: [[VM_ON_A]] } }),
+    5_000,
+  );
+  assert.equal(quick.verdict.outcome, "denied_referenced");
+  assert.equal(quietCalls, 0);
+  assert.deepEqual(quick.outcomes, ["idle"]);
+  // A slower list (its page comes once the watch has begun) still answers
+  // first: it decides, the watch stops.
+  const listed = await settlesWithin(
+    review({
+      quiet: "hang",
+      listing: {
+        run: () => ({
+          async *[Symbol.asyncIterator]() {
+            await new Promise<void>((resolve) => quietCalled = resolve);
+            yield [VM_ON_A];
+          },
+        }),
+      },
+    }),
     5_000,
   );
   assert.equal(listed.verdict.outcome, "denied_referenced");
@@ -242,6 +271,7 @@ Deno.test("an idle index races the list: the first to answer decides, and the ot
     listed.verdict.response.status?.message ?? "",
     /VirtualMachine\/vm-1/,
   );
+  assert.equal(quietCalls, 1);
   assert.equal(aborted.quiet, true);
   assert.deepEqual(listed.outcomes, ["idle"]);
 });

@@ -1,7 +1,7 @@
 /**
  * A real `kcp start` on loopback for the tests: free ports, a fresh root
- * directory, fsync off, static tokens for every identity the tests use, and
- * helpers to talk to it over REST or through `kubectl`.
+ * directory, fsync off, a quick shutdown, static tokens for every identity
+ * the tests use, and helpers to talk to it over REST or through `kubectl`.
  *
  * @module
  */
@@ -55,6 +55,18 @@ export const IDENTITY_USERS: Readonly<
   webhook: { user: "dependency-webhook", groups: [] },
   user: { user: "user-1", groups: [] },
 };
+
+/**
+ * How every test kcp (and each shard) shuts down: on SIGTERM it refuses new
+ * requests (429, Retry-After), drains those in flight but watches, and
+ * exits 2 s later, ending the watches left. By default kcp waits up to a
+ * minute for watch streams its clients keep open, so a kcp stopped under
+ * running components was killed after the harness's 20 s grace instead
+ * (measured: 20.1 s, and 2.1 s with this flag).
+ */
+export const KCP_SHUTDOWN_ARGS: readonly string[] = [
+  "--shutdown-send-retry-after",
+];
 
 /** Options for {@linkcode startKcp}. */
 export interface StartKcpOptions {
@@ -466,6 +478,7 @@ export class KcpServer implements KcpApi {
         "--embedded-etcd-wal-size-bytes=5000",
         `--token-auth-file=${this.rootDir}/tokens.csv`,
         `--kubeconfig-path=${kubeconfig}`,
+        ...KCP_SHUTDOWN_ARGS,
         "--v=2",
         ...this.#extraArgs,
       ],

@@ -42,7 +42,13 @@ export {
   UnknownWorkspace,
 } from "./review_source.ts";
 import type { Blocker, Unread } from "./verdicts.ts";
-import { keepFirst, ownDependents, referringFields } from "./review_match.ts";
+import { keepFirst } from "./review_match.ts";
+import {
+  addBlockers,
+  type Blockers,
+  listBlockers,
+  type ListBlockersOptions,
+} from "./review_list.ts";
 import {
   answerFromIndex,
   type IndexAnswer,
@@ -50,13 +56,7 @@ import {
   type IndexReply,
 } from "./index_reads.ts";
 
-/** The dependents that still refer to the object: the first few, and how many. */
-export interface Blockers {
-  /** The first `maxNamed` in (kind, namespace, name) order. */
-  named: Blocker[];
-  /** All of them. */
-  total: number;
-}
+export type { Blockers } from "./review_list.ts";
 
 /** What a review read, each as a settled result. */
 export interface ReviewReadings {
@@ -439,11 +439,15 @@ export class ReviewReader {
         ? { list: "now" as const }
         : await this.#fromIndex(all, target, signal);
       if ("answer" in reply) {
-        add(found, reply.answer, this.#maxNamed);
+        addBlockers(found, reply.answer, this.#maxNamed);
         return;
       }
       if (reply.list === "now") {
-        await this.#list(all, target, { ...options, everyNamespace }, found);
+        await listBlockers(all, target, {
+          ...options,
+          everyNamespace,
+          ...this.#listing(found),
+        });
         return;
       }
       // The index is idle: the list, and once it has taken longer than the
@@ -454,11 +458,12 @@ export class ReviewReader {
       const listed: Blockers = { named: [], total: 0 };
       const listing = new AbortController();
       const quieting = new AbortController();
-      const list = this.#list(all, target, {
+      const list = listBlockers(all, target, {
         ...options,
         signal: AbortSignal.any([signal, listing.signal]),
         everyNamespace,
-      }, listed);
+        ...this.#listing(listed),
+      });
       const quiet = valueWithin(
         list.then(() => true, () => true),
         this.#freshnessMs(),
@@ -477,14 +482,14 @@ export class ReviewReader {
       ]);
       if (first !== undefined) {
         listing.abort(new Error("the dependents index answered"));
-        add(found, first, this.#maxNamed);
+        addBlockers(found, first, this.#maxNamed);
         return;
       }
       quieting.abort(new Error("the list answered"));
       try {
         await list;
       } finally {
-        add(found, listed, this.#maxNamed);
+        addBlockers(found, listed, this.#maxNamed);
       }
     } catch (error) {
       if (error instanceof KubeApiError && error.notFound) return;
@@ -500,69 +505,16 @@ export class ReviewReader {
     }
   }
 
-  /**
-   * Lists one dependent type (of `all`) page by page into `found`,
-   * matching each dependent against the rules whose export the workspace
-   * binds the type from.
-   */
-  async #list(
-    all: readonly Protection[],
-    target: ReviewTarget,
-    options: {
-      signal: AbortSignal;
-      bound: Promise<ReadonlyMap<string, string> | undefined>;
-      freshBound: () => Promise<ReadonlyMap<string, string> | undefined>;
-      everyNamespace: boolean;
-    },
+  /** What a list of this review needs besides its query, filling `found`. */
+  #listing(
     found: Blockers,
-  ): Promise<void> {
-    const { signal } = options;
-    const dependent = all[0]!.dependent;
-    let group = all;
-    const pages = this.#source.pages({
-      cluster: target.cluster,
-      dependent,
-      ...(options.everyNamespace ? {} : { namespace: target.namespace }),
-    }, signal);
-    let first = true;
-    for await (const items of pages) {
-      if (signal.aborted) return;
-      if (first) {
-        first = false;
-        group = ownDependents(all, await options.bound);
-        if (group.length < all.length) {
-          group = ownDependents(all, await options.freshBound());
-        }
-        if (group.length === 0) return;
-      }
-      for (const item of items) {
-        const { paths, pathsNotShown, rules, note } = referringFields(
-          item,
-          group,
-          target,
-          this.#whenBudget,
-        );
-        if (paths.length === 0) continue;
-        const metadata = asRecord(asRecord(item)?.metadata);
-        found.total++;
-        keepFirst(found.named, {
-          kind: dependent.kind,
-          type: {
-            group: dependent.group,
-            version: dependent.version,
-            resource: dependent.resource,
-          },
-          namespace: typeof metadata?.namespace === "string"
-            ? metadata.namespace
-            : "",
-          name: typeof metadata?.name === "string" ? metadata.name : "",
-          paths,
-          ...(pathsNotShown === undefined ? {} : { pathsNotShown }),
-          rules,
-          ...(note === undefined ? {} : { note }),
-        }, this.#maxNamed);
-      }
-    }
+  ): Pick<ListBlockersOptions, "source" | "budget" | "maxNamed" | "found"> {
+    return {
+      source: this.#source,
+      budget: this.#whenBudget,
+      maxNamed: this.#maxNamed,
+      found,
+    };
   }
 
   /** What the indexes say of one dependent type (see `index_reads.ts`). */
@@ -589,12 +541,6 @@ export class ReviewReader {
   #freshnessMs(): number {
     return Math.min(this.#indexFreshnessMs, this.#deadline.remainingMs() / 4);
   }
-}
-
-/** Adds what `more` found to `found`, naming at most `maxNamed`. */
-function add(found: Blockers, more: Blockers, maxNamed: number): void {
-  for (const blocker of more.named) keepFirst(found.named, blocker, maxNamed);
-  found.total += more.total;
 }
 
 /** A dependent type whose list failed with `error`, for the denial. */

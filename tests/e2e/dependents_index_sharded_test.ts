@@ -50,7 +50,7 @@ const PLACEMENT: readonly [string, "root" | "shard-1"][] = [
 ];
 const NAMESPACE = "team-a";
 /** Back-to-back rounds per consumer. */
-const ROUNDS = 100;
+const ROUNDS = 250;
 
 shardedKcpTest(
   "the dependents index on two shards behind the front-proxy: a VM created and its VPC deleted back to back is always denied",

@@ -23,7 +23,7 @@ import {
 import type { BypassAuthorizer } from "./access_review.ts";
 import type { Protection } from "./rule_registry.ts";
 import { planReads, type ReviewPlan } from "./review_plan.ts";
-import { asRecord, type ReviewTarget } from "./review_target.ts";
+import type { ReviewTarget } from "./review_target.ts";
 import type { OwnerFindings } from "./review_owners.ts";
 import { REVIEW_WHEN_BUDGET } from "./protects_now.ts";
 import { WhenBudget } from "../when/mod.ts";
@@ -41,8 +41,7 @@ export {
   type ObjectQuery,
   UnknownWorkspace,
 } from "./review_source.ts";
-import type { Blocker, Unread } from "./verdicts.ts";
-import { keepFirst } from "./review_match.ts";
+import type { Unread } from "./verdicts.ts";
 import {
   addBlockers,
   type Blockers,

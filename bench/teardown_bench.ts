@@ -205,7 +205,10 @@ try {
   console.log(
     (await metrics()).split("\n").filter((l) =>
       l.startsWith("dependency_webhook_index_answers_total{") ||
-      l.startsWith('dependency_webhook_admission_reviews_total{outcome="')
+      l.startsWith('dependency_webhook_admission_reviews_total{outcome="') ||
+      // The webhook's own time per review, beside the teardown's.
+      /^dependency_webhook_admission_review_duration_seconds_(sum|count)\{/
+        .test(l)
     ).join("\n"),
   );
 } finally {

@@ -24,8 +24,7 @@ import { indexRoute } from "./index_plan.ts";
 import type { Protection } from "./rule_registry.ts";
 import type { ReviewTarget } from "./review_target.ts";
 import type { DependentSource } from "./review_source.ts";
-import { keepFirst, referringFields } from "./review_match.ts";
-import { asRecord } from "./review_target.ts";
+import { keepFirst, referringBlocker } from "./review_match.ts";
 import type { Blocker } from "./verdicts.ts";
 import type { WhenBudget } from "../when/mod.ts";
 
@@ -422,31 +421,13 @@ async function confirmed(
     );
     for (const object of objects) {
       if (object === undefined) continue;
-      const { paths, pathsNotShown, rules, note } = referringFields(
-        object,
-        group,
+      const blocker = referringBlocker(object, group, {
         target,
-        options.budget,
-      );
-      if (paths.length === 0) continue;
-      const metadata = asRecord(object.metadata);
+        budget: options.budget,
+      });
+      if (blocker === undefined) continue;
       total++;
-      keepFirst(named, {
-        kind: dependent.kind,
-        type: {
-          group: dependent.group,
-          version: dependent.version,
-          resource: dependent.resource,
-        },
-        namespace: typeof metadata?.namespace === "string"
-          ? metadata.namespace
-          : "",
-        name: typeof metadata?.name === "string" ? metadata.name : "",
-        paths,
-        ...(pathsNotShown === undefined ? {} : { pathsNotShown }),
-        rules,
-        ...(note === undefined ? {} : { note }),
-      }, options.maxNamed);
+      keepFirst(named, blocker, options.maxNamed);
     }
     if (total > 0) break;
   }

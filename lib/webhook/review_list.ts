@@ -6,9 +6,9 @@
  * @module
  */
 import type { Protection } from "./rule_registry.ts";
-import { asRecord, type ReviewTarget } from "./review_target.ts";
+import type { ReviewTarget } from "./review_target.ts";
 import type { DependentSource } from "./review_source.ts";
-import { keepFirst, ownDependents, referringFields } from "./review_match.ts";
+import { keepFirst, ownDependents, referringBlocker } from "./review_match.ts";
 import type { Blocker } from "./verdicts.ts";
 import type { WhenBudget } from "../when/mod.ts";
 
@@ -71,31 +71,13 @@ export async function listBlockers(
       if (group.length === 0) return;
     }
     for (const item of items) {
-      const { paths, pathsNotShown, rules, note } = referringFields(
-        item,
-        group,
+      const blocker = referringBlocker(item, group, {
         target,
-        options.budget,
-      );
-      if (paths.length === 0) continue;
-      const metadata = asRecord(asRecord(item)?.metadata);
+        budget: options.budget,
+      });
+      if (blocker === undefined) continue;
       found.total++;
-      keepFirst(found.named, {
-        kind: dependent.kind,
-        type: {
-          group: dependent.group,
-          version: dependent.version,
-          resource: dependent.resource,
-        },
-        namespace: typeof metadata?.namespace === "string"
-          ? metadata.namespace
-          : "",
-        name: typeof metadata?.name === "string" ? metadata.name : "",
-        paths,
-        ...(pathsNotShown === undefined ? {} : { pathsNotShown }),
-        rules,
-        ...(note === undefined ? {} : { note }),
-      }, options.maxNamed);
+      keepFirst(found.named, blocker, options.maxNamed);
     }
   }
 }

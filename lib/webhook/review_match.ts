@@ -9,7 +9,7 @@
 import { formatFieldPath, referencesOf } from "../rules/mod.ts";
 import { compareStrings } from "../runtime/mod.ts";
 import type { Protection } from "./rule_registry.ts";
-import type { ReviewTarget } from "./review_target.ts";
+import { asRecord, type ReviewTarget } from "./review_target.ts";
 import type { Blocker } from "./verdicts.ts";
 import { type Protects, protectsNow } from "./protects_now.ts";
 import type { WhenBudget } from "../when/mod.ts";
@@ -84,6 +84,44 @@ export function referringFields(
   return {
     paths,
     ...(more > 0 ? { pathsNotShown: more } : {}),
+    rules,
+    ...(note === undefined ? {} : { note }),
+  };
+}
+
+/**
+ * `item`, a dependent of `group`'s type, as the blocker a denial names when
+ * it refers to `options.target` (see {@linkcode referringFields});
+ * `undefined` when it does not. A list and the index's confirming read
+ * name a dependent alike.
+ */
+export function referringBlocker(
+  item: unknown,
+  group: readonly Protection[],
+  options: { target: ReviewTarget; budget?: WhenBudget },
+): Blocker | undefined {
+  const { paths, pathsNotShown, rules, note } = referringFields(
+    item,
+    group,
+    options.target,
+    options.budget,
+  );
+  if (paths.length === 0) return undefined;
+  const dependent = group[0]!.dependent;
+  const metadata = asRecord(asRecord(item)?.metadata);
+  return {
+    kind: dependent.kind,
+    type: {
+      group: dependent.group,
+      version: dependent.version,
+      resource: dependent.resource,
+    },
+    namespace: typeof metadata?.namespace === "string"
+      ? metadata.namespace
+      : "",
+    name: typeof metadata?.name === "string" ? metadata.name : "",
+    paths,
+    ...(pathsNotShown === undefined ? {} : { pathsNotShown }),
     rules,
     ...(note === undefined ? {} : { note }),
   };

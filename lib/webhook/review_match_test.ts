@@ -1,11 +1,19 @@
 import assert from "node:assert/strict";
-import { keepFirst, ownDependents, referringFields } from "./review_match.ts";
+import {
+  keepFirst,
+  ownDependents,
+  referringBlocker,
+  referringFields,
+} from "./review_match.ts";
 import { RuleRegistry } from "./rule_registry.ts";
 import type { Blocker } from "./verdicts.ts";
 import {
   dependency,
+  registryOf,
   validRule,
   VIRTUAL_MACHINES,
+  vm,
+  VM_RULE,
   VPCS,
 } from "../../testing/mod.ts";
 
@@ -128,4 +136,40 @@ Deno.test("keepFirst() keeps the smallest blockers by kind, namespace and name, 
     keepFirst(named, blocker(name), 2);
   }
   assert.deepEqual(named.map((b) => b.name), ["vm-a", "vm-b"]);
+});
+
+Deno.test("referringBlocker() names a dependent that refers as a denial does, and nothing for one that does not", () => {
+  const group = registryOf(VM_RULE).find(VPCS);
+  const target = {
+    cluster: "consumer1",
+    namespace: "default",
+    name: "vpc-a",
+    uid: "uid-vpc-a",
+    resource: { ...VPCS },
+  };
+  assert.deepEqual(referringBlocker(vm("vm-1", "vpc-a"), group, { target }), {
+    kind: VIRTUAL_MACHINES.kind,
+    type: {
+      group: VIRTUAL_MACHINES.group,
+      version: VIRTUAL_MACHINES.version,
+      resource: VIRTUAL_MACHINES.resource,
+    },
+    namespace: "default",
+    name: "vm-1",
+    paths: [".spec.vpcRef.name"],
+    rules: referringFields(vm("vm-1", "vpc-a"), group, target).rules,
+  });
+  assert.equal(
+    referringBlocker(vm("vm-2", "vpc-b"), group, { target }),
+    undefined,
+  );
+  // Metadata a tenant mistyped names no namespace or name, not a crash.
+  const odd = {
+    ...vm("vm-3", "vpc-a"),
+    metadata: { name: 7, namespace: "default" },
+  };
+  assert.deepEqual(
+    [referringBlocker(odd, group, { target })?.name],
+    [""],
+  );
 });

@@ -17,6 +17,7 @@ import {
 } from "../dependents/mod.ts";
 import { errorText, type Logger } from "../runtime/mod.ts";
 import { type IndexSpec, sameSpec } from "./index_plan.ts";
+import { SlowLists } from "./slow_lists.ts";
 import type {
   IndexedDependents,
   IndexOutcome,
@@ -112,6 +113,8 @@ export class IndexKeeper implements IndexedDependents {
   /** What every index keeps together. */
   readonly #budget: IndexBudget;
   #stopped = false;
+  /** Lists slower than the freshness budget lately: idle indexes prove first there. */
+  readonly slowLists: SlowLists = new SlowLists();
 
   /** A keeper with no index yet: {@linkcode IndexKeeper.update} gives it specs. */
   constructor(options: IndexKeeperOptions) {

@@ -27,6 +27,8 @@ import type { DependentSource } from "./review_source.ts";
 import { keepFirst, referringBlocker } from "./review_match.ts";
 import type { Blocker } from "./verdicts.ts";
 import type { WhenBudget } from "../when/mod.ts";
+import { listsEveryNamespace } from "./review_list.ts";
+import type { ListScope, SlowLists } from "./slow_lists.ts";
 
 /** An index that is synced on every endpoint feeding it. */
 export interface ReadyIndex {
@@ -76,6 +78,12 @@ export interface IndexedDependents {
   ready(key: string): ReadyIndex | undefined;
   /** Counts how a review used the index (for metrics). */
   observe?(outcome: IndexOutcome): void;
+  /**
+   * Lists that were slower than the freshness budget lately, by scope: an
+   * idle index tries its quiet proof before listing such a scope again.
+   * Absent, a list always goes first.
+   */
+  slowLists?: SlowLists;
 }
 
 /** How a review used the index. */
@@ -101,17 +109,32 @@ export const BUSY_WITHIN_MS = 1_000;
 
 /**
  * What the indexes say of one dependent type: their answer; list now; or
- * list, and beside the list try `quiet` (an idle index showing the
- * workspace unchanged since its position), whichever answers first.
+ * an idle index that may show the workspace unchanged since its position
+ * (`quiet`), tried beside a list or before it (`index_race.ts`).
  */
 export type IndexReply =
   | { answer: IndexAnswer }
   | { list: "now" }
-  | {
-    list: "race";
-    /** The index's answer once shown fresh, or `undefined`; ends with `signal`. */
-    quiet: (signal: AbortSignal) => Promise<IndexAnswer | undefined>;
-  };
+  | IdleIndexReply;
+
+/** An idle index's reply: list, or show the index fresh another way. */
+export interface IdleIndexReply {
+  /** Discriminates the reply. */
+  list: "race";
+  /** The index's answer once shown fresh, or `undefined`; ends with `signal`. */
+  quiet: (signal: AbortSignal) => Promise<IndexAnswer | undefined>;
+  /**
+   * Whether the last list of this scope was slower than the freshness
+   * budget: then `quiet` is tried first, and the list only if it fails.
+   */
+  quietFirst: boolean;
+  /** Records how long a list of this scope took (`Infinity`: stopped past the budget). */
+  listTook: (ms: number) => void;
+  /** The freshness budget: how long a list may take before `quiet` is tried beside it. */
+  freshnessMs: number;
+  /** Counts how the review used the index (`IndexedDependents.observe`). */
+  observe: (outcome: IndexOutcome) => void;
+}
 
 /** What the index found: as a list would, or `undefined` (list instead). */
 export interface IndexAnswer {
@@ -214,6 +237,7 @@ export async function answerFromIndex(
         indexes.observe?.("idle");
         return LIST_NOW;
       }
+      const scope = listScope(group, target);
       return {
         list: "race",
         quiet: (quietSignal) =>
@@ -221,6 +245,11 @@ export async function answerFromIndex(
             ...options,
             signal: quietSignal,
           }),
+        quietFirst: indexes.slowLists?.slow(scope) ?? false,
+        listTook: (ms) =>
+          indexes.slowLists?.record(scope, ms > options.freshnessMs),
+        freshnessMs: options.freshnessMs,
+        observe: (outcome) => indexes.observe?.(outcome),
       };
     }
     let readings:
@@ -261,6 +290,21 @@ export async function answerFromIndex(
   } finally {
     probes.abort(new Error("answered"));
   }
+}
+
+/** What a list of `group`'s dependent type for `target` reads. */
+function listScope(
+  group: readonly Protection[],
+  target: ReviewTarget,
+): ListScope {
+  const { group: apiGroup, resource } = group[0]!.dependent;
+  return {
+    type: `${apiGroup}/${resource}`,
+    cluster: target.cluster,
+    ...(listsEveryNamespace(group, target)
+      ? {}
+      : { namespace: target.namespace }),
+  };
 }
 
 /** The reply that makes the review list now. */

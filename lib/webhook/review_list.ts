@@ -41,6 +41,20 @@ export interface ListBlockersOptions {
 }
 
 /**
+ * Whether a list of `group`'s dependent type for `target` reads every
+ * namespace: for a cluster-scoped object, or when a rule's namespace path
+ * lets a dependent in any namespace refer to it; otherwise only the
+ * object's own namespace.
+ */
+export function listsEveryNamespace(
+  group: readonly Protection[],
+  target: ReviewTarget,
+): boolean {
+  return target.namespace === undefined ||
+    group.some((p) => p.namespacePath !== undefined);
+}
+
+/**
  * Lists one dependent type (of `all`) page by page into `options.found`,
  * matching each dependent against the rules whose export the workspace
  * binds the type from; only the dependents that refer to `target` are

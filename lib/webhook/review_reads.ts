@@ -14,12 +14,7 @@
  */
 import { KubeApiError } from "../kcp/mod.ts";
 import { gvrKey } from "../rules/mod.ts";
-import {
-  Deadline,
-  DeadlineExceeded,
-  errorText,
-  valueWithin,
-} from "../runtime/mod.ts";
+import { Deadline, DeadlineExceeded, errorText } from "../runtime/mod.ts";
 import type { BypassAuthorizer } from "./access_review.ts";
 import type { Protection } from "./rule_registry.ts";
 import { planReads, type ReviewPlan } from "./review_plan.ts";
@@ -47,10 +42,11 @@ import {
   type Blockers,
   listBlockers,
   type ListBlockersOptions,
+  listsEveryNamespace,
 } from "./review_list.ts";
+import { listOrQuiet } from "./index_race.ts";
 import {
   answerFromIndex,
-  type IndexAnswer,
   type IndexedDependents,
   type IndexReply,
 } from "./index_reads.ts";
@@ -431,8 +427,7 @@ export class ReviewReader {
     const dependent = all[0]!.dependent;
     // A rule with a namespace path lets a dependent in any namespace refer
     // to the object; without one, only its own namespace is read.
-    const everyNamespace = target.namespace === undefined ||
-      all.some((p) => p.namespacePath !== undefined);
+    const everyNamespace = listsEveryNamespace(all, target);
     try {
       const reply = this.#indexes === undefined
         ? { list: "now" as const }
@@ -449,47 +444,19 @@ export class ReviewReader {
         });
         return;
       }
-      // The index is idle: the list, and once it has taken longer than the
-      // freshness budget, beside it the index's try to show the workspace
-      // unchanged since the index's position; the first to answer stops the
-      // other. (A small workspace's list answers first and no try is made:
-      // its reads would only be cut.)
-      const listed: Blockers = { named: [], total: 0 };
-      const listing = new AbortController();
-      const quieting = new AbortController();
-      const list = listBlockers(all, target, {
-        ...options,
-        signal: AbortSignal.any([signal, listing.signal]),
-        everyNamespace,
-        ...this.#listing(listed),
+      // The index is idle: the list and its quiet proof (index_race.ts).
+      await listOrQuiet(reply, {
+        signal,
+        found,
+        maxNamed: this.#maxNamed,
+        list: (listed, listSignal) =>
+          listBlockers(all, target, {
+            ...options,
+            signal: listSignal,
+            everyNamespace,
+            ...this.#listing(listed),
+          }),
       });
-      const quiet = valueWithin(
-        list.then(() => true, () => true),
-        this.#freshnessMs(),
-      ).then((listedFirst) => {
-        if (listedFirst !== true) {
-          return reply.quiet(AbortSignal.any([signal, quieting.signal]));
-        }
-        this.#indexes?.observe?.("idle");
-        return undefined;
-      });
-      const first = await Promise.race<IndexAnswer | undefined>([
-        list.then(() => undefined, () => undefined),
-        quiet.catch(() => undefined).then(async (answer) =>
-          answer ?? await list.then(() => undefined)
-        ),
-      ]);
-      if (first !== undefined) {
-        listing.abort(new Error("the dependents index answered"));
-        addBlockers(found, first, this.#maxNamed);
-        return;
-      }
-      quieting.abort(new Error("the list answered"));
-      try {
-        await list;
-      } finally {
-        addBlockers(found, listed, this.#maxNamed);
-      }
     } catch (error) {
       if (error instanceof KubeApiError && error.notFound) return;
       if (signal.reason instanceof DeadlineExceeded) throw signal.reason;

@@ -16,6 +16,7 @@ import type { LockIndex } from "../locks/mod.ts";
 import { DependentsIndex } from "../dependents/mod.ts";
 import { indexSpecs } from "./index_plan.ts";
 import { RuleRegistry } from "./rule_registry.ts";
+import { SlowLists } from "./slow_lists.ts";
 import { KubeApiError } from "../kcp/mod.ts";
 import { Deadline, DeadlineExceeded } from "../runtime/mod.ts";
 import type { ClusterRule } from "../rules/mod.ts";
@@ -91,6 +92,23 @@ async function settlesWithin<T>(work: Promise<T>, ms: number): Promise<T> {
   }
 }
 
+/** An index of VM_RULE's dependents holding `objects`, synced on "shard" at "9". */
+function identifiedIndex(objects: readonly unknown[] = []) {
+  const identified = new RuleRegistry();
+  identified.replace([VM_RULE], {
+    identities: new Map([[
+      `${VM_RULE.cluster}/${VM_RULE.rule.metadata.name}`,
+      "id1",
+    ]]),
+  });
+  const [spec] = indexSpecs(identified.find(VPCS)).values();
+  const index = new DependentsIndex(spec!.paths, { maxDependents: 10 });
+  index.startResync("shard");
+  for (const object of objects) index.upsert("shard", object);
+  index.finishResync("shard", "9");
+  return { identified, spec: spec!, index };
+}
+
 Deno.test("a review reads each object and list at most once, also when a Lock holds the object in a workspace being deleted", async () => {
   const source = new FakeDependentSource({
     virtualmachines: { pages: [[VM_ON_A]] },
@@ -110,24 +128,13 @@ Deno.test("a review reads each object and list at most once, also when a Lock ho
 });
 
 Deno.test("a denial from the index reads the workspace beside the dependent it confirms, not after it", async () => {
-  const identified = new RuleRegistry();
-  identified.replace([VM_RULE], {
-    identities: new Map([[
-      `${VM_RULE.cluster}/${VM_RULE.rule.metadata.name}`,
-      "id1",
-    ]]),
-  });
-  const [spec] = indexSpecs(identified.find(VPCS)).values();
-  const index = new DependentsIndex(spec!.paths, { maxDependents: 10 });
   const indexed = vm("vm-1", "vpc-a");
   (indexed.metadata as Record<string, unknown>).annotations = {
     "kcp.io/cluster": "consumer1",
   };
   (indexed.metadata as Record<string, unknown>).uid = "uid-vm-1";
   (indexed.metadata as Record<string, unknown>).resourceVersion = "5";
-  index.startResync("shard");
-  index.upsert("shard", indexed);
-  index.finishResync("shard", "9");
+  const { identified, spec, index } = identifiedIndex([indexed]);
   /** How many workspace reads had begun when the dependent was read. */
   const begunAtConfirm: number[] = [];
   const source = new class extends FakeDependentSource {
@@ -142,7 +149,7 @@ Deno.test("a denial from the index reads the workspace beside the dependent it c
       ready: () => ({
         index,
         sources: ["shard"],
-        pathKeys: spec!.pathKeys,
+        pathKeys: spec.pathKeys,
         probe: () => new Promise(() => {}),
         changed: () => new Promise(() => {}),
         idleMs: () => 0,
@@ -159,30 +166,33 @@ Deno.test("a denial from the index reads the workspace beside the dependent it c
   });
 });
 
-Deno.test("an idle index races a list slower than the freshness budget: the first to answer decides, and the other is stopped", async () => {
-  const identified = new RuleRegistry();
-  identified.replace([VM_RULE], {
-    identities: new Map([[
-      `${VM_RULE.cluster}/${VM_RULE.rule.metadata.name}`,
-      "id1",
-    ]]),
-  });
-  const [spec] = indexSpecs(identified.find(VPCS)).values();
-  const index = new DependentsIndex(spec!.paths, { maxDependents: 10 });
-  index.startResync("shard");
-  index.finishResync("shard", "9");
-  const aborted = { list: false, quiet: false };
-  /** Calls of the index's watch, and what resolves at the next one. */
-  let quietCalls = 0;
-  let quietCalled = () => {};
+/**
+ * Reviews of deleting vpc-a over an idle, empty index whose quiet proof
+ * answers yes or no, or hangs until aborted, each with its own list; what the
+ * proof and the list saw is in `seen`.
+ */
+function idleIndexReviews(slowLists?: SlowLists) {
+  const { identified, spec, index } = identifiedIndex();
+  const seen = {
+    listAborted: false,
+    quietAborted: false,
+    quietCalls: 0,
+    lists: 0,
+    /** Resolves at the next call of the proof. */
+    quietCalled: () => {},
+  };
   const review = async (
-    options: { quiet: "yes" | "hang"; listing: Listing },
+    options: { quiet: "yes" | "no" | "hang"; listing: Listing },
   ) => {
-    aborted.list = aborted.quiet = false;
-    quietCalls = 0;
-    const source = new FakeDependentSource({
-      virtualmachines: options.listing,
-    });
+    seen.listAborted = seen.quietAborted = false;
+    seen.quietCalls = 0;
+    seen.lists = 0;
+    const source = new class extends FakeDependentSource {
+      override pages(query: DependentQuery, signal: AbortSignal) {
+        seen.lists++;
+        return super.pages(query, signal);
+      }
+    }({ virtualmachines: options.listing });
     source.bound = new Map([[
       `${VIRTUAL_MACHINES.group}/${VIRTUAL_MACHINES.resource}`,
       "id1",
@@ -193,62 +203,67 @@ Deno.test("an idle index races a list slower than the freshness budget: the firs
         ready: () => ({
           index,
           sources: ["shard"],
-          pathKeys: spec!.pathKeys,
+          pathKeys: spec.pathKeys,
           probe: () => Promise.resolve(new Map([["shard", "12"]])),
           changed: () => new Promise(() => {}),
           idleMs: () => 60_000,
           quiet: (_cluster, { signal }) => {
-            quietCalls++;
-            quietCalled();
-            return options.quiet === "yes"
-              ? Promise.resolve(true)
+            seen.quietCalls++;
+            seen.quietCalled();
+            return options.quiet !== "hang"
+              ? Promise.resolve(options.quiet === "yes")
               : new Promise(
                 (_, reject) =>
                   signal.addEventListener("abort", () => {
-                    aborted.quiet = true;
+                    seen.quietAborted = true;
                     reject(signal.reason);
                   }),
               );
           },
         }),
         observe: (o) => outcomes.push(o),
+        ...(slowLists === undefined ? {} : { slowLists }),
       },
       indexFreshnessMs: 10,
     }).validate(deleteRequest());
     return { verdict, outcomes };
   };
+  /** A list that never ends until aborted. */
+  const endless: Listing = {
+    run: (_query, signal) => ({
+      async *[Symbol.asyncIterator]() {
+        await new Promise((resolve) =>
+          signal.addEventListener("abort", () => {
+            seen.listAborted = true;
+            resolve(undefined);
+          })
+        );
+        // Stopped: no page.
+        yield* [];
+      },
+    }),
+  };
+  return { review, seen, endless };
+}
+
+Deno.test("an idle index races a list slower than the freshness budget: the first to answer decides, and the other is stopped", async () => {
+  const { review, seen, endless } = idleIndexReviews();
   // A list that would never end: the index shows the workspace quiet and
   // allows; the list is stopped.
   const quiet = await settlesWithin(
-    review({
-      quiet: "yes",
-      listing: {
-        run: (_query, signal) => ({
-          async *[Symbol.asyncIterator]() {
-            await new Promise((resolve) =>
-              signal.addEventListener("abort", () => {
-                aborted.list = true;
-                resolve(undefined);
-              })
-            );
-            // Stopped: no page.
-            yield* [];
-          },
-        }),
-      },
-    }),
+    review({ quiet: "yes", listing: endless }),
     5_000,
   );
   assert.equal(quiet.verdict.outcome, "allowed");
   assert.deepEqual(quiet.outcomes, ["quiet_none"]);
-  assert.equal(aborted.list, true);
+  assert.equal(seen.listAborted, true);
   // A list that answers within the budget decides: no watch is made.
   const quick = await settlesWithin(
     review({ quiet: "hang", listing: { pages: [[VM_ON_A]] } }),
     5_000,
   );
   assert.equal(quick.verdict.outcome, "denied_referenced");
-  assert.equal(quietCalls, 0);
+  assert.equal(seen.quietCalls, 0);
   assert.deepEqual(quick.outcomes, ["idle"]);
   // A slower list (its page comes once the watch has begun) still answers
   // first: it decides, the watch stops.
@@ -258,7 +273,7 @@ Deno.test("an idle index races a list slower than the freshness budget: the firs
       listing: {
         run: () => ({
           async *[Symbol.asyncIterator]() {
-            await new Promise<void>((resolve) => quietCalled = resolve);
+            await new Promise<void>((resolve) => seen.quietCalled = resolve);
             yield [VM_ON_A];
           },
         }),
@@ -271,9 +286,49 @@ Deno.test("an idle index races a list slower than the freshness budget: the firs
     listed.verdict.response.status?.message ?? "",
     /VirtualMachine\/vm-1/,
   );
-  assert.equal(quietCalls, 1);
-  assert.equal(aborted.quiet, true);
+  assert.equal(seen.quietCalls, 1);
+  assert.equal(seen.quietAborted, true);
   assert.deepEqual(listed.outcomes, ["idle"]);
+});
+
+Deno.test("an idle index proves first where the last list was slow, and lists only when the proof fails", async () => {
+  const { review, seen, endless } = idleIndexReviews(new SlowLists());
+  // The first review lists (nothing known yet); the list outruns the
+  // budget, the proof answers and the scope is marked slow.
+  const first = await settlesWithin(
+    review({ quiet: "yes", listing: endless }),
+    5_000,
+  );
+  assert.equal(first.verdict.outcome, "allowed");
+  assert.equal(seen.lists, 1);
+  assert.equal(seen.listAborted, true);
+  // The next review of the scope proves first: no list is made at all.
+  const second = await settlesWithin(
+    review({ quiet: "yes", listing: { pages: [[VM_ON_A]] } }),
+    5_000,
+  );
+  assert.equal(second.verdict.outcome, "allowed");
+  assert.deepEqual(second.outcomes, ["quiet_none"]);
+  assert.equal(seen.lists, 0);
+  assert.equal(seen.quietCalls, 1);
+  // A proof that fails leaves it to the list, which still decides; its
+  // quick answer clears the mark, so the next review lists first again.
+  const failed = await settlesWithin(
+    review({ quiet: "no", listing: { pages: [[VM_ON_A]] } }),
+    5_000,
+  );
+  assert.equal(failed.verdict.outcome, "denied_referenced");
+  assert.match(
+    failed.verdict.response.status?.message ?? "",
+    /VirtualMachine\/vm-1/,
+  );
+  assert.equal(seen.lists, 1);
+  const quick = await settlesWithin(
+    review({ quiet: "hang", listing: { pages: [[VM_ON_A]] } }),
+    5_000,
+  );
+  assert.equal(quick.verdict.outcome, "denied_referenced");
+  assert.equal(seen.quietCalls, 0);
 });
 
 Deno.test("a 403 on the live object reads the workspace once, for the 403 and the teardown alike", async () => {

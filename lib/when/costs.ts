@@ -21,7 +21,7 @@
  *   spreading the string into an array of them.
  *
  * `matches()` is charged apart, by the regular expression's work
- * (`regexCost` in `./when.ts`).
+ * (`regexCost` in `./limits.ts`).
  *
  * @module
  */

@@ -26,7 +26,8 @@
  *
  * @module
  */
-export * from "./when.ts";
+export * from "./limits.ts";
+export { compileWhen } from "./when.ts";
 export {
   CHARS_PER_UNIT,
   IN_LIST_UNITS,

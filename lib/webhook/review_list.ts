@@ -7,9 +7,10 @@
  */
 import type { Protection } from "./rule_registry.ts";
 import type { ReviewTarget } from "./review_target.ts";
-import type { DependentSource } from "./review_source.ts";
+import { type DependentSource, Forbidden } from "./review_source.ts";
 import { keepFirst, ownDependents, referringBlocker } from "./review_match.ts";
-import type { Blocker } from "./verdicts.ts";
+import type { Blocker, Unread } from "./verdicts.ts";
+import { errorText } from "../runtime/mod.ts";
 import type { WhenBudget } from "../when/mod.ts";
 
 /** The dependents that still refer to the object: the first few, and how many. */
@@ -104,4 +105,17 @@ export function addBlockers(
 ): void {
   for (const blocker of more.named) keepFirst(found.named, blocker, maxNamed);
   found.total += more.total;
+}
+
+/** A dependent type whose list failed with `error`, for the denial. */
+export function unreadList(
+  type: { group: string; resource: string },
+  error: unknown,
+): Unread {
+  return {
+    verb: "list",
+    type: { group: type.group, resource: type.resource },
+    why: errorText(error),
+    ...(error instanceof Forbidden ? { forbidden: error.permission } : {}),
+  };
 }

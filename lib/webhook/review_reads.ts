@@ -19,7 +19,6 @@ import type { BypassAuthorizer } from "./access_review.ts";
 import type { Protection } from "./rule_registry.ts";
 import { planReads, type ReviewPlan } from "./review_plan.ts";
 import type { ReviewTarget } from "./review_target.ts";
-import type { OwnerFindings } from "./review_owners.ts";
 import { REVIEW_WHEN_BUDGET } from "./protects_now.ts";
 import { WhenBudget } from "../when/mod.ts";
 import { readOwners } from "./review_owner_reads.ts";
@@ -37,12 +36,15 @@ export {
   UnknownWorkspace,
 } from "./review_source.ts";
 import type { Unread } from "./verdicts.ts";
+import type { ReviewReadings } from "./review_readings.ts";
+import type { OwnerFindings } from "./review_owners.ts";
 import {
   addBlockers,
   type Blockers,
   listBlockers,
   type ListBlockersOptions,
   listsEveryNamespace,
+  unreadList,
 } from "./review_list.ts";
 import { listOrQuiet } from "./index_race.ts";
 import {
@@ -53,24 +55,7 @@ import {
 
 export type { Blockers } from "./review_list.ts";
 
-/** What a review read, each as a settled result. */
-export interface ReviewReadings {
-  /** Whether the live object is the one the review describes. */
-  confirmed: PromiseSettledResult<boolean>;
-  /** The dependents that refer to it; absent when nothing was listed. */
-  blockers?: PromiseSettledResult<Blockers>;
-  /** Whether kcp allows the user `bypass`; absent when not asked. */
-  bypass?: PromiseSettledResult<boolean>;
-  /** The owners the object (or its Namespace) names that hold it; absent when no rule reads them. */
-  owners?: PromiseSettledResult<OwnerFindings>;
-  /**
-   * When `blockers` failed: the dependent types that could not be listed,
-   * each with why (the first failure is `blockers`' reason).
-   */
-  unread?: Unread[];
-  /** When `blockers` failed: what the lists that did answer found. */
-  partial?: Blockers;
-}
+export type { ReviewReadings } from "./review_readings.ts";
 
 /** Options of {@linkcode ReviewReader}. */
 export interface ReviewReaderOptions {
@@ -507,17 +492,4 @@ export class ReviewReader {
   #freshnessMs(): number {
     return Math.min(this.#indexFreshnessMs, this.#deadline.remainingMs() / 4);
   }
-}
-
-/** A dependent type whose list failed with `error`, for the denial. */
-function unreadList(
-  type: { group: string; resource: string },
-  error: unknown,
-): Unread {
-  return {
-    verb: "list",
-    type: { group: type.group, resource: type.resource },
-    why: errorText(error),
-    ...(error instanceof Forbidden ? { forbidden: error.permission } : {}),
-  };
 }

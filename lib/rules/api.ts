@@ -11,6 +11,9 @@
  * JSON Schema can express (`.max()`, `.regex()`, `.min()` on arrays,
  * required fields), with an `error` function that words the message.
  *
+ * The string fields (names, versions, kinds, resources, paths) and their
+ * patterns are in `./api_fields.ts`, shared with the Lock API.
+ *
  * DependencyRules are cluster-scoped: a rule is identified by its kcp logical
  * cluster and its name (see {@linkcode ruleKey}).
  *
@@ -28,11 +31,15 @@
 import { z } from "zod";
 import { errorText, type Validated, validateWith } from "../runtime/mod.ts";
 import {
-  FIELD_PATH_PATTERN,
-  pairingProblem,
-  parseFieldPath,
-  tryParseFieldPath,
-} from "./field_path.ts";
+  dnsSubdomainField,
+  fieldPathField,
+  kindField,
+  resourceField,
+  stringLength,
+  versionField,
+  workspacePathField,
+} from "./api_fields.ts";
+import { pairingProblem, tryParseFieldPath } from "./field_path.ts";
 
 /** API group of DependencyRule. */
 export const GROUP = "dependencies.opendefense.cloud";
@@ -118,10 +125,6 @@ export type ConditionReason =
   | typeof CONDITION_REASONS[number]
   | typeof INDEXED_CONDITION_REASONS[number];
 
-const DNS_SUBDOMAIN_MAX = 253;
-const DNS_LABEL_MAX = 63;
-const KIND_MAX = 63;
-const RESOURCE_MAX = 63;
 const CONDITION_TYPE_MAX = 316;
 const CONDITION_REASON_MAX = 1024;
 const CONDITION_MESSAGE_MAX = 32768;
@@ -152,30 +155,6 @@ export type ReferenceSource = typeof REFERENCE_SOURCES[number];
 export const PROTECT_WHILE = ["Exists", "Active"] as const;
 /** One of {@linkcode PROTECT_WHILE}. */
 export type ProtectWhile = typeof PROTECT_WHILE[number];
-/** A DNS subdomain without the per-label length limit, to word messages. */
-const DNS_SUBDOMAIN_CHARACTERS =
-  /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-
-/**
- * Pattern of a DNS subdomain (RFC 1123): lowercase alphanumerics, `-` and
- * `.`, each dot-separated label starting and ending alphanumeric and at most
- * 63 characters long. The overall limit of 253 characters is a separate
- * length check.
- */
-export const DNS_SUBDOMAIN_PATTERN =
-  /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$/;
-/** Pattern of an API version such as `v1`, `v1alpha1` or `v2beta3`. */
-export const VERSION_PATTERN = /^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$/;
-/** Pattern of a kind: an upper-case letter followed by letters and digits. */
-export const KIND_PATTERN = /^[A-Z][A-Za-z0-9]*$/;
-/** Pattern of a resource: lowercase letters and digits, starting with a letter. */
-export const RESOURCE_PATTERN = /^[a-z][a-z0-9]*$/;
-/**
- * Pattern of a kcp workspace path such as `root` or `root:org-1:team-2`:
- * DNS labels of at most 63 characters joined by `:`.
- */
-export const WORKSPACE_PATH_PATTERN =
-  /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(:[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
 /** Pattern of a condition type, as in Kubernetes' `metav1.Condition`. */
 const CONDITION_TYPE_PATTERN =
   /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$/;
@@ -225,10 +204,10 @@ export const DependencySchema = z.object({
     }).describe(
       "Which object holds the reference: Dependent (the default) when the dependent names the protected object; Target when the protected object names its owner of the dependent type (a label, an annotation, or .metadata.ownerReferences[*].name, where only entries of the dependent's kind and group count); TargetNamespace when the protected object's Namespace names that owner.",
     ).exactOptional(),
-    path: _fieldPath(
+    path: fieldPathField(
       "Where the reference is: with from Dependent (the default) the field of the dependent that holds the name of the protected object; with Target or TargetNamespace the field of the protected object (or its Namespace) that holds its owner's name. Dot notation, leading dot optional, at least two segments; the first a field name, each further one .field or a quoted map key [\"key\"] (the key of a label or annotation: letters, digits, '.', '_', '-' and '/', starting and ending with a letter or digit); [*] after a segment for every element of a list, such as .spec.vpcRef.name, .spec.nics[*].subnetRef.name, .metadata.labels[\"example.com/owner\"] or .metadata.ownerReferences[*].name.",
     ),
-    namespacePath: _fieldPath(
+    namespacePath: fieldPathField(
       "Where the dependent holds the namespace of the protected object (from Dependent only), in the grammar of path, such as .spec.vpcRef.namespace; inside a list, its [*] are those of path and it is read from the same element. Absent, or empty in an object: the dependent's own namespace.",
     ).exactOptional(),
   }).superRefine((ref, context) => {
@@ -272,7 +251,7 @@ export const DependencyRuleSpecSchema = z.object({
     {
       error: (issue) =>
         `must be at most ${WHEN_MAX} characters: current length is ${
-          _length(issue.input)
+          stringLength(issue.input)
         }`,
     },
   ).describe(
@@ -410,102 +389,8 @@ export function ruleKey(cluster: string, name: string): string {
   return `${cluster}/${name}`;
 }
 
-/** A string field that must be a DNS subdomain, with `description` for the schema. */
-export function dnsSubdomainField(description: string): z.ZodString {
-  return z.string().max(DNS_SUBDOMAIN_MAX, {
-    abort: true,
-    error: (issue) =>
-      `must be a DNS subdomain of at most ${DNS_SUBDOMAIN_MAX} characters: current length is ${
-        _length(issue.input)
-      }`,
-  }).regex(DNS_SUBDOMAIN_PATTERN, {
-    error: (issue) => _dnsSubdomainMessage(String(issue.input)),
-  }).describe(description);
-}
-
-function _dnsSubdomainMessage(value: string): string {
-  if (!DNS_SUBDOMAIN_CHARACTERS.test(value)) {
-    return `must be a DNS subdomain (lowercase alphanumerics, '-' and '.', each dot-separated part starting and ending alphanumeric): current value is '${value}'`;
-  }
-  return `must be a DNS subdomain whose dot-separated parts have at most ${DNS_LABEL_MAX} characters: current value is '${value}'`;
-}
-
-/** A string field that must be an API version such as `v1alpha1`. */
-export function versionField(description: string): z.ZodString {
-  return z.string().regex(VERSION_PATTERN, {
-    error: (issue) =>
-      `must look like v1, v1alpha1 or v2beta3: current value is '${
-        String(issue.input)
-      }'`,
-  }).describe(description);
-}
-
-/** A string field that must be a kind such as `VirtualMachine`. */
-export function kindField(description: string): z.ZodString {
-  return z.string().max(KIND_MAX, {
-    abort: true,
-    error: (issue) =>
-      `must be at most ${KIND_MAX} characters: current length is ${
-        _length(issue.input)
-      }`,
-  }).regex(KIND_PATTERN, {
-    error: (issue) =>
-      `must start with an upper-case letter followed by letters and digits: current value is '${
-        String(issue.input)
-      }'`,
-  }).describe(description);
-}
-
-/** A string field that must be a plural resource such as `vpcs`. */
-export function resourceField(description: string): z.ZodString {
-  return z.string().max(RESOURCE_MAX, {
-    abort: true,
-    error: (issue) =>
-      `must be at most ${RESOURCE_MAX} characters: current length is ${
-        _length(issue.input)
-      }`,
-  }).regex(RESOURCE_PATTERN, {
-    error: (issue) =>
-      `must be lowercase letters and digits starting with a letter: current value is '${
-        String(issue.input)
-      }'`,
-  }).describe(description);
-}
-
-/** A string field that must be a workspace path such as `root:org`. */
-export function workspacePathField(description: string): z.ZodString {
-  return z.string().regex(WORKSPACE_PATH_PATTERN, {
-    error: (issue) =>
-      `must be a workspace path of lowercase segments joined by ':', such as 'root' or 'root:org-1:team-2': current value is '${
-        String(issue.input)
-      }'`,
-  }).describe(description);
-}
-
-function _fieldPath(description: string): z.ZodString {
-  return z.string().regex(FIELD_PATH_PATTERN, {
-    error: (issue) => _fieldPathMessage(String(issue.input)),
-  }).describe(description);
-}
-
-/** The parser's explanation of why `value` is not a field path. */
-function _fieldPathMessage(value: string): string {
-  try {
-    parseFieldPath(value);
-  } catch (error) {
-    if (error instanceof SyntaxError) return error.message;
-    throw error;
-  }
-  // Unreachable while FIELD_PATH_PATTERN and parseFieldPath agree.
-  return `must match ${FIELD_PATH_PATTERN.source}: current value is '${value}'`;
-}
-
 function _oneOf(values: readonly string[], input: unknown): string {
   return `must be one of ${values.join(", ")}: current value is ${
     JSON.stringify(input) ?? "undefined"
   }`;
-}
-
-function _length(input: unknown): number {
-  return typeof input === "string" ? input.length : 0;
 }

@@ -16,10 +16,8 @@ import {
   ruleKey,
   VERSION,
   WEBHOOKS_INSTALLED_CONDITION,
-  WORKSPACE_PATH_PATTERN,
 } from "./api.ts";
 import { FIELD_PATH_PATTERN, tryParseFieldPath } from "./field_path.ts";
-import { isWorkspacePath } from "../kcp/mod.ts";
 
 type Key = string | number;
 
@@ -536,25 +534,6 @@ Deno.test("ruleKey() joins logical cluster and name", () => {
     "2x5jd0ws3r7t/vm-dependencies",
   );
   assert.notEqual(ruleKey("a", "b"), ruleKey("b", "a"));
-});
-
-Deno.test("WORKSPACE_PATH_PATTERN accepts exactly what isWorkspacePath() does", () => {
-  const values = [
-    ...FIELD_RULES["workspace paths"]?.accept ?? [],
-    ...(FIELD_RULES["workspace paths"]?.reject ?? []).map(([value]) => value),
-    "a::b",
-    "root:a:b:c",
-    `${l63}:${l63}`,
-    "root\n",
-  ];
-  assert.ok(values.length > 10);
-  for (const value of values) {
-    assert.equal(
-      WORKSPACE_PATH_PATTERN.test(value),
-      isWorkspacePath(value),
-      `'${value}'`,
-    );
-  }
 });
 
 Deno.test("FIELD_PATH_PATTERN accepts exactly what parseFieldPath() does", () => {

@@ -8,6 +8,18 @@
  * @module
  */
 export * from "./api.ts";
+export {
+  DNS_SUBDOMAIN_PATTERN,
+  dnsSubdomainField,
+  KIND_PATTERN,
+  kindField,
+  RESOURCE_PATTERN,
+  resourceField,
+  VERSION_PATTERN,
+  versionField,
+  WORKSPACE_PATH_PATTERN,
+  workspacePathField,
+} from "./api_fields.ts";
 export * from "./field_path.ts";
 export * from "./references.ts";
 export * from "./rule_graph.ts";

@@ -110,6 +110,8 @@ export interface DeleteTarget {
   namespace: string;
   /** Its name. */
   name: string;
+  /** Its type. @default {"vpcs"} */
+  resource?: "vpcs" | "virtualmachines";
 }
 
 /**
@@ -126,8 +128,9 @@ export async function dryRunDelete(
   options: { referrer?: string; timeoutMs?: number } = {},
 ): Promise<DeleteAnswer> {
   const { referrer, timeoutMs = 30_000 } = options;
+  const path = target.resource === "virtualmachines" ? vmsPath : vpcsPath;
   const url = `${kcp.baseUrl}${
-    vpcsPath(target.workspace, target.namespace)
+    path(target.workspace, target.namespace)
   }/${target.name}?dryRun=All`;
   const started = performance.now();
   let status = 0;

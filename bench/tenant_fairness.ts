@@ -29,8 +29,13 @@
  * and the load stops after it. Each round takes `SAMPLES` of each series,
  * interleaved in an order that rotates from sample to sample, so drift hits
  * all alike; the ratio of the medians (with heavy / alone) is given per
- * round. The heavy deletes' own latency and verdicts are reported, and the
- * webhook's resident memory (`VmRSS`, sampled every 100 ms) in each phase.
+ * round. A fourth series is the machine's floor: as many workers as the
+ * largest heavy series keep dry-run DELETEs of the heavy tenant's VMs in
+ * flight, which no rule protects, so kcp answers them without the
+ * webhook; the light delete under that load shows what so many busy
+ * clients cost it on this machine, and the ratio of the largest heavy
+ * series to it what the webhook adds. The heavy deletes' own latency and
+ * verdicts are reported, and the webhook's resident memory (`VmRSS`, sampled every 100 ms) in each phase.
  *
  * `deno task bench:tenants --dependents-index` runs the webhook with the
  * dependents index (its grants: `manifests/kcp/system-admin/
@@ -116,15 +121,41 @@ const heavyTargets: readonly DeleteTarget[] = [
   { workspace: HEAVY, namespace: NAMESPACE, name: "heavy-2" },
 ];
 
-type Series = "alone" | `heavy-${(typeof HEAVY_SERIES)[number]}`;
+/**
+ * The floor: as many workers as the largest heavy series, sending dry-run
+ * DELETEs of the heavy tenant's VMs, which no rule protects, so kcp
+ * answers them without calling the webhook: what that many busy clients
+ * cost the light delete on this machine, the webhook aside.
+ */
+const BARE_WORKERS = Math.max(...HEAVY_SERIES);
+/** The VMs the floor's workers delete (dry run), in turn. */
+const BARE_TARGETS: readonly DeleteTarget[] = Array.from(
+  { length: 16 },
+  (_, i) => ({
+    workspace: HEAVY,
+    namespace: NAMESPACE,
+    name: `vm-${String(i).padStart(4, "0")}`,
+    resource: "virtualmachines",
+  }),
+);
+
+type Series =
+  | "alone"
+  | `heavy-${(typeof HEAVY_SERIES)[number]}`
+  | "bare";
 const SERIES: readonly Series[] = [
   "alone",
   ...HEAVY_SERIES.map((n) => `heavy-${n}` as const),
+  "bare",
 ];
+/** The series with the heavy tenant's protected deletes. */
+const HEAVY_ONLY = SERIES.filter((s) => s.startsWith("heavy-"));
 
 function seriesLabel(series: Series): string {
   return series === "alone"
     ? "alone"
+    : series === "bare"
+    ? `with ${BARE_WORKERS} unreviewed`
     : `with ${series.slice("heavy-".length)} heavy`;
 }
 
@@ -132,8 +163,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * The heavy tenant's deletes: `workers` loops, each sending the next
- * dry-run DELETE (of `heavy` and `heavy-2` in turn) as soon as the last is
- * answered, until stopped.
+ * dry-run DELETE (of `heavy` and `heavy-2` in turn, or of the floor's VMs)
+ * as soon as the last is answered, until stopped.
  */
 class HeavyLoad {
   /** Every answer, in the order they came. */
@@ -145,12 +176,16 @@ class HeavyLoad {
 
   constructor(
     workers: number,
-    send: (target: DeleteTarget, worker: number) => Promise<DeleteAnswer>,
+    options: {
+      targets: readonly DeleteTarget[];
+      send: (target: DeleteTarget, worker: number) => Promise<DeleteAnswer>;
+    },
   ) {
+    const { targets, send } = options;
     this.#workers = Array.from({ length: workers }, async (_, w) => {
       for (let i = 0; i < MAX_REQUESTS_PER_WORKER && !this.#stopped; i++) {
         this.inFlight++;
-        const answer = await send(heavyTargets[(w + i) % 2]!, w);
+        const answer = await send(targets[(w + i) % targets.length]!, w);
         this.inFlight--;
         this.answers.push(answer);
       }
@@ -430,8 +465,18 @@ try {
     rss!.phase = series;
     try {
       if (series === "alone") return { light: await lightDelete(), heavy: [] };
-      const workers = Number(series.slice("heavy-".length));
-      const load = new HeavyLoad(workers, heavyDelete);
+      const load = series === "bare"
+        ? new HeavyLoad(BARE_WORKERS, {
+          targets: BARE_TARGETS,
+          send: heavyDelete,
+        })
+        : new HeavyLoad(Number(series.slice("heavy-".length)), {
+          targets: heavyTargets,
+          send: heavyDelete,
+        });
+      const workers = series === "bare"
+        ? BARE_WORKERS
+        : Number(series.slice("heavy-".length));
       let light: DeleteAnswer;
       try {
         // Steady: every worker's first request answered (a permit held or
@@ -530,6 +575,21 @@ try {
     );
   }
 
+  const heaviest = `heavy-${BARE_WORKERS}` as Series;
+  const overFloor = lights.get(heaviest)!.map((round, i) => {
+    const bare = lights.get("bare")![i]!;
+    return round.length === 0 || bare.length === 0
+      ? "-"
+      : (median(round.map((a) => a.ms)) / median(bare.map((a) => a.ms)))
+        .toFixed(2);
+  }).join(", ");
+  console.log(
+    `   floor: "${
+      seriesLabel("bare")
+    }" keeps ${BARE_WORKERS} dry-run DELETEs of ${HEAVY}'s VMs in flight, which kcp answers without the webhook; ${
+      seriesLabel(heaviest)
+    } / ${seriesLabel("bare")}, ratio of medians per round: ${overFloor}`,
+  );
   console.log(
     `\nHeavy tenant's dry-run DELETEs in ${HEAVY} during the "with heavy" samples, ms, min / median / max`,
   );
@@ -542,7 +602,7 @@ try {
       "busy latency".padEnd(23)
     } | webhook peak RSS, MB`,
   );
-  for (const series of SERIES.slice(1)) {
+  for (const series of HEAVY_ONLY) {
     const answers = heavies.get(series)!;
     const c = counts(answers);
     const of = (kind: DeleteKind) => answers.filter((a) => a.kind === kind);
@@ -596,9 +656,10 @@ try {
     ),
     ...unexpected(warmups, ["referenced"]).map((n) => `light, warm-up: ${n}`),
     ...SERIES.slice(1).flatMap((series) =>
-      unexpected(heavies.get(series)!, ["referenced", "allowed"]).map((n) =>
-        `heavy, ${seriesLabel(series)}: ${n}`
-      )
+      unexpected(
+        heavies.get(series)!,
+        series === "bare" ? ["allowed"] : ["referenced", "allowed"],
+      ).map((n) => `heavy, ${seriesLabel(series)}: ${n}`)
     ),
   ];
   if (WITH_INDEX) {

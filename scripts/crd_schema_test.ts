@@ -27,7 +27,7 @@ import {
   validRule as fixtureRule,
   VIRTUAL_MACHINES,
   VPCS,
-} from "../testing/mod.ts";
+} from "../testing/fakes.ts";
 
 type Key = string | number;
 

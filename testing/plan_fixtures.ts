@@ -38,7 +38,7 @@ import {
   type DependentType,
   VIRTUAL_MACHINES,
   VPCS,
-} from "./mod.ts";
+} from "./fakes.ts";
 
 /** The time the plans are computed at. */
 export const NOW = "2025-06-01T12:00:00Z";

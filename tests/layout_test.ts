@@ -9,7 +9,10 @@
  * - no module under `lib/` but a test is over {@linkcode MAX_MODULE_LINES}
  *   lines;
  * - no import cycle between files, and no import from a package of `lib/`
- *   to one of a higher layer ({@linkcode LAYERS}).
+ *   to one of a higher layer ({@linkcode LAYERS});
+ * - a unit test under `lib/` loads none of the kcp harness: its fakes come
+ *   from `testing/fakes.ts`, which loads nothing of `testing/` that starts a
+ *   process, not `testing/mod.ts`.
  *
  * The checks are pure functions of the files (path and source), tested on
  * small in-memory trees that break each rule, and then run on this
@@ -54,6 +57,14 @@ const MAX_MODULE_LINES = 500;
 const LONG_MODULES_BEING_SPLIT: readonly string[] = [
   "lib/dependents/dependents_index.ts",
 ];
+
+/**
+ * Directories of `lib/` whose unit tests still import their fakes from
+ * `testing/mod.ts`, the kcp harness. Temporary: take a directory off this
+ * list once its tests import `testing/fakes.ts`; the test fails while no
+ * test under a directory here loads the harness.
+ */
+const TESTS_STILL_ON_THE_HARNESS: readonly string[] = ["lib/webhook/"];
 
 /** The top-level files and directories whose `.ts` files are checked. */
 const CHECKED = [
@@ -207,11 +218,8 @@ function longModules(files: readonly SourceFile[], limit: number): string[] {
     );
 }
 
-/**
- * (c) Import cycles between the files: each as its files in a cycle,
- * `a.ts -> b.ts -> a.ts`. Imports of files not in `files` are left out.
- */
-function importCycles(files: readonly SourceFile[]): string[] {
+/** Each file's relative imports of files in `files`, by path. */
+function importGraph(files: readonly SourceFile[]): Map<string, string[]> {
   const edges = new Map<string, string[]>();
   for (const file of files) edges.set(file.path, []);
   for (const file of files) {
@@ -219,6 +227,73 @@ function importCycles(files: readonly SourceFile[]): string[] {
       if (edges.has(target)) edges.get(file.path)!.push(target);
     }
   }
+  return edges;
+}
+
+/** The files that `from` loads through `edges`, itself included. */
+function reachable(
+  edges: ReadonlyMap<string, readonly string[]>,
+  from: string,
+): Set<string> {
+  const seen = new Set<string>();
+  const stack = [from];
+  while (stack.length > 0) {
+    const path = stack.pop()!;
+    if (seen.has(path) || !edges.has(path)) continue;
+    seen.add(path);
+    stack.push(...edges.get(path)!);
+  }
+  return seen;
+}
+
+/** The kcp harness, the public face of `testing/`. */
+const HARNESS = "testing/mod.ts";
+/** The unit tests' fakes, a public face of `testing/` without the harness. */
+const FAKES = "testing/fakes.ts";
+
+/**
+ * (e) Unit tests under `lib/` that load the kcp harness ({@linkcode HARNESS})
+ * through any chain of imports, but those under a directory of `exempt`; and
+ * what {@linkcode FAKES} loads of `testing/` that is the harness or starts a
+ * process (`Deno.Command`).
+ */
+function harnessLoads(
+  files: readonly SourceFile[],
+  exempt: readonly string[],
+): string[] {
+  const edges = importGraph(files);
+  const sources = new Map(files.map((file) => [file.path, file.source]));
+  const violations: string[] = [];
+  for (const file of files) {
+    if (
+      packageOf(file.path) === undefined || !file.path.endsWith("_test.ts") ||
+      exempt.some((dir) => file.path.startsWith(dir))
+    ) continue;
+    if (reachable(edges, file.path).has(HARNESS)) {
+      violations.push(
+        `${file.path} loads ${HARNESS}, the kcp harness; import the fakes from ${FAKES}`,
+      );
+    }
+  }
+  if (edges.has(FAKES)) {
+    for (const path of [...reachable(edges, FAKES)].sort()) {
+      if (!path.startsWith("testing/")) continue;
+      if (path === HARNESS) {
+        violations.push(`${FAKES} loads ${HARNESS}, the kcp harness`);
+      } else if (/\bDeno\.Command\b/.test(sources.get(path)!)) {
+        violations.push(`${FAKES} loads ${path}, which starts processes`);
+      }
+    }
+  }
+  return violations;
+}
+
+/**
+ * (c) Import cycles between the files: each as its files in a cycle,
+ * `a.ts -> b.ts -> a.ts`. Imports of files not in `files` are left out.
+ */
+function importCycles(files: readonly SourceFile[]): string[] {
+  const edges = importGraph(files);
   // Depth first; an edge back to a file on the current path closes a cycle.
   const cycles: string[] = [];
   const done = new Set<string>();
@@ -495,6 +570,42 @@ Deno.test("longModules() flags a module of lib/ over the limit, not tests or fil
   assert.equal(lineCount("a\nb"), 2);
 });
 
+Deno.test("harnessLoads() flags a unit test of lib/ that loads the harness, and fakes that start processes", () => {
+  const files = tree({
+    "testing/mod.ts":
+      'export * from "./process.ts";\nexport * from "./fakes.ts";',
+    "testing/process.ts": 'new Deno.Command("kcp");',
+    "testing/fakes.ts": 'export * from "./fake_api.ts";',
+    "testing/fake_api.ts": "export class FakeApi {}",
+    "testing/fixtures.ts": 'import { x } from "./mod.ts";',
+    "lib/a/direct_test.ts": 'import { FakeApi } from "../../testing/mod.ts";',
+    "lib/a/through_test.ts": 'import { x } from "../../testing/fixtures.ts";',
+    "lib/a/fakes_test.ts": 'import { FakeApi } from "../../testing/fakes.ts";',
+    "lib/a/helper.ts": 'import { FakeApi } from "../../testing/mod.ts";',
+    "lib/b/exempt_test.ts": 'import { FakeApi } from "../../testing/mod.ts";',
+    "tests/e2e_test.ts": 'import { FakeApi } from "../testing/mod.ts";',
+  });
+  assert.deepEqual(harnessLoads(files, ["lib/b/"]), [
+    "lib/a/direct_test.ts loads testing/mod.ts, the kcp harness; import the fakes from testing/fakes.ts",
+    "lib/a/through_test.ts loads testing/mod.ts, the kcp harness; import the fakes from testing/fakes.ts",
+  ]);
+  assert.deepEqual(
+    harnessLoads(
+      tree({
+        "testing/mod.ts": 'export * from "./fakes.ts";',
+        "testing/process.ts": 'new Deno.Command("kcp");',
+        "testing/fakes.ts":
+          'export * from "./process.ts";\nimport { y } from "./mod.ts";',
+      }),
+      [],
+    ),
+    [
+      "testing/fakes.ts loads testing/mod.ts, the kcp harness",
+      "testing/fakes.ts loads testing/process.ts, which starts processes",
+    ],
+  );
+});
+
 Deno.test("importCycles() flags a cycle between files, type-only imports too", () => {
   assert.deepEqual(
     importCycles(tree({
@@ -566,6 +677,18 @@ Deno.test("this repository keeps the house rules", async () => {
       .map((path) =>
         `${path} is not over ${MAX_MODULE_LINES} lines: take it off the list`
       ),
+    "unit tests loading the kcp harness": harnessLoads(
+      files,
+      TESTS_STILL_ON_THE_HARNESS,
+    ),
+    "directories still on TESTS_STILL_ON_THE_HARNESS":
+      TESTS_STILL_ON_THE_HARNESS
+        .filter((dir) =>
+          harnessLoads(files, []).every((problem) => !problem.startsWith(dir))
+        )
+        .map((dir) =>
+          `no test under ${dir} loads ${HARNESS}: take it off the list`
+        ),
     "import cycles": importCycles(files),
     "imports up the layers": backArrows(files, LAYERS),
     "packages without a mod.ts": packagesWithoutMod(files),
@@ -574,6 +697,8 @@ Deno.test("this repository keeps the house rules", async () => {
     "modules without a test": [],
     "modules over the line limit": [],
     "modules split, still on LONG_MODULES_BEING_SPLIT": [],
+    "unit tests loading the kcp harness": [],
+    "directories still on TESTS_STILL_ON_THE_HARNESS": [],
     "import cycles": [],
     "imports up the layers": [],
     "packages without a mod.ts": [],

@@ -9,7 +9,7 @@ import {
   type SeenRequest,
   status,
   waitUntil,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
 import {
   Applier,
   type ApplierOptions,

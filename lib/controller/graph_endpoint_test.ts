@@ -6,7 +6,7 @@ import {
   SUBNETS,
   VIRTUAL_MACHINES,
   VPCS,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
 import {
   buildGraph,
   graphJson,

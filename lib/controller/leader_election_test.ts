@@ -8,7 +8,7 @@ import {
   type SeenRequest,
   status,
   waitUntil,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
 import { KubeClient } from "../kcp/mod.ts";
 import { LeaderElector, type LeaderElectorOptions } from "./leader_election.ts";
 import { type Lease, type LeaseSpec, microTime } from "./lease.ts";

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { PlanMemo } from "./plan_memo.ts";
 import { READY_CONDITION } from "../rules/mod.ts";
 import { exportKey } from "../exports/mod.ts";
-import { VPCS } from "../../testing/mod.ts";
+import { VPCS } from "../../testing/fakes.ts";
 import { parseLock } from "../locks/mod.ts";
 import { planReconcile } from "./reconcile_plan.ts";
 import { lockKey, type LockPlacement, type LockState } from "./lock_plan.ts";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { assertProcessMetricsCollected, sample } from "../../testing/mod.ts";
+import { assertProcessMetricsCollected, sample } from "../../testing/fakes.ts";
 import { createControllerMetrics } from "./metrics.ts";
 import { MetricsRegistry } from "../runtime/mod.ts";
 import type { Plan } from "./reconcile_plan.ts";

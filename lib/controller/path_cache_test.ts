@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createLogger } from "../runtime/mod.ts";
-import { delay, waitUntil } from "../../testing/mod.ts";
+import { delay, waitUntil } from "../../testing/fakes.ts";
 import { PathCache, type WantedPaths } from "./path_cache.ts";
 import {
   WorkspaceResolutionError,

@@ -12,7 +12,7 @@ import {
   SUBNETS,
   VIRTUAL_MACHINES,
   VPCS,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
 import {
   at,
   binding,

@@ -7,7 +7,13 @@ import {
   type KubeObject,
 } from "../kcp/mod.ts";
 import { createLogger } from "../runtime/mod.ts";
-import { connection, FakeApi, json, waitUntil } from "../../testing/mod.ts";
+import {
+  connection,
+  FakeApi,
+  json,
+  VPCS,
+  waitUntil,
+} from "../../testing/fakes.ts";
 import {
   type ControllerCollection,
   type ReconcileObserver,
@@ -25,7 +31,6 @@ import {
   SETTINGS,
   vmRule,
 } from "../../testing/plan_fixtures.ts";
-import { VPCS } from "../../testing/mod.ts";
 
 /** What the stub watches show; the test changes it and triggers a pass. */
 type Shown = Record<ControllerCollection, EndpointObject[]>;

@@ -10,7 +10,7 @@ import {
   VIRTUAL_MACHINES,
   VPCS,
   waitUntil,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
 import {
   DEFAULT_API_EXPORT_NAME,
   ExportWatcher,

@@ -16,7 +16,7 @@ import {
   SUBNETS,
   VIRTUAL_MACHINES,
   VPCS,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
 import {
   BAD_WHEN,
   binding,

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { PlanMemo } from "./plan_memo.ts";
 import { READY_CONDITION } from "../rules/mod.ts";
 import type { KubeObject } from "../kcp/mod.ts";
-import { VPCS } from "../../testing/mod.ts";
+import { VPCS } from "../../testing/fakes.ts";
 import { planReconcile } from "./reconcile_plan.ts";
 import { StatusTally, statusUpToDate } from "./status_tally.ts";
 import {

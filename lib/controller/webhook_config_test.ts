@@ -12,7 +12,7 @@ import {
   type WebhookClientSettings,
   webhookConfigurationUpToDate,
 } from "./webhook_config.ts";
-import { SUBNETS, VPCS } from "../../testing/mod.ts";
+import { SUBNETS, VPCS } from "../../testing/fakes.ts";
 import { CONTROLLER_COLLECTIONS } from "./reconciler.ts";
 
 const SETTINGS: WebhookClientSettings = {

@@ -5,7 +5,7 @@ import {
   json,
   status,
   waitUntil,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
 import { KubeClient } from "../kcp/mod.ts";
 import {
   type ResolutionFailure,

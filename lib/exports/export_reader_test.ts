@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { connection, FakeApi, json, status } from "../../testing/mod.ts";
+import { connection, FakeApi, json, status } from "../../testing/fakes.ts";
 import { KubeApiError, KubeClient } from "../kcp/mod.ts";
 import { readExport } from "./export_reader.ts";
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { GRANTS_ENTRYPOINT, parseGrantsOptions } from "./grants_command.ts";
 import { runEntrypoint } from "../runtime/mod.ts";
-import { FakeApi, json, status } from "../../testing/mod.ts";
+import { FakeApi, json, status } from "../../testing/fakes.ts";
 
 Deno.test("parseGrantsOptions() reads the flags, with the default role name", () => {
   const parsed = parseGrantsOptions([

@@ -11,7 +11,7 @@ import {
   validRule,
   VIRTUAL_MACHINES,
   VPCS,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
 
 const VPC_DEPENDENT: DependentType = { ...VPCS, kind: "VPC" };
 const SUBNET_DEPENDENT: DependentType = { ...SUBNETS, kind: "Subnet" };

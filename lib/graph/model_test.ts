@@ -16,7 +16,7 @@ import {
   validRule,
   VIRTUAL_MACHINES,
   VPCS,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
 
 const VM = "virtualmachines.compute.example.com";
 const VPC = "vpcs.network.example.com";

@@ -18,7 +18,7 @@ import {
   validRule,
   VIRTUAL_MACHINES,
   VPCS,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
 
 const VPC_DEPENDENT: DependentType = { ...VPCS, kind: "VPC" };
 const NOW = new Date("2025-03-01T12:00:00Z");

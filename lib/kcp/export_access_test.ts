@@ -6,7 +6,7 @@ import {
   logCollector,
   status,
   waitUntil,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
 import { createLogger } from "../runtime/mod.ts";
 import {
   checkExportAccess,

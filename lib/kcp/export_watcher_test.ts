@@ -12,7 +12,7 @@ import {
   status,
   streamed,
   waitUntil,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
 import { ExportWatcher, wildcardUrl } from "./export_watcher.ts";
 import { KubeClient } from "./kube_client.ts";
 import type {

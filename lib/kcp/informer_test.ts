@@ -10,7 +10,7 @@ import {
   status,
   streamed,
   waitUntil,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
 import {
   clusterOf,
   Informer,

@@ -9,7 +9,7 @@ import {
   status,
   streamed,
   waitUntil,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
 import {
   KubeApiError,
   REDIRECT_REFUSED,

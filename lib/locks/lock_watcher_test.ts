@@ -11,7 +11,7 @@ import {
   SLICE_PATH,
   streamed,
   waitUntil,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
 import {
   type CollectionSnapshot,
   type CollectionView,

@@ -14,7 +14,7 @@ import {
   validRule,
   VIRTUAL_MACHINES,
   VPCS,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
 
 /** VPCs as a dependent type. */
 const VPC_DEPENDENT: DependentType = { ...VPCS, kind: "VPC" };

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { register as globalRegistry } from "prom-client";
-import { assertProcessMetricsCollected } from "../../testing/mod.ts";
+import { assertProcessMetricsCollected } from "../../testing/fakes.ts";
 import {
   CONTENT_TYPE,
   MetricsRegistry,

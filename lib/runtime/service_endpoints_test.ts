@@ -7,7 +7,7 @@ import {
   closeQuietly,
   silentTcp,
   untilClosed,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
 import { CONTENT_TYPE, MetricsRegistry } from "./metrics.ts";
 import {
   createHealthApp,

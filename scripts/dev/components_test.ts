@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { jsonLogLine, spawnWatched, watcherEvent } from "./components.ts";
-import { waitFor } from "../../testing/mod.ts";
+import { waitFor } from "../../testing/fakes.ts";
 
 const ESC = String.fromCharCode(27);
 const at = () => new Date("2025-01-02T03:04:05.000Z");

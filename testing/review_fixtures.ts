@@ -429,6 +429,19 @@ export function vpcLock(
   }]]);
 }
 
+/**
+ * A loaded index of one Lock `window` in `default` of `consumer1` on
+ * vpcs/vpc-a, "maintenance window", until `expiresAt` (with the default
+ * skew allowance of 5 s).
+ */
+export function expiringVpcLock(expiresAt: string): LockIndex {
+  return lockIndexOf([["window", "default", {
+    target: { ...VPCS, name: "vpc-a" },
+    reason: "maintenance window",
+    expiresAt,
+  }]]);
+}
+
 /** A loaded index of the Lock `home` in `team-a` on the Namespace team-a, "tenant home". */
 export function namespaceLock(): LockIndex {
   return lockIndexOf([["home", "team-a", {
@@ -464,7 +477,12 @@ export interface PlanSetup {
   provider?: string | undefined;
   /** Whether the annotation counts only for users kcp allows `bypass`. @default {false} */
   authorized?: boolean | undefined;
+  /** The webhook's clock, ms since the epoch. @default {PLAN_NOW} */
+  now?: number | undefined;
 }
+
+/** The clock of {@linkcode planContext} unless a setup says otherwise: 2026-01-01T00:00:00Z. */
+export const PLAN_NOW: number = Date.parse("2026-01-01T00:00:00Z");
 
 /** The context of {@linkcode planReview}, built from `setup` as the validator builds it. */
 export function planContext(setup: PlanSetup = {}): PlanContext {
@@ -479,6 +497,7 @@ export function planContext(setup: PlanSetup = {}): PlanContext {
     locks: setup.locks,
     provider: setup.provider,
     authorizedBypass: setup.authorized ?? false,
+    now: setup.now ?? PLAN_NOW,
   };
 }
 

@@ -94,6 +94,7 @@ export function validLock(
     target: Record<string, unknown>;
     reason: string;
     operations?: string[];
+    expiresAt?: string;
   },
 ): Lock {
   const parsed = parseLock({

@@ -17,6 +17,7 @@ import {
   deleteRequest,
   deniedVerdict,
   dependentRule,
+  expiringVpcLock,
   LABEL_OWNER_RULE,
   NAMESPACE_OWNER_RULE,
   namespaceDeleteRequest,
@@ -25,6 +26,7 @@ import {
   NOT_READY_VERDICT,
   OTHER_PROVIDER_RULE,
   OWNER_LABEL_PATH,
+  PLAN_NOW,
   planContext,
   type PlanSetup,
   registryOf,
@@ -528,6 +530,42 @@ const CASES: PlanCase[] = [
     want: { verdict: ALLOWED },
   },
   // Locks.
+  {
+    name: "a Lock before its expiresAt: held",
+    request: deleteRequest(),
+    setup: { rules: [], locks: expiringVpcLock("2026-01-01T00:00:10Z") },
+    want: plans({
+      holds: ["default/window"],
+      unlocked: "allowed",
+      covered: true,
+    }),
+  },
+  {
+    name:
+      "a Lock past its expiresAt, within the skew allowance: held (a clock ahead never lets go early)",
+    request: deleteRequest(),
+    setup: {
+      rules: [],
+      locks: expiringVpcLock("2026-01-01T00:00:00Z"),
+      now: PLAN_NOW + 4_999,
+    },
+    want: plans({
+      holds: ["default/window"],
+      unlocked: "allowed",
+      covered: true,
+    }),
+  },
+  {
+    name:
+      "a Lock past its expiresAt and the allowance: holds nothing, the type still confirmed first",
+    request: deleteRequest(),
+    setup: {
+      rules: [],
+      locks: expiringVpcLock("2026-01-01T00:00:00Z"),
+      now: PLAN_NOW + 5_000,
+    },
+    want: plans({ holds: [], unlocked: "allowed", covered: true }),
+  },
   {
     name: "locked, no rule: confirm, list nothing",
     request: deleteRequest(),

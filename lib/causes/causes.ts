@@ -95,6 +95,8 @@ export interface LockCause {
   lock: { namespace: string; name: string };
   /** Its `spec.reason`. */
   reason: string;
+  /** Its `spec.expiresAt`, when it has one: it holds until then. */
+  expiresAt?: string;
 }
 
 /** Blockers of one kind found but not named (the denial names the first). */
@@ -201,6 +203,7 @@ const BODIES = {
   Lock: z.object({
     lock: z.object({ namespace: z.string().max(63), name: NAME }),
     reason: TEXT,
+    expiresAt: z.string().max(64).optional(),
   }),
   More: z.object({
     of: z.enum(["Reference", "Owner"]),

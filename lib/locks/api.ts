@@ -58,7 +58,8 @@ export type LockOperation = typeof LOCK_OPERATIONS[number];
 /**
  * Every reason the controller writes into a Lock's `Ready` condition:
  * `Enforced` when the configuration that covers its target is in place, the
- * others when it is not (or, for `TargetNotChecked`, not known to be).
+ * others when it is not (or, for `TargetNotChecked`, not known to be), and
+ * `Expired` once its `spec.expiresAt` has passed.
  */
 export const LOCK_CONDITION_REASONS = [
   "Enforced",
@@ -71,6 +72,7 @@ export const LOCK_CONDITION_REASONS = [
   "ClusterScopedTarget",
   "ProviderMismatch",
   "TargetNotChecked",
+  "Expired",
 ] as const;
 /** One of {@linkcode LOCK_CONDITION_REASONS}. */
 export type LockConditionReason = typeof LOCK_CONDITION_REASONS[number];
@@ -120,7 +122,16 @@ export const LockSpecSchema = z.object({
   }).max(LOCK_OPERATIONS.length).default(["Delete"]).describe(
     "What the Lock denies: Delete (the default) and optionally Update. The status subresource is never locked.",
   ),
-}).describe("Which object is locked, why, and against what.");
+  expiresAt: z.iso.datetime({
+    offset: true,
+    error: (issue) =>
+      `must be an RFC 3339 date-time such as 2026-12-01T18:00:00Z: current value is '${
+        String(issue.input).slice(0, 64)
+      }'`,
+  }).exactOptional().describe(
+    "When the Lock stops holding (RFC 3339, such as 2026-12-01T18:00:00Z); absent, it holds until deleted. The webhook lets go by its own clock, at most --lock-expiry-skew later, never earlier; the Lock then shows Ready False, Expired, until someone deletes it.",
+  ),
+}).describe("Which object is locked, why, against what, and until when.");
 
 /** A Lock's `spec`. */
 export type LockSpec = z.infer<typeof LockSpecSchema>;
@@ -170,27 +181,55 @@ export type Lock = z.infer<typeof LockSchema>;
 
 /** The outcome of {@linkcode parseLock}. */
 export type LockParseResult =
-  | { ok: true; lock: Lock }
+  | {
+    ok: true;
+    lock: Lock;
+    /**
+     * Set when `spec.expiresAt` alone is malformed: the problem, as
+     * `spec.expiresAt: <message>`. The Lock is then valid without it and
+     * holds until deleted (fail closed: an expiry nobody can read never
+     * ends a Lock early); its status says `InvalidSpec`.
+     */
+    expiryProblem?: string;
+  }
   | { ok: false; error: string };
 
 /**
  * Validates an untrusted value, such as a decoded watch event, as a Lock.
- * Never throws.
+ * Never throws. A Lock whose only problem is a malformed `spec.expiresAt`
+ * is returned without it, with `expiryProblem` set.
  *
  * @returns The typed Lock (operations defaulted), or every problem as
  * `<path>: <message>` joined by `; `.
  */
 export function parseLock(value: unknown): LockParseResult {
-  let result: Validated<Lock>;
+  const result = validateLock(value);
+  if (result.ok) return { ok: true, lock: result.data };
+  const without = withoutExpiry(value);
+  if (without === undefined) return { ok: false, error: result.error };
+  const rest = validateLock(without);
+  if (!rest.ok) return { ok: false, error: result.error };
+  return { ok: true, lock: rest.data, expiryProblem: result.error };
+}
+
+function validateLock(value: unknown): Validated<Lock> {
   try {
-    result = validateWith(LockSchema, value);
+    return validateWith(LockSchema, value);
   } catch (error) {
     return {
       ok: false,
       error: `(root): cannot read value: ${errorText(error)}`,
     };
   }
-  return result.ok
-    ? { ok: true, lock: result.data }
-    : { ok: false, error: result.error };
+}
+
+/** `value` without `spec.expiresAt`, or `undefined` when it has none. */
+function withoutExpiry(value: unknown): unknown {
+  if (typeof value !== "object" || value === null) return undefined;
+  const spec = (value as Record<string, unknown>).spec;
+  if (typeof spec !== "object" || spec === null || !("expiresAt" in spec)) {
+    return undefined;
+  }
+  const { expiresAt: _, ...rest } = spec as Record<string, unknown>;
+  return { ...value, spec: rest };
 }

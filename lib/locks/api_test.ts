@@ -124,3 +124,37 @@ Deno.test("parseLock() names every problem", () => {
     /metadata\.namespace: is required/,
   );
 });
+
+Deno.test("parseLock() keeps an RFC 3339 expiresAt, with Z or an offset", () => {
+  for (
+    const expiresAt of ["2026-12-01T18:00:00Z", "2026-12-01T19:00:00.5+01:00"]
+  ) {
+    const parsed = parseLock(lock({ target: TARGET, reason: "r", expiresAt }));
+    assert.ok(parsed.ok, parsed.ok ? "" : parsed.error);
+    assert.equal(parsed.lock.spec.expiresAt, expiresAt);
+    assert.equal(parsed.expiryProblem, undefined);
+  }
+});
+
+Deno.test("parseLock() holds a Lock with a malformed expiresAt as one without it, saying why", () => {
+  for (const expiresAt of ["tomorrow", "2026-12-01 18:00:00", 1764612000]) {
+    const parsed = parseLock(lock({ target: TARGET, reason: "r", expiresAt }));
+    assert.ok(parsed.ok, parsed.ok ? "" : parsed.error);
+    assert.equal(parsed.lock.spec.expiresAt, undefined);
+    assert.match(
+      parsed.expiryProblem ?? "",
+      /^spec\.expiresAt: must be an RFC 3339 date-time/,
+    );
+  }
+});
+
+Deno.test("parseLock() refuses a Lock with a malformed expiresAt and another problem, naming both", () => {
+  const parsed = parseLock(
+    lock({ target: TARGET, reason: "", expiresAt: "x" }),
+  );
+  assert.equal(parsed.ok, false);
+  assert.match(
+    parsed.ok ? "" : parsed.error,
+    /spec\.reason: .*spec\.expiresAt: |spec\.expiresAt: .*spec\.reason: /,
+  );
+});

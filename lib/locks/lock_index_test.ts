@@ -9,6 +9,7 @@ function clusterLock(
     target: Record<string, unknown>;
     reason: string;
     operations?: string[];
+    expiresAt?: string;
   },
   namespace = "team-a",
 ): ClusterLock {
@@ -28,6 +29,8 @@ const VPC = {
   resource: "vpcs",
   name: "core",
 };
+/** The clock every query reads, fixed. */
+const NOW = { now: Date.parse("2026-12-01T12:00:00Z") };
 const QUERY = {
   cluster: "c1",
   group: "network.example.com",
@@ -49,11 +52,11 @@ Deno.test("LockIndex.find() names the Locks on an object for an operation, sorte
     }),
   ]);
   assert.equal(index.loaded, true);
-  assert.deepEqual(index.find(QUERY), [
+  assert.deepEqual(index.find(QUERY, NOW), [
     { namespace: "team-a", name: "a-lock", reason: "first" },
     { namespace: "team-a", name: "z-lock", reason: "second" },
   ]);
-  assert.deepEqual(index.find({ ...QUERY, operation: "Update" }), [
+  assert.deepEqual(index.find({ ...QUERY, operation: "Update" }, NOW), [
     { namespace: "team-a", name: "a-lock", reason: "first" },
   ]);
 });
@@ -72,7 +75,7 @@ Deno.test("LockIndex.find() holds whatever the version and nothing else", () => 
     ]
   ) {
     assert.deepEqual(
-      index.find({ ...QUERY, ...other }),
+      index.find({ ...QUERY, ...other }, NOW),
       [],
       JSON.stringify(other),
     );
@@ -99,13 +102,13 @@ Deno.test("LockIndex.find() lets a Lock on a Namespace hold the namespace object
     name: "team-a",
     operation: "Delete" as const,
   };
-  assert.equal(index.find(namespaceQuery).length, 1);
+  assert.equal(index.find(namespaceQuery, NOW).length, 1);
   // kcp may send the namespace's own name as the request's namespace.
   assert.equal(
-    index.find({ ...namespaceQuery, namespace: "team-a" }).length,
+    index.find({ ...namespaceQuery, namespace: "team-a" }, NOW).length,
     1,
   );
-  assert.deepEqual(index.find({ ...namespaceQuery, name: "team-b" }), []);
+  assert.deepEqual(index.find({ ...namespaceQuery, name: "team-b" }, NOW), []);
 });
 
 Deno.test("lockedMessage() quotes reasons, names three Locks and counts the rest", () => {
@@ -145,5 +148,71 @@ Deno.test("LockIndex.covers() says whether a Lock in the cluster names the type,
   assert.equal(
     index.covers({ cluster: "c1", group: "", resource: "configmaps" }),
     false,
+  );
+});
+
+Deno.test("LockIndex.find() holds an expiring Lock until expiresAt plus the skew allowance, by the query's clock", () => {
+  const index = new LockIndex({ expirySkewMs: 5_000 });
+  index.replace([
+    clusterLock("c1", "window", {
+      target: VPC,
+      reason: "maintenance window",
+      expiresAt: "2026-12-01T12:00:00Z",
+    }),
+    clusterLock("c1", "forever", { target: VPC, reason: "production" }),
+  ]);
+  const at = (text: string) => ({ now: Date.parse(text) });
+  assert.deepEqual(
+    index.find(QUERY, at("2026-12-01T11:59:59Z")).map((h) => h.name),
+    ["forever", "window"],
+  );
+  // Past expiresAt but within the allowance: a clock ahead never lets go early.
+  assert.deepEqual(
+    index.find(QUERY, at("2026-12-01T12:00:04.999Z")).map((h) => h.name),
+    ["forever", "window"],
+  );
+  assert.deepEqual(
+    index.find(QUERY, at("2026-12-01T12:00:05Z")).map((h) => h.name),
+    ["forever"],
+  );
+  assert.deepEqual(index.find(QUERY, at("2026-12-01T11:00:00Z"))[1], {
+    namespace: "team-a",
+    name: "window",
+    reason: "maintenance window",
+    expiresAt: "2026-12-01T12:00:00Z",
+  });
+  // An expired Lock still names its type: a forged review learns nothing.
+  assert.equal(
+    index.covers({ cluster: "c1", group: VPC.group, resource: VPC.resource }),
+    true,
+  );
+});
+
+Deno.test("LockIndex.find() with a zero allowance lets go at expiresAt; an offset is read as the same instant", () => {
+  const index = new LockIndex({ expirySkewMs: 0 });
+  index.replace([clusterLock("c1", "window", {
+    target: VPC,
+    reason: "r",
+    expiresAt: "2026-12-01T13:00:00+01:00",
+  })]);
+  assert.equal(
+    index.find(QUERY, { now: Date.parse("2026-12-01T11:59:59.999Z") }).length,
+    1,
+  );
+  assert.equal(
+    index.find(QUERY, { now: Date.parse("2026-12-01T12:00:00Z") }).length,
+    0,
+  );
+});
+
+Deno.test("lockedMessage() says until when an expiring Lock holds", () => {
+  assert.match(
+    lockedMessage([{
+      namespace: "team-a",
+      name: "prod",
+      reason: "window",
+      expiresAt: "2026-12-01T12:00:00Z",
+    }]),
+    /^locked by Lock team-a\/prod \("window", until 2026-12-01T12:00:00Z\): /,
   );
 });

@@ -94,7 +94,10 @@ export interface DeletionValidatorOptions {
    * @default {120_000}
    */
   teardownOrderMs?: number;
-  /** The clock, in ms since the epoch. @default {Date.now} */
+  /**
+   * The clock, in ms since the epoch: when a Lock expires, how long a
+   * workspace has been deleted. @default {Date.now}
+   */
   now?: () => number;
   /**
    * The dependents indexes: a type they can answer for is not listed (see
@@ -138,6 +141,7 @@ export class DeletionValidator implements Validator {
       loaded: this.#registry.loaded && (locks?.loaded ?? true),
       protectionsOf: (resource) => this.#registry.find(resource),
       locks,
+      now: (this.#options.now ?? Date.now)(),
       provider: options.provider,
       authorizedBypass: bypass !== undefined,
     });

@@ -69,6 +69,8 @@ export interface PlanContext {
   ) => readonly Protection[];
   /** The Locks; unset, none apply and UPDATEs are allowed. */
   locks?: LockIndex | undefined;
+  /** The webhook's clock, ms since the epoch: an expired Lock holds nothing. */
+  now: number;
   /** The provider whose configuration kcp called: only its rules apply. */
   provider?: string | undefined;
   /** Whether the annotation counts only for users kcp allows `bypass`. */
@@ -121,7 +123,7 @@ export function planReview(
     ...(target.namespace === undefined ? {} : { namespace: target.namespace }),
     name: target.name,
     operation: verb === "delete" ? "Delete" : "Update",
-  }) ?? [];
+  }, { now: context.now }) ?? [];
   const found = verb === "delete"
     ? context.protectionsOf(request.resource)
     : [];

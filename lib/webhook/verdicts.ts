@@ -331,6 +331,7 @@ export function locked(
       type: "Lock",
       lock: { namespace: h.namespace, name: h.name },
       reason: h.reason,
+      ...(h.expiresAt === undefined ? {} : { expiresAt: h.expiresAt }),
     })),
     ...(also === undefined ? [] : referenceCauses(also.named, also.total)),
     ...unreadCauses(unread),

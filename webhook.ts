@@ -129,7 +129,7 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
       }, registry.protectedTypes);
     },
   });
-  const locks = new LockIndex();
+  const locks = new LockIndex({ expirySkewMs: options.lockExpirySkewMs });
   // One watch of the dep-ctrl export; the rules and the Locks are two views
   // of it, each handed on when it changed.
   const watcher = new ExportWatcher<"rules" | "locks">({

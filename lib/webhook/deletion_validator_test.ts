@@ -18,6 +18,7 @@ import {
   deleteRequest,
   deniedVerdict,
   dependentRule,
+  expiringVpcLock,
   FakeBypass,
   FakeDependentSource,
   LOCKED_MESSAGE as LOCKED,
@@ -425,4 +426,28 @@ Deno.test("DeletionValidator.validate() lets another workspace's review through 
   for (const release of heavy) release();
   (await waiting)!();
   assert.equal(reviews.used, 0);
+});
+
+Deno.test("DeletionValidator.validate() lets an expiring Lock go by its now option, after the skew allowance", async () => {
+  const expiresAt = Date.parse("2026-01-01T00:00:00Z");
+  const decide = (now: number) =>
+    validate(
+      registryOf(),
+      new FakeDependentSource({ virtualmachines: { pages: [] } }),
+      deleteRequest(),
+      { locks: expiringVpcLock("2026-01-01T00:00:00Z"), now: () => now },
+    );
+  const held = await decide(expiresAt + 4_999);
+  assert.equal(held.outcome, "denied_locked");
+  assert.deepEqual(held.causes, [{
+    type: "Lock",
+    lock: { namespace: "default", name: "window" },
+    reason: "maintenance window",
+    expiresAt: "2026-01-01T00:00:00Z",
+  }]);
+  assert.match(
+    held.response.status?.message ?? "",
+    /Lock default\/window \("maintenance window", until 2026-01-01T00:00:00Z\)/,
+  );
+  assert.equal((await decide(expiresAt + 5_000)).outcome, "allowed");
 });

@@ -86,6 +86,12 @@ export const WEBHOOK_FLAGS: readonly FlagSpec[] = [
       "How long after kcp marks a workspace for deletion references still keep its teardown in dependency order; then nothing in it is protected (0s: at once). Locks never hold in a workspace being deleted",
   },
   {
+    name: "lock-expiry-skew",
+    default: "5s",
+    help:
+      "How long after a Lock's spec.expiresAt, by this webhook's clock, the Lock still holds (0s to 10m): a clock ahead of the Lock writer's by up to this never lets a Lock go early",
+  },
+  {
     name: "list-page-size",
     default: String(DEFAULT_LIST_PAGE_SIZE),
     help:
@@ -206,6 +212,8 @@ export interface WebhookOptions extends ComponentOptions {
   listTimeoutMs: number;
   /** How long references order a workspace's teardown, ms. */
   teardownOrderMs: number;
+  /** How long a Lock still holds after its `spec.expiresAt`, ms. */
+  lockExpirySkewMs: number;
   /** How long a workspace's APIBindings serve its reviews, ms. */
   bindingsCacheTtlMs: number;
   /** Page size for dependent lists. */
@@ -251,6 +259,21 @@ export type WebhookArgs = { help: true } | {
   help: false;
   options: WebhookOptions;
 };
+
+/** The most `--lock-expiry-skew` may be: a bound, not a second lifetime. */
+export const MAX_LOCK_EXPIRY_SKEW_MS = 600_000;
+
+/** `--lock-expiry-skew`: `0s` (or `0`), or a duration up to 10m. */
+function lockExpirySkew(text: string): number {
+  if (/^0(ms|s|m|h)?$/.test(text)) return 0;
+  const ms = parseDuration(text);
+  if (ms > MAX_LOCK_EXPIRY_SKEW_MS) {
+    throw new TypeError(
+      `want at most 10m: current value is '${text}'`,
+    );
+  }
+  return ms;
+}
 
 /**
  * Parses the webhook's command line.
@@ -318,6 +341,10 @@ export function parseWebhookOptions(
         () => parseDuration(v["list-timeout"]!),
       ),
       teardownOrderMs: duration("teardown-order-timeout"),
+      lockExpirySkewMs: parseFlag(
+        "lock-expiry-skew",
+        () => lockExpirySkew(v["lock-expiry-skew"]!),
+      ),
       bindingsCacheTtlMs: duration("bindings-cache-ttl"),
       listPageSize: pageSize,
       maxListPageBytes,

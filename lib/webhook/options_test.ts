@@ -20,6 +20,7 @@ Deno.test("parseWebhookOptions() applies the reference's defaults", () => {
     metricsBind: { hostname: "0.0.0.0", port: 8080 },
     listTimeoutMs: 7000,
     teardownOrderMs: 120_000,
+    lockExpirySkewMs: 5_000,
     bindingsCacheTtlMs: 5_000,
     listPageSize: 500,
     maxListPageBytes: 8 * 1024 * 1024,
@@ -188,4 +189,27 @@ Deno.test("parseWebhookOptions() names the flag that is wrong", () => {
 
 Deno.test("parseWebhookOptions() answers --help without needing a kubeconfig", () => {
   assert.deepEqual(parseWebhookOptions(["--help"], noEnv), { help: true });
+});
+
+Deno.test("parseWebhookOptions() reads --lock-expiry-skew from 0s up to 10m", () => {
+  assert.equal(
+    parse(["--kubeconfig=/k", "--lock-expiry-skew=0s"]).lockExpirySkewMs,
+    0,
+  );
+  assert.equal(
+    parse(["--kubeconfig=/k", "--lock-expiry-skew=30s"]).lockExpirySkewMs,
+    30_000,
+  );
+  assert.equal(
+    parse(["--kubeconfig=/k", "--lock-expiry-skew=10m"]).lockExpirySkewMs,
+    600_000,
+  );
+  assert.throws(
+    () => parse(["--kubeconfig=/k", "--lock-expiry-skew=11m"]),
+    /--lock-expiry-skew.*at most 10m/,
+  );
+  assert.throws(
+    () => parse(["--kubeconfig=/k", "--lock-expiry-skew=soon"]),
+    /--lock-expiry-skew/,
+  );
 });

@@ -7,6 +7,12 @@
  *   `root:provider`): the harness against real processes. First: it counts
  *   the processes and shards it started and creates the probe ClusterRole
  *   in `system:admin` of each shard.
+ * - `sharded_index_steps.ts` (`root:idx`): the webhook with
+ *   `--dependents-index` through the front-proxy, its index fed on both
+ *   shards, 1 000 back-to-back rounds over consumers on both. Before the
+ *   product's suite: it counts the index's feeds, one per shard, so no
+ *   other rule may be live yet; its own rule (on shard-1) stays, and the
+ *   product's suite reads only its own workspaces.
  * - `sharded_steps.ts` (`root:dep-ctrl`, `root:providers:*`,
  *   `root:consumers:*`): the product as production runs it, the components
  *   through the front-proxy, a shard down and back; status truth.
@@ -15,14 +21,20 @@
  */
 import assert from "node:assert/strict";
 import { requireShardedKcpBinaries } from "../../testing/kcp/binaries.ts";
-import { shardedKcpTest, startShardedKcp } from "../../testing/mod.ts";
+import {
+  shardedKcpTest,
+  startShardedKcp,
+  worldPaths,
+} from "../../testing/mod.ts";
 import { shardedHarnessSteps } from "./sharded_harness_steps.ts";
+import { shardedIndexSteps } from "./sharded_index_steps.ts";
 import { shardedSteps } from "./sharded_steps.ts";
 
 shardedKcpTest(
-  "sharded on one sharded kcp: the harness places workspaces, accepts identities, takes a shard down and back, and publishes one endpoint URL per shard; the components through the front-proxy protect on both shards, fail closed per shard, and hold through a shard down and back",
+  "sharded on one sharded kcp: the harness places workspaces, accepts identities, takes a shard down and back, and publishes one endpoint URL per shard; the dependents index, fed on both shards, denies a VPC's delete right after its VM's create, 1 000 times; the components through the front-proxy protect on both shards, fail closed per shard, and hold through a shard down and back",
   async (kcp, step) => {
     await shardedHarnessSteps(kcp, step);
+    await shardedIndexSteps(kcp, step, worldPaths("root:idx"));
     await shardedSteps(kcp, step);
   },
 );

@@ -402,6 +402,13 @@ function _lockColumns(): PrinterColumn[] {
         LOCK_CONDITION_REASONS.join(", ")
       }.`,
     },
+    {
+      name: "Expires",
+      type: "string",
+      jsonPath: ".spec.expiresAt",
+      description:
+        "When the Lock stops holding (spec.expiresAt); empty: until deleted.",
+    },
     { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
   ];
 }

@@ -198,13 +198,23 @@ Deno.test("apiResourceSchema(LOCKS) describes a namespaced Lock with its columns
   const [version] = schema.spec.versions;
   assert.deepEqual(
     version!.additionalPrinterColumns.map((c) => c.name),
-    ["Target", "Resource", "Reason", "Ready", "Status", "Age"],
+    ["Target", "Resource", "Reason", "Ready", "Status", "Expires", "Age"],
   );
   // REASON is the human reason, STATUS the condition's reason.
   const columns = new Map(
     version!.additionalPrinterColumns.map((c) => [c.name, c]),
   );
   assert.equal(columns.get("Reason")?.jsonPath, ".spec.reason");
+  // A string, not a date: kubectl shows a future date as <invalid>.
+  assert.deepEqual(
+    [columns.get("Expires")?.type, columns.get("Expires")?.jsonPath],
+    ["string", ".spec.expiresAt"],
+  );
+  const expiresAt = version!.schema.properties?.spec?.properties?.expiresAt;
+  assert.deepEqual(
+    [expiresAt?.type, expiresAt?.format],
+    ["string", "date-time"],
+  );
   assert.equal(
     columns.get("Status")?.jsonPath,
     '.status.conditions[?(@.type=="Ready")].reason',

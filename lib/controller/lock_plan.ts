@@ -164,7 +164,20 @@ export function planLockPlacement(
       });
       continue;
     }
-    const state = placeLock(parsed.lock, cluster, context, placement);
+    const placed = placeLock(parsed.lock, cluster, context, placement);
+    // A malformed expiresAt alone: held as a Lock without it (fail
+    // closed), and said so before any other problem.
+    const state: LockState = placed.state === "ok" &&
+        parsed.expiryProblem !== undefined
+      ? {
+        ...placed,
+        problem: {
+          reason: "InvalidSpec",
+          message:
+            `${parsed.expiryProblem}; until it is fixed the Lock holds as one without spec.expiresAt, until deleted`,
+        },
+      }
+      : placed;
     placement.states.set(key, state);
     placement.locks.set(key, parsed.lock);
     if (state.state === "pending") placement.unsure = true;

@@ -1,12 +1,19 @@
 /**
  * The Locks' part of the conditions: each Lock's Ready condition, from
  * where the Locks' part of the plan placed it (`lock_plan.ts`) and the
- * configuration writes still to make.
+ * configuration writes still to make, and `Expired` from a Lock's
+ * `spec.expiresAt` on, by the plan's clock, whatever else is true of it;
+ * and when the next Lock expires, for the reconciler to wake up then.
  *
  * @module
  */
 import { type Condition, READY_CONDITION } from "../rules/mod.ts";
-import type { Lock, LockConditionReason } from "../locks/mod.ts";
+import {
+  type Lock,
+  type LockConditionReason,
+  lockExpiredAt,
+  lockExpiresAt,
+} from "../locks/mod.ts";
 import { typeName } from "../rules/mod.ts";
 import type { ProtectedType } from "./webhook_config.ts";
 import { clusterOf, type EndpointObject } from "../kcp/mod.ts";
@@ -18,8 +25,10 @@ import {
 } from "./status_tally.ts";
 
 /**
- * Each Lock's Ready condition, once settled: `Enforced` when the
- * configuration that covers its target is in place, why not otherwise.
+ * Each Lock's Ready condition, once settled: `Expired` from its
+ * `spec.expiresAt` on (at once, even before it is placed), else `Enforced`
+ * when the configuration that covers its target is in place, why not
+ * otherwise.
  */
 export function planLockStatuses(
   locks: readonly EndpointObject[],
@@ -39,6 +48,16 @@ export function planLockStatuses(
     const cluster = clusterOf(source.object);
     const key = lockKey(cluster, metadata.namespace ?? "", metadata.name ?? "");
     const state = placement.states.get(key);
+    const expired = expiredReady(placement.locks.get(key), context.now);
+    if (expired !== undefined) {
+      planned.count(expired);
+      planned.write(source, {
+        now: context.now,
+        conditions: [expired],
+        namespace: metadata.namespace ?? "",
+      });
+      continue;
+    }
     let ready: Condition;
     if (
       state === undefined || state.state === "pending" ||
@@ -155,6 +174,47 @@ function honouredAnyway(
     denied: `${verbs} ${target.resource}/${target.name} is denied`,
     type: typeName(target),
   };
+}
+
+/**
+ * `Ready` False, `Expired`, for a Lock whose `spec.expiresAt` is not after
+ * `now` (an RFC 3339 time, the plan's clock); `undefined` for any other.
+ */
+function expiredReady(
+  lock: Lock | undefined,
+  now: string,
+): Condition | undefined {
+  if (lock === undefined) return undefined;
+  const expiresAt = lockExpiresAt(lock.spec);
+  if (!lockExpiredAt(expiresAt, Date.parse(now))) return undefined;
+  const { target } = lock.spec;
+  return lockReady("False", {
+    reason: "Expired",
+    message:
+      `expired at ${lock.spec.expiresAt}: ${target.resource}/${target.name} is no longer held by this Lock ` +
+      "(the webhook lets go by its own clock, at most its --lock-expiry-skew later); " +
+      "delete the Lock, or set a later spec.expiresAt to hold it again",
+  });
+}
+
+/**
+ * When the next of `locks` expires after `now` (the plan's clock): the
+ * earliest `spec.expiresAt` still ahead, in ms since the epoch, or
+ * `undefined` when none is. The reconciler plans again then, so a Lock
+ * shows `Expired` without waiting for a resync.
+ */
+export function nextLockExpiry(
+  locks: Iterable<Lock>,
+  now: string,
+): number | undefined {
+  const at = Date.parse(now);
+  let next: number | undefined;
+  for (const lock of locks) {
+    const expiresAt = lockExpiresAt(lock.spec);
+    if (expiresAt === undefined || lockExpiredAt(expiresAt, at)) continue;
+    if (next === undefined || expiresAt < next) next = expiresAt;
+  }
+  return next;
 }
 
 /** A Lock's Ready condition. */

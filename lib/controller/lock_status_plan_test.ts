@@ -214,3 +214,75 @@ Deno.test("planLockStatuses() says a Lock not placed (ProviderMismatch) is Enfor
     mismatch.message,
   );
 });
+
+/** `lockSource` of vpcs/core with `spec.expiresAt`. */
+function expiringLock(expiresAt: unknown) {
+  const source = lockSource({
+    apiExportRef: { path: NETWORK_PATH, name: VPCS.group },
+    ...VPCS,
+    name: "core",
+  }, ["Delete"]);
+  const spec = source.object.spec as Record<string, unknown>;
+  return {
+    ...source,
+    object: { ...source.object, spec: { ...spec, expiresAt } },
+  };
+}
+
+/** The plan of one Lock with its configuration in place, at `now`. */
+function planAt(lock: ReturnType<typeof expiringLock>, now = NOW) {
+  return planReconcile({
+    ...networkInput([], []),
+    configurations: [configuration(NETWORK, [{ ...VPCS }])],
+    locks: [lock],
+    now,
+  });
+}
+
+Deno.test("planReconcile() reports a Lock Expired from its expiresAt on, by the plan's clock, and wakes for the next", () => {
+  // NOW is 2025-06-01T12:00:00Z.
+  const before = planAt(expiringLock("2025-06-01T12:00:30Z"));
+  assert.equal(before.statuses[0]?.status.conditions?.[0]?.reason, "Enforced");
+  assert.equal(before.nextLockExpiry, Date.parse("2025-06-01T12:00:30Z"));
+  const at = planAt(expiringLock("2025-06-01T12:00:00Z"));
+  const expired = at.statuses[0]?.status.conditions?.[0];
+  assert.equal(expired?.status, "False");
+  assert.equal(expired?.reason, "Expired");
+  assert.match(
+    expired?.message ?? "",
+    /^expired at 2025-06-01T12:00:00Z: vpcs\/core is no longer held by this Lock /,
+  );
+  assert.deepEqual([...at.lockReady], [["False/Expired", 1]]);
+  assert.equal(at.nextLockExpiry, undefined);
+  // An offset names the same instant.
+  assert.equal(
+    planAt(expiringLock("2025-06-01T13:00:00+01:00")).statuses[0]?.status
+      .conditions?.[0]?.reason,
+    "Expired",
+  );
+  // A Lock without expiresAt: nothing to wake for.
+  assert.equal(planAt(expiringLock(undefined)).nextLockExpiry, undefined);
+});
+
+Deno.test("planReconcile() reports a Lock already expired at creation at once, before it is even placed", () => {
+  // The configuration is still to be written: a Lock in effect says nothing yet.
+  const plan = planReconcile({
+    ...networkInput([], []),
+    locks: [expiringLock("2020-01-01T00:00:00Z")],
+  });
+  assert.equal(plan.statuses[0]?.status.conditions?.[0]?.reason, "Expired");
+});
+
+Deno.test("planReconcile() holds a Lock with a malformed expiresAt without it, and says InvalidSpec", () => {
+  const plan = planAt(expiringLock("tomorrow"));
+  const ready = plan.statuses[0]?.status.conditions?.[0];
+  assert.equal(ready?.status, "False");
+  assert.equal(ready?.reason, "InvalidSpec");
+  assert.match(
+    ready?.message ?? "",
+    /^spec\.expiresAt: must be an RFC 3339 date-time.*; until it is fixed the Lock holds as one without spec\.expiresAt, until deleted$/,
+  );
+  // Placed all the same: its configuration is kept, nothing to write.
+  assert.deepEqual(plan.configurations, []);
+  assert.equal(plan.nextLockExpiry, undefined);
+});

@@ -30,6 +30,7 @@ import {
   planConfigurations,
 } from "./configuration_plan.ts";
 import { planLockPlacement } from "./lock_plan.ts";
+import { nextLockExpiry } from "./lock_status_plan.ts";
 import { PlanMemo } from "./plan_memo.ts";
 import type { LockTargetAnswer, LockTargetRef } from "./lock_targets.ts";
 import type { Resolution } from "./path_cache.ts";
@@ -120,6 +121,11 @@ export interface Plan {
   ready: Map<string, number>;
   /** Locks by their Ready condition's status and reason, for metrics. */
   lockReady: Map<string, number>;
+  /**
+   * When the next Lock expires (ms since the epoch), if any will: plan
+   * again then, so its status shows `Expired` without waiting.
+   */
+  nextLockExpiry?: number;
   /** Provider clusters that keep (or get) a configuration. */
   desiredClusters: number;
   /** The logical clusters bound to the dep-ctrl export, sorted. */
@@ -187,6 +193,7 @@ export function planReconcile(
     placement,
     desired: demand.desired,
   });
+  const nextExpiry = nextLockExpiry(placement.locks.values(), input.now);
   // 7. What to read for the next pass, with the writes and the counts.
   return {
     paths: [...new Set([...coverage.paths, ...placement.paths])].sort(),
@@ -200,6 +207,7 @@ export function planReconcile(
     statuses: [...ruleStatuses.statuses, ...lockStatuses.statuses],
     ready: ruleStatuses.ready,
     lockReady: lockStatuses.ready,
+    ...(nextExpiry === undefined ? {} : { nextLockExpiry: nextExpiry }),
     desiredClusters: wanted,
     boundClusters: [...bindings.keys()].sort(),
   };

@@ -30,6 +30,7 @@ import { LOCKS_PATH } from "../locks/mod.ts";
 import type { LockTargetAnswer, LockTargetRef } from "./lock_targets.ts";
 import { PassScheduler, ReadCache, type Reading } from "../runtime/mod.ts";
 import { AccessWait } from "./access_wait.ts";
+import { ExpiryWake } from "./expiry_wake.ts";
 import { readCache } from "./read_caches.ts";
 import {
   type ExportAnswer,
@@ -242,6 +243,8 @@ export class Reconciler {
   #settings: Settings | undefined;
   #resync = false;
   #resyncTimer: ReturnType<typeof setInterval> | undefined;
+  /** Plans again when the next Lock expires. */
+  readonly #expiryWake = new ExpiryWake(() => this.trigger());
   #started = false;
   #stopped = false;
 
@@ -339,6 +342,7 @@ export class Reconciler {
     this.#stopped = true;
     clearInterval(this.#resyncTimer);
     clearTimeout(this.#accessTimer);
+    this.#expiryWake.stop();
     await this.#passes.stop();
     await Promise.all([
       this.#paths.stop(),
@@ -417,6 +421,7 @@ export class Reconciler {
       this.#access?.refresh();
     }
     this.#applier.apply(plan, { configurations, rules, locks });
+    this.#expiryWake.set(plan.nextLockExpiry, { now: Date.now() });
     this.#options.log.debug("reconciled", {
       rules: rules.length,
       configurations: configurations.length,

@@ -17,8 +17,13 @@ import {
   type LockSpec,
 } from "./_status_truth_shared.ts";
 
+/** How far ahead a Lock's expiry must be for its Enforced to be proven. */
+const EXPIRY_MARGIN_MS = 60_000;
+
 /**
- * Proves an Enforced Lock in its workspace.
+ * Proves an Enforced Lock in its workspace. A Lock that expires within
+ * {@linkcode EXPIRY_MARGIN_MS} is not proven: it may let go while the
+ * proof runs, which is what it says it will do.
  *
  * @throws {AssertionError} Naming the Lock and what the request returned if
  * it is not denied.
@@ -31,6 +36,12 @@ export async function proveLock(
   const { workspace, object } = found;
   const spec = object.spec as unknown as LockSpec;
   const { target } = spec;
+  if (
+    spec.expiresAt !== undefined &&
+    !(Date.parse(spec.expiresAt) - Date.now() > EXPIRY_MARGIN_MS)
+  ) {
+    return;
+  }
   const lockNamespace = object.metadata.namespace!;
   const lockName = object.metadata.name;
   const name = `Lock ${lockNamespace}/${lockName} in ${workspace}`;

@@ -94,6 +94,8 @@ export interface LockSpec {
   reason: string;
   /** `Delete` (the default) and/or `Update`. */
   operations?: string[];
+  /** When it stops holding (RFC 3339), if it does. */
+  expiresAt?: string;
 }
 
 /** What discovery says of a type in a workspace. */

@@ -61,7 +61,7 @@ export const COMMANDS: Readonly<Record<string, PluginCommand>> = {
   lock: {
     summary: "Lock an object against deletion, with a reason",
     usage: LOCK_USAGE,
-    check: (args) => void parseLockArgs(args),
+    check: (args) => void parseLockArgs(args, { now: Date.now() }),
     run: (args, context) => lockCommand(context, args),
   },
   unlock: {

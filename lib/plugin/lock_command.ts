@@ -5,13 +5,15 @@
  * ```sh
  * kubectl dependencies lock vpc/core -n team-a --reason "production VPC"
  * kubectl dependencies lock namespace/team-a --reason "tenant home"
+ * kubectl dependencies lock vpc/core -n team-a --reason "migration" --for 2h
  * kubectl dependencies unlock vpc/core -n team-a
  * ```
  *
  * `lock` resolves the type through discovery and the APIExport it is bound
  * from through the workspace's APIBindings (none: a type of the workspace's
  * own, no `apiExportRef`), checks that the object exists and that no Lock
- * locks it yet (`--update` replaces that Lock's reason and operations),
+ * locks it yet (`--update` replaces that Lock's reason, operations and end:
+ * without `--for` or `--until` it then holds until deleted),
  * creates the Lock (named `<resource>-<name>` unless `--name` says
  * otherwise), prints it and waits until its `Ready` condition is True.
  * `unlock` deletes every Lock of the namespace whose target is the object.
@@ -85,7 +87,8 @@ function lockNamespace(
 /**
  * Runs `kubectl dependencies lock` with its arguments (after the command
  * name) and returns the exit code: 0 once the Lock is Ready, or at once
- * with `--timeout 0`.
+ * with `--timeout 0`. `options.now` is the clock `--for` counts from
+ * (default `Date.now`).
  *
  * @throws {PluginError} With exit code 1 when its Ready condition is False
  * (after printing it), 2 on any other failure or no Ready condition in time.
@@ -93,9 +96,9 @@ function lockNamespace(
 export async function lockCommand(
   context: PluginContext,
   args: readonly string[],
-  options: { pollMs?: number } = {},
+  options: { pollMs?: number; now?: () => number } = {},
 ): Promise<number> {
-  const parsed = parseLockArgs(args);
+  const parsed = parseLockArgs(args, { now: (options.now ?? Date.now)() });
   if ("help" in parsed) {
     context.io.out(LOCK_USAGE);
     return EXIT_OK;
@@ -118,6 +121,7 @@ export async function lockCommand(
     apiExportRef,
     reason: parsed.reason,
     operations: parsed.operations,
+    expiresAt: parsed.expiresAt,
   });
   const existing = lockToUpdate(locks, object, {
     namespace,
@@ -134,11 +138,18 @@ export async function lockCommand(
     const name = String(existing.metadata?.name ?? "");
     const spec = isRecord(existing.spec) ? existing.spec : {};
     const same = spec.reason === parsed.reason &&
-      JSON.stringify(spec.operations) === JSON.stringify(parsed.operations);
+      JSON.stringify(spec.operations) === JSON.stringify(parsed.operations) &&
+      spec.expiresAt === parsed.expiresAt;
     written = same ? existing : await patchLock(context, {
       namespace,
       name,
-      spec: { reason: parsed.reason, operations: parsed.operations },
+      spec: {
+        reason: parsed.reason,
+        operations: parsed.operations,
+        // A merge patch removes the field with null: the Lock then holds
+        // until deleted, as `lock` without --for or --until says.
+        expiresAt: parsed.expiresAt ?? null,
+      },
     });
     done = same ? "unchanged" : "updated";
   }
@@ -157,7 +168,7 @@ export async function lockCommand(
     namespace,
     name,
     timeoutMs: parsed.timeoutMs,
-    ...options,
+    ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }),
   });
   if (parsed.output === "yaml" || parsed.output === "json") {
     context.io.out(formatObject(final, parsed.output));
@@ -180,7 +191,9 @@ export async function lockCommand(
   }
   if (parsed.output === undefined && readiness.state === "ready") {
     context.io.out(
-      `${lockRef(name)} is Ready: ${printable(readiness.message, 1000)}\n`,
+      `${lockRef(name)} is Ready${
+        parsed.expiresAt === undefined ? "" : ` until ${parsed.expiresAt}`
+      }: ${printable(readiness.message, 1000)}\n`,
     );
   }
   return EXIT_OK;

@@ -176,6 +176,53 @@ Deno.test("lock: a second Lock for the same object needs --update, which replace
   });
 });
 
+Deno.test("lock: --for sets spec.expiresAt by the command's clock and says until when; --update without it holds until deleted", async () => {
+  const workspace = consumer();
+  const now = () => Date.parse("2026-12-01T16:00:00Z");
+  await withWorkspace(workspace, async (context, api) => {
+    await assert.rejects(
+      lockCommand(context, [
+        "vpc/core",
+        "--reason",
+        "r",
+        "--until",
+        "2026-12-01T15:00:00Z",
+      ], { pollMs: 1, now }),
+      failure(2, /--until 2026-12-01T15:00:00Z has passed/),
+    );
+    assert.equal(api.requests.length, 0, "refused before anything is asked");
+    const code = await lockCommand(context, [
+      "vpc/core",
+      "--reason",
+      "migration",
+      "--for",
+      "2h",
+    ], { pollMs: 1, now });
+    assert.equal(code, 0);
+    const spec = workspace.locks.get("team-a/vpcs-core")?.spec as {
+      expiresAt?: string;
+    };
+    assert.equal(spec.expiresAt, "2026-12-01T18:00:00Z");
+    assert.match(
+      context.io.stdout,
+      /vpcs-core is Ready until 2026-12-01T18:00:00Z: deleting core is denied\n$/,
+    );
+    api.requests.length = 0;
+    await lockCommand(context, [
+      "vpc/core",
+      "--reason",
+      "migration",
+      "--update",
+    ], { pollMs: 1, now });
+    const patch = api.requests.find((r) => r.method === "PATCH");
+    assert.deepEqual(JSON.parse(patch?.body ?? "{}").spec, {
+      reason: "migration",
+      operations: ["Delete"],
+      expiresAt: null,
+    });
+  });
+});
+
 Deno.test("lock: Ready False exits 1 with the reason; no Ready in time exits 2; --timeout 0 does not wait", async () => {
   const workspace = consumer();
   await withWorkspace(workspace, async (context) => {

@@ -27,20 +27,17 @@ import { stringify as stringifyYaml } from "yaml";
 import type { KubeObject } from "../kcp/mod.ts";
 import {
   LOCK_KIND,
-  LOCK_OPERATIONS,
   LOCK_SINGULAR,
   type LockOperation,
   parseLock,
 } from "../locks/mod.ts";
 import { API_VERSION, GROUP, READY_CONDITION, typeName } from "../rules/mod.ts";
-import {
-  errorText,
-  isRecord,
-  parseDuration,
-  printable,
-} from "../runtime/mod.ts";
+import { errorText, isRecord, printable } from "../runtime/mod.ts";
 import { PluginError } from "./context.ts";
 import type { ResolvedType } from "./discovery.ts";
+import { parseExpiry, parseOperations, parseTimeout } from "./lock_flags.ts";
+
+export { parseOperations } from "./lock_flags.ts";
 
 /** `kubectl dependencies lock --help`. */
 export const LOCK_USAGE =
@@ -52,8 +49,11 @@ namespace itself) against deletion: creates a Lock and waits until it is Ready.
 Flags:
   --reason <text>        Why it is locked; quoted in every denial (required)
   --operations <list>    Delete, or Delete,Update (default Delete)
-  --update               Replace the reason and operations of the Lock that
-                         already locks the object, instead of failing
+  --for <duration>       End the Lock after this long, such as 30m or 2h
+  --until <time>         End the Lock at this RFC 3339 time, such as
+                         2026-12-01T18:00:00Z (default: hold until deleted)
+  --update               Replace the reason, operations and end of the Lock
+                         that already locks the object, instead of failing
   --name <name>          The Lock's name (default <resource>-<name>)
   --timeout <duration>   How long to wait for Ready, 0 not to wait (default 60s)
   -o, --output <format>  yaml, json or name
@@ -86,6 +86,8 @@ export interface LockArgs {
   reason: string;
   /** `--operations`. */
   operations: LockOperation[];
+  /** `spec.expiresAt` from `--for` or `--until`; absent: until deleted. */
+  expiresAt?: string;
   /** `--update`. */
   update: boolean;
   /** `--name`. */
@@ -132,18 +134,23 @@ const NAME_MAX = 253;
 const HASH_DIGITS = 10;
 
 /**
- * Parses the arguments of `lock` (after the command name).
+ * Parses the arguments of `lock` (after the command name); `options.now`
+ * (ms since the epoch) is the clock `--for` counts from and `--until`
+ * must be after.
  *
  * @throws {PluginError} With exit code 2 on a usage error.
  */
 export function parseLockArgs(
   args: readonly string[],
+  options: { now: number },
 ): LockArgs | { help: true } {
   const { values, positionals } = parse(args, {
     command: "lock",
     flags: {
       reason: { type: "string" },
       operations: { type: "string" },
+      for: { type: "string" },
+      until: { type: "string" },
       update: { type: "boolean" },
       name: { type: "string" },
       timeout: { type: "string" },
@@ -167,11 +174,16 @@ export function parseLockArgs(
     );
   }
   const lockName = values.name;
+  const expiresAt = parseExpiry({
+    for: typeof values.for === "string" ? values.for : undefined,
+    until: typeof values.until === "string" ? values.until : undefined,
+  }, options);
   return {
     type,
     name,
     reason: values.reason,
     operations: parseOperations(String(values.operations ?? "Delete")),
+    ...(expiresAt === undefined ? {} : { expiresAt }),
     update: values.update === true,
     ...(typeof lockName === "string" ? { lockName } : {}),
     timeoutMs: parseTimeout(String(values.timeout ?? "60s")),
@@ -261,40 +273,6 @@ function objectArg(positionals: readonly string[], command: string): {
 }
 
 /**
- * `Delete` or `Delete,Update` (in any case and order) as the Lock's
- * operations.
- *
- * @throws {PluginError} With exit code 2 for anything else.
- */
-export function parseOperations(text: string): LockOperation[] {
-  const operations: LockOperation[] = [];
-  for (const part of text.split(",").map((p) => p.trim())) {
-    const operation = LOCK_OPERATIONS.find((o) =>
-      o.toLowerCase() === part.toLowerCase()
-    );
-    if (operation === undefined) {
-      throw new PluginError(
-        `lock: --operations must list ${
-          LOCK_OPERATIONS.join(" or ")
-        }: current value is '${printable(text)}'`,
-      );
-    }
-    if (!operations.includes(operation)) operations.push(operation);
-  }
-  return operations;
-}
-
-/** `--timeout`: a duration, or `0` not to wait. */
-function parseTimeout(text: string): number {
-  if (/^0(ms|s|m|h)?$/.test(text)) return 0;
-  try {
-    return parseDuration(text);
-  } catch (error) {
-    throw new PluginError(`lock: --timeout: ${errorText(error)}`);
-  }
-}
-
-/**
  * The default name of the Lock of `<resource>/<name>`: `<resource>-<name>`,
  * or, when that is longer than a DNS subdomain may be, its start and a
  * hash of it, so the same object always gets the same name.
@@ -329,6 +307,8 @@ export interface LockSpecOptions {
   reason: string;
   /** What it denies. */
   operations: readonly LockOperation[];
+  /** When it ends (RFC 3339); absent: until deleted. */
+  expiresAt?: string | undefined;
 }
 
 /**
@@ -354,12 +334,16 @@ export function buildLock(options: LockSpecOptions): KubeObject {
       },
       reason: options.reason,
       operations: [...options.operations],
+      ...(options.expiresAt === undefined
+        ? {}
+        : { expiresAt: options.expiresAt }),
     },
   };
   const parsed = parseLock(lock);
-  if (!parsed.ok) {
+  const problem = parsed.ok ? parsed.expiryProblem : parsed.error;
+  if (problem !== undefined) {
     throw new PluginError(
-      `Cannot write this Lock: ${printable(parsed.error, 1000)}`,
+      `Cannot write this Lock: ${printable(problem, 1000)}`,
     );
   }
   return lock;

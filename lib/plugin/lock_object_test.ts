@@ -46,8 +46,11 @@ function lock(
   };
 }
 
+/** The clock of every parse: 2026-12-01T16:00:00Z. */
+const AT = { now: Date.parse("2026-12-01T16:00:00Z") };
+
 Deno.test("parseLockArgs() reads <type>/<name> or <type> <name> and every flag, with defaults", () => {
-  assert.deepEqual(parseLockArgs(["vpc/core", "--reason", "prod"]), {
+  assert.deepEqual(parseLockArgs(["vpc/core", "--reason", "prod"], AT), {
     type: "vpc",
     name: "core",
     reason: "prod",
@@ -71,12 +74,15 @@ Deno.test("parseLockArgs() reads <type>/<name> or <type> <name> and every flag, 
       "yaml",
       "-n",
       "team-b",
-    ]),
+      "--for",
+      "90m",
+    ], AT),
     {
       type: "vpcs.network.example.com",
       name: "core",
       reason: "prod",
       operations: ["Update", "Delete"],
+      expiresAt: "2026-12-01T17:30:00Z",
       update: true,
       lockName: "mine",
       timeoutMs: 120_000,
@@ -84,12 +90,19 @@ Deno.test("parseLockArgs() reads <type>/<name> or <type> <name> and every flag, 
     },
   );
   assert.equal(
-    (parseLockArgs(["vpc/core", "--reason", "r", "--timeout", "0"]) as {
+    (parseLockArgs(["vpc/core", "--reason", "r", "--timeout", "0"], AT) as {
       timeoutMs: number;
     }).timeoutMs,
     0,
   );
-  assert.deepEqual(parseLockArgs(["--help"]), { help: true });
+  assert.deepEqual(
+    (parseLockArgs(
+      ["vpc/core", "--reason", "r", "--until", "2026-12-02T00:00:00Z"],
+      AT,
+    ) as { expiresAt?: string }).expiresAt,
+    "2026-12-02T00:00:00Z",
+  );
+  assert.deepEqual(parseLockArgs(["--help"], AT), { help: true });
 });
 
 Deno.test("parseLockArgs() refuses what it cannot use, as a usage error", () => {
@@ -108,6 +121,23 @@ Deno.test("parseLockArgs() refuses what it cannot use, as a usage error", () => 
       /--operations must list Delete or Update/,
     ],
     [["vpc/core", "--reason", "r", "--timeout", "soon"], /--timeout/],
+    [["vpc/core", "--reason", "r", "--for", "0s"], /--for: /],
+    [
+      ["vpc/core", "--reason", "r", "--until", "2026-12-01T15:59:59Z"],
+      /--until .* has passed/,
+    ],
+    [
+      [
+        "vpc/core",
+        "--reason",
+        "r",
+        "--for",
+        "1h",
+        "--until",
+        "2027-01-01T00:00:00Z",
+      ],
+      /--for and --until .*give one/,
+    ],
     [
       ["vpc/core", "--reason", "r", "--force"],
       /^lock: .*--force.*\(see --help\)/,
@@ -115,7 +145,7 @@ Deno.test("parseLockArgs() refuses what it cannot use, as a usage error", () => 
   ];
   for (const [args, pattern] of cases) {
     assert.throws(
-      () => parseLockArgs(args),
+      () => parseLockArgs(args, AT),
       usageError(pattern),
       args.join(" "),
     );
@@ -215,6 +245,40 @@ Deno.test("buildLock() writes a valid Lock, with apiExportRef only for a bound t
     usageError(
       /^Cannot write this Lock: spec\.reason: must be at most 1024 characters/,
     ),
+  );
+});
+
+Deno.test("buildLock() writes spec.expiresAt when given, and refuses one the API would not read", () => {
+  const options = {
+    namespace: "team-a",
+    name: "vpcs-core",
+    type: VPCS,
+    object: "core",
+    reason: "migration",
+    operations: ["Delete"] as const,
+  };
+  const expiring = buildLock({
+    ...options,
+    operations: [...options.operations],
+    expiresAt: "2026-12-01T18:00:00Z",
+  });
+  assert.equal(
+    (expiring.spec as { expiresAt?: string }).expiresAt,
+    "2026-12-01T18:00:00Z",
+  );
+  assert.equal(
+    "expiresAt" in (buildLock({ ...options, operations: ["Delete"] })
+      .spec as object),
+    false,
+  );
+  assert.throws(
+    () =>
+      buildLock({
+        ...options,
+        operations: ["Delete"],
+        expiresAt: "2026-12-01 18:00",
+      }),
+    usageError(/^Cannot write this Lock: spec\.expiresAt: must be an RFC 3339/),
   );
 });
 

@@ -2,8 +2,9 @@
  * The Lock API (`dependencies.opendefense.cloud/v1alpha1`, kind `Lock`): a
  * namespaced object, created next to the object it protects, that denies the
  * DELETE (and, if asked, the UPDATE) of that object while it exists, with a
- * reason. Unlocking is deleting the Lock, so who may lock and unlock is
- * decided by RBAC on Locks, not by who may edit the object.
+ * reason, or, with `spec.expiresAt`, until then (`expiry.ts`). Unlocking is
+ * deleting the Lock, so who may lock and unlock is decided by RBAC on Locks,
+ * not by who may edit the object.
  *
  * A Lock is namespaced and its target is in the Lock's own namespace; the
  * one cluster-scoped target it may name is that namespace itself

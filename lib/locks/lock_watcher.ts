@@ -3,9 +3,10 @@
  * webhook decides with them and `controller grants` reads them: a
  * {@linkcode CollectionView} of the Lock collection of the process's one
  * {@linkcode ExportWatcher} (the rules are another view of the same
- * watcher). Every valid Lock is handed on with its logical cluster; invalid
- * Locks are logged once per resource version and left out (the controller
- * reports them in their status).
+ * watcher). Every valid Lock is handed on with its logical cluster (one
+ * whose `spec.expiresAt` alone is malformed, without it: it holds until
+ * deleted); invalid Locks are logged once per resource version and left out
+ * (the controller reports them in their status).
  *
  * @module
  */

@@ -29,6 +29,7 @@
  * @module
  */
 import { z } from "zod";
+import { isRfc3339, MAX_SINCE } from "./since.ts";
 
 /** `StatusCause.reason` of each kind of blocker. */
 export const CAUSE_REASONS = {
@@ -67,6 +68,11 @@ export interface ReferenceCause {
   rules: string[];
   /** Why it protects though its rule's `when` could not say, if so. */
   note?: string;
+  /**
+   * When it began to hold, where known: its `metadata.creationTimestamp`
+   * (RFC 3339). Optional: a reader that does not know it ignores it.
+   */
+  since?: string;
 }
 
 /** An owner the object (or its Namespace) names, which holds it. */
@@ -85,6 +91,11 @@ export interface OwnerCause {
   when?: string;
   /** Why it protects though its `when` could not say, if so. */
   note?: string;
+  /**
+   * When it began to hold, where known: its `metadata.creationTimestamp`
+   * (RFC 3339). Optional: a reader that does not know it ignores it.
+   */
+  since?: string;
 }
 
 /** A Lock that holds the object. */
@@ -97,6 +108,11 @@ export interface LockCause {
   reason: string;
   /** Its `spec.expiresAt`, when it has one: it holds until then. */
   expiresAt?: string;
+  /**
+   * When it began to hold, where known: its `metadata.creationTimestamp`
+   * (RFC 3339). Optional: a reader that does not know it ignores it.
+   */
+  since?: string;
 }
 
 /** Blockers of one kind found but not named (the denial names the first). */
@@ -184,6 +200,13 @@ const ObjectSchema = z.object({
   name: NAME,
 });
 const TEXT = z.string().max(MAX_CAUSE_MESSAGE);
+/**
+ * A `since` that is no RFC 3339 time is dropped, not the cause with it: a
+ * cause holds whether or not its time can be read.
+ */
+const SINCE = z.string().max(MAX_SINCE).refine(isRfc3339).optional().catch(
+  undefined,
+);
 
 const BODIES = {
   Reference: z.object({
@@ -191,6 +214,7 @@ const BODIES = {
     fields: z.array(TEXT).max(16),
     rules: z.array(NAME.or(z.string().max(600))).max(64),
     note: TEXT.optional(),
+    since: SINCE,
   }),
   Owner: z.object({
     object: ObjectSchema,
@@ -199,11 +223,13 @@ const BODIES = {
     rule: z.string().max(600),
     when: TEXT.optional(),
     note: TEXT.optional(),
+    since: SINCE,
   }),
   Lock: z.object({
     lock: z.object({ namespace: z.string().max(63), name: NAME }),
     reason: TEXT,
     expiresAt: z.string().max(64).optional(),
+    since: SINCE,
   }),
   More: z.object({
     of: z.enum(["Reference", "Owner"]),

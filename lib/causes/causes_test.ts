@@ -170,3 +170,23 @@ Deno.test("any reference cause with hostile text survives the round trip intact"
     assert.deepEqual(causeOf(statusCause(cause)), cause);
   }));
 });
+
+Deno.test("a cause's since: carried when RFC 3339, dropped (not the cause) when not", () => {
+  const since = "2026-11-29T12:00:00Z";
+  for (const cause of CAUSES.slice(0, 3)) {
+    const timed = { ...cause, since } as Cause;
+    assert.deepEqual(causeOf(statusCause(timed)), timed);
+    assert.deepEqual(parseCause(timed), timed);
+    for (const bad of ["yesterday", 42, `${since}\u202e`, "9".repeat(100)]) {
+      assert.deepEqual(parseCause({ ...cause, since: bad }), cause);
+    }
+  }
+});
+
+Deno.test("a field a reader does not know is ignored, the cause kept: how since reaches older plugins", () => {
+  const lock = CAUSES[2]!;
+  assert.deepEqual(
+    parseCause({ ...lock, sinceLater: "2026-11-29T12:00:00Z" }),
+    lock,
+  );
+});

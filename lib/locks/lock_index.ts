@@ -20,6 +20,7 @@
  *
  * @module
  */
+import { sinceOf } from "../causes/mod.ts";
 import { compareStrings } from "../runtime/mod.ts";
 import type { Lock, LockOperation } from "./api.ts";
 import {
@@ -46,6 +47,8 @@ export interface LockHold {
   reason: string;
   /** Its `spec.expiresAt`, when it has one. */
   expiresAt?: string;
+  /** Its `metadata.creationTimestamp` when RFC 3339: it holds since then. */
+  since?: string;
 }
 
 /** The object and operation a request is about. */
@@ -116,6 +119,7 @@ export class LockIndex {
       });
       const entries = index.get(key) ?? [];
       const expiresAt = lockExpiresAt(lock.spec);
+      const since = sinceOf(lock);
       entries.push({
         hold: {
           namespace: lock.metadata.namespace,
@@ -124,6 +128,7 @@ export class LockIndex {
           ...(expiresAt === undefined
             ? {}
             : { expiresAt: lock.spec.expiresAt! }),
+          ...(since === undefined ? {} : { since }),
         },
         operations: [...lock.spec.operations],
         ...(expiresAt === undefined ? {} : { expiresAt }),

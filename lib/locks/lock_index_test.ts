@@ -12,11 +12,16 @@ function clusterLock(
     expiresAt?: string;
   },
   namespace = "team-a",
+  creationTimestamp?: unknown,
 ): ClusterLock {
   const parsed = parseLock({
     apiVersion: "dependencies.opendefense.cloud/v1alpha1",
     kind: "Lock",
-    metadata: { name, namespace },
+    metadata: {
+      name,
+      namespace,
+      ...(creationTimestamp === undefined ? {} : { creationTimestamp }),
+    },
     spec,
   });
   assert.ok(parsed.ok, parsed.ok ? "" : parsed.error);
@@ -215,4 +220,29 @@ Deno.test("lockedMessage() says until when an expiring Lock holds", () => {
     }]),
     /^locked by Lock team-a\/prod \("window", until 2026-12-01T12:00:00Z\): /,
   );
+});
+
+Deno.test("LockIndex.find() names since when a Lock holds: its creationTimestamp when RFC 3339", () => {
+  const index = new LockIndex();
+  index.replace([
+    clusterLock(
+      "c1",
+      "a",
+      { target: VPC, reason: "r" },
+      "team-a",
+      "2026-11-29T12:00:00Z",
+    ),
+    clusterLock("c1", "b", { target: VPC, reason: "r" }, "team-a", "noon"),
+    clusterLock("c1", "c", { target: VPC, reason: "r" }, "team-a", 12),
+  ]);
+  assert.deepEqual(index.find(QUERY, NOW), [
+    {
+      namespace: "team-a",
+      name: "a",
+      reason: "r",
+      since: "2026-11-29T12:00:00Z",
+    },
+    { namespace: "team-a", name: "b", reason: "r" },
+    { namespace: "team-a", name: "c", reason: "r" },
+  ]);
 });

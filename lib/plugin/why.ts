@@ -197,7 +197,11 @@ export async function whyCommand(
   });
   if (node.state === "error") throw new PluginError(node.error ?? "failed");
   context.io.out(
-    renderWhy(node, parsed.output, { color: context.io.color, limit }),
+    renderWhy(node, parsed.output, {
+      color: context.io.color,
+      limit,
+      now: Date.now(),
+    }),
   );
   return node.held === true ? EXIT_HELD : EXIT_OK;
 }

@@ -12,11 +12,12 @@
  *
  * @module
  */
-import { Document, isScalar, visit } from "yaml";
 import type { Cause, CauseObject } from "../causes/mod.ts";
 import { dotString } from "../graph/mod.ts";
 import { printable } from "../runtime/mod.ts";
 import { typeName } from "../rules/mod.ts";
+import { sinceText } from "./since_text.ts";
+import { jsonText, yamlText } from "./why_data.ts";
 import { WEBHOOK_DENIAL_PREFIX } from "./why_decision.ts";
 import { MAX_WALK_OBJECTS, nodesOf, type WhyNode } from "./why_walk.ts";
 
@@ -32,6 +33,8 @@ export interface RenderOptions {
   color?: boolean;
   /** The walk's bound, named when it cut the walk. @default {MAX_WALK_OBJECTS} */
   limit?: number;
+  /** The clock (ms since the epoch) a cause's since is told against (`3h ago`); absent, its time alone. */
+  now?: number;
 }
 
 /** `node` in `output`, ending with a newline. */
@@ -68,6 +71,12 @@ const MAX_MESSAGE = 1000;
 
 type Paint = (style: keyof typeof SGR, text: string) => string;
 
+/** How the tree's lines are drawn: their colours and the clock for a since. */
+interface Show {
+  paint: Paint;
+  now: number | undefined;
+}
+
 /**
  * The tree: a line for the object and what became of the question, then a
  * branch per cause, and below a blocking object (with `--recursive`) what
@@ -77,7 +86,8 @@ export function renderTree(node: WhyNode, options: RenderOptions = {}): string {
   const paint: Paint = options.color
     ? (style, text) => `\x1b[${SGR[style]}m${text}\x1b[0m`
     : (_style, text) => text;
-  const lines = [rootLine(node, paint), ...causeLines(node, "", paint)];
+  const show: Show = { paint, now: options.now };
+  const lines = [rootLine(node, paint), ...causeLines(node, "", show)];
   const cut = [...nodesOf(node)].filter((n) => n.state === "cut").length;
   if (cut > 0) {
     lines.push(paint(
@@ -111,7 +121,8 @@ function rootLine(node: WhyNode, paint: Paint): string {
 }
 
 /** The lines of `node`'s causes, each under `prefix`, children below theirs. */
-function causeLines(node: WhyNode, prefix: string, paint: Paint): string[] {
+function causeLines(node: WhyNode, prefix: string, show: Show): string[] {
+  const { paint } = show;
   const causes = node.causes ?? [];
   const children = node.children;
   const lines: string[] = [];
@@ -125,11 +136,11 @@ function causeLines(node: WhyNode, prefix: string, paint: Paint): string[] {
       ? children[next++]
       : undefined;
     lines.push(
-      `${branch}${causeText(cause, paint)}${
+      `${branch}${causeText(cause, show)}${
         child === undefined ? "" : childSuffix(child, paint)
       }`,
     );
-    if (child !== undefined) lines.push(...childLines(child, below, paint));
+    if (child !== undefined) lines.push(...childLines(child, below, show));
   }
   return lines;
 }
@@ -151,17 +162,18 @@ function childSuffix(child: WhyNode, paint: Paint): string {
 }
 
 /** The lines below a blocking object: what holds it, or why that is not known. */
-function childLines(child: WhyNode, prefix: string, paint: Paint): string[] {
+function childLines(child: WhyNode, prefix: string, show: Show): string[] {
+  const { paint } = show;
   const branch = paint("dim", `${prefix}${LAST_BRANCH}`);
   switch (child.state) {
     case "held":
-      return causeLines(child, prefix, paint);
+      return causeLines(child, prefix, show);
     case "denied":
       return [
         `${branch}${paint("red", "cannot be deleted now:")} ${
           shownMessage(child.message ?? "")
         }`,
-        ...causeLines(child, `${prefix}${GAP}`, paint),
+        ...causeLines(child, `${prefix}${GAP}`, show),
       ];
     case "error":
       return [
@@ -175,7 +187,11 @@ function childLines(child: WhyNode, prefix: string, paint: Paint): string[] {
 }
 
 /** One cause, in words. */
-function causeText(cause: Cause, paint: Paint): string {
+function causeText(cause: Cause, show: Show): string {
+  const { paint } = show;
+  const since = "since" in cause && cause.since !== undefined
+    ? sinceText(cause.since, show.now)
+    : "";
   switch (cause.type) {
     case "Reference":
       return `referenced by ${shownObject(cause.object, paint)}${
@@ -183,6 +199,7 @@ function causeText(cause: Cause, paint: Paint): string {
           cause.fields.map((f) => printable(f)).join(", "),
           rulesText(cause.rules),
           cause.note === undefined ? "" : printable(cause.note),
+          since,
         ])
       }`;
     case "Owner":
@@ -196,6 +213,7 @@ function causeText(cause: Cause, paint: Paint): string {
           cause.when === undefined ? "" : `when ${printable(cause.when)}`,
           rulesText([cause.rule]),
           cause.note === undefined ? "" : printable(cause.note),
+          since,
         ])
       }`;
     case "Lock":
@@ -204,6 +222,7 @@ function causeText(cause: Cause, paint: Paint): string {
       }${
         details([
           cause.reason === "" ? "" : `reason: ${printable(cause.reason)}`,
+          since,
         ])
       }`;
     case "More": {
@@ -263,40 +282,9 @@ function shownMessage(message: string): string {
 
 // ---------------------------------------------------------- JSON, YAML
 
-/** Controls and direction-changing characters: never shown as they are. */
-// deno-lint-ignore no-control-regex
-const UNSAFE = new RegExp(
-  "[\\u0000-\\u001f\\u007f-\\u009f\\u200e\\u200f\\u2028\\u2029\\u202a-\\u202e\\u2066-\\u2069]",
-);
-
-/**
- * What is left of them in JSON text to escape: `JSON.stringify` escapes
- * the controls below U+0020 itself, and a line break there is the layout's.
- */
-const UNSAFE_IN_JSON = new RegExp(
-  "[\\u007f-\\u009f\\u200e\\u200f\\u2028\\u2029\\u202a-\\u202e\\u2066-\\u2069]",
-  "g",
-);
-
-/**
- * What is left of them in YAML text to escape: every one but the line
- * break, which is the layout's (a string holding one is double-quoted, and
- * the line break in it escaped).
- */
-// deno-lint-ignore no-control-regex
-const UNSAFE_IN_YAML = new RegExp(
-  "[\\u0000-\\u0009\\u000b-\\u001f\\u007f-\\u009f\\u200e\\u200f\\u2028\\u2029\\u202a-\\u202e\\u2066-\\u2069]",
-  "g",
-);
-
-/** `\uXXXX` of a character of the Basic Multilingual Plane. */
-function escaped(c: string): string {
-  return `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`;
-}
-
 /** `node` as indented JSON; see {@linkcode WhyNode} for its fields. */
 export function renderJson(node: WhyNode): string {
-  return `${JSON.stringify(node, null, 2).replace(UNSAFE_IN_JSON, escaped)}\n`;
+  return jsonText(node);
 }
 
 /**
@@ -305,18 +293,7 @@ export function renderJson(node: WhyNode): string {
  * character escaped.
  */
 export function renderYaml(node: WhyNode): string {
-  const doc = new Document(node);
-  visit(doc, {
-    Scalar(_key, scalar) {
-      if (
-        isScalar(scalar) && typeof scalar.value === "string" &&
-        UNSAFE.test(scalar.value)
-      ) {
-        scalar.type = "QUOTE_DOUBLE";
-      }
-    },
-  });
-  return doc.toString({ lineWidth: 0 }).replace(UNSAFE_IN_YAML, escaped);
+  return yamlText(node);
 }
 
 // ----------------------------------------------------------------- DOT

@@ -139,6 +139,38 @@ Deno.test("renderTree: a held object, each kind of cause on its own branch", () 
   );
 });
 
+Deno.test("renderTree: each cause says since when its blocker holds, and how long ago by the clock given", () => {
+  const since = "2026-11-29T12:00:00Z";
+  const timed: WhyNode = {
+    ...HELD,
+    causes: [
+      { ...REFERENCE, since },
+      { ...OWNER, since },
+      { ...LOCK, since },
+    ] as Cause[],
+  };
+  assert.equal(
+    renderTree(timed, { now: Date.parse("2026-11-29T15:30:00Z") }),
+    [
+      "VPC default/core is held by:",
+      `\u251c\u2500\u2500 referenced by VirtualMachine default/vm-1 (.spec.vpcRef.name; rule 2x8ab/vm-vpc; since ${since} (3h ago))`,
+      `\u251c\u2500\u2500 belongs to Network default/net-a (.metadata.labels["example.com/owner"] of namespace default; when self.spec.deletionProtection; rule 9zz/network-owner; since ${since} (3h ago))`,
+      `\u2514\u2500\u2500 locked by Lock default/prod (reason: production VPC, ask #netops; since ${since} (3h ago))`,
+      "",
+    ].join("\n"),
+  );
+  assert.match(
+    renderTree(timed),
+    /\(reason: production VPC, ask #netops; since 2026-11-29T12:00:00Z\)\n$/,
+  );
+  const json = JSON.parse(renderJson(timed)) as WhyNode;
+  assert.deepEqual(json.causes?.map((c) => "since" in c && c.since), [
+    since,
+    since,
+    since,
+  ]);
+});
+
 Deno.test("renderTree: nothing holds it, or denied for another reason, on one line", () => {
   assert.equal(
     renderTree({

@@ -54,6 +54,8 @@ export interface Blocker {
   rules: string[];
   /** Why it protects though its rule's `when` could not say, if so. */
   note?: string;
+  /** When it began to refer, where known: its `creationTimestamp` (RFC 3339). */
+  since?: string;
 }
 
 /**
@@ -117,6 +119,7 @@ export function referenceCauses(
     fields: [...b.paths],
     rules: [...b.rules],
     ...(b.note === undefined ? {} : { note: b.note }),
+    ...(b.since === undefined ? {} : { since: b.since }),
   }));
   if (total > named.length) {
     causes.push({ type: "More", of: "Reference", count: total - named.length });
@@ -137,6 +140,7 @@ export function ownerCauses(
     rule: o.rule,
     ...(o.when === undefined ? {} : { when: o.when }),
     ...(o.note === undefined ? {} : { note: o.note }),
+    ...(o.since === undefined ? {} : { since: o.since }),
   }));
   if (unchecked > 0) {
     causes.push({ type: "More", of: "Owner", count: unchecked });

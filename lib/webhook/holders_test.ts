@@ -176,3 +176,15 @@ Deno.test("ownerCauses() gives one cause per owner, with what it has of viaNames
   );
   assert.deepEqual(ownerCauses([], 0), []);
 });
+
+Deno.test("referenceCauses() and ownerCauses() carry since when the blocker has it", () => {
+  const since = "2026-11-29T12:00:00Z";
+  const [reference] = referenceCauses([{ ...VM("vm-1"), since }], 1);
+  assert.ok(reference?.type === "Reference");
+  assert.equal(reference.since, since);
+  const [owner] = ownerCauses([NET("net-a", { since })], 0);
+  assert.ok(owner?.type === "Owner");
+  assert.equal(owner.since, since);
+  const [untimed] = ownerCauses([NET("net-a")], 0);
+  assert.ok(untimed?.type === "Owner" && !("since" in untimed));
+});

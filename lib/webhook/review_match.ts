@@ -7,6 +7,7 @@
  * @module
  */
 import { formatFieldPath, referencesOf } from "../rules/mod.ts";
+import { sinceOf } from "../causes/mod.ts";
 import { compareStrings } from "../runtime/mod.ts";
 import type { Protection } from "./rule_registry.ts";
 import { asRecord, type ReviewTarget } from "./review_target.ts";
@@ -93,7 +94,8 @@ export function referringFields(
  * `item`, a dependent of `group`'s type, as the blocker a denial names when
  * it refers to `options.target` (see {@linkcode referringFields});
  * `undefined` when it does not. A list and the index's confirming read
- * name a dependent alike.
+ * name a dependent alike, since its `metadata.creationTimestamp` when that
+ * is an RFC 3339 time.
  */
 export function referringBlocker(
   item: unknown,
@@ -109,6 +111,7 @@ export function referringBlocker(
   if (paths.length === 0) return undefined;
   const dependent = group[0]!.dependent;
   const metadata = asRecord(asRecord(item)?.metadata);
+  const since = sinceOf(item);
   return {
     kind: dependent.kind,
     type: {
@@ -124,6 +127,7 @@ export function referringBlocker(
     ...(pathsNotShown === undefined ? {} : { pathsNotShown }),
     rules,
     ...(note === undefined ? {} : { note }),
+    ...(since === undefined ? {} : { since }),
   };
 }
 

@@ -172,4 +172,19 @@ Deno.test("referringBlocker() names a dependent that refers as a denial does, an
     [referringBlocker(odd, group, { target })?.name],
     [""],
   );
+  // Since when it refers: its creationTimestamp, when RFC 3339.
+  const stamped = (stamp: unknown) => {
+    const item = vm("vm-4", "vpc-a") as { metadata: Record<string, unknown> };
+    return referringBlocker(
+      {
+        ...item,
+        metadata: { ...item.metadata, creationTimestamp: stamp },
+      },
+      group,
+      { target },
+    )?.since;
+  };
+  assert.equal(stamped("2026-11-29T12:00:00Z"), "2026-11-29T12:00:00Z");
+  assert.equal(stamped("2026-11-29 noon"), undefined);
+  assert.equal(stamped(0), undefined);
 });

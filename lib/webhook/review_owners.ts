@@ -19,6 +19,7 @@ import {
   gvrKey,
   referencesOf,
 } from "../rules/mod.ts";
+import { sinceOf } from "../causes/mod.ts";
 import { isDnsSubdomain } from "../kcp/mod.ts";
 import type { WhenBudget } from "../when/mod.ts";
 import type { Protection } from "./rule_registry.ts";
@@ -162,6 +163,8 @@ export interface OwnerHold {
   when?: string;
   /** Why it protects though its `when` could not say. */
   note?: string;
+  /** When it began to hold, where known: its `creationTimestamp` (RFC 3339). */
+  since?: string;
 }
 
 /** What the owners named by a review's object say. */
@@ -193,6 +196,7 @@ export function ownerHold(
   const namespace = typeof metadata?.namespace === "string"
     ? metadata.namespace
     : "";
+  const since = sinceOf(live);
   return {
     kind: named.type.kind,
     type: {
@@ -209,5 +213,6 @@ export function ownerHold(
       : { viaNamespace: options.viaNamespace }),
     ...(protects.when === undefined ? {} : { when: protects.when }),
     ...(protects.note === undefined ? {} : { note: protects.note }),
+    ...(since === undefined ? {} : { since }),
   };
 }

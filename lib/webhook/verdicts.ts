@@ -332,6 +332,7 @@ export function locked(
       lock: { namespace: h.namespace, name: h.name },
       reason: h.reason,
       ...(h.expiresAt === undefined ? {} : { expiresAt: h.expiresAt }),
+      ...(h.since === undefined ? {} : { since: h.since }),
     })),
     ...(also === undefined ? [] : referenceCauses(also.named, also.total)),
     ...unreadCauses(unread),

@@ -156,13 +156,27 @@ Deno.test("denials carry one cause per blocker, readable back from the response,
   const lock = locked("u", {
     target: TARGET,
     verb: "delete",
-    holds: [{ namespace: "team-a", name: "prod", reason: "keep\u001b[31m" }],
+    holds: [
+      { namespace: "team-a", name: "prod", reason: "keep\u001b[31m" },
+      {
+        namespace: "team-a",
+        name: "old",
+        reason: "r",
+        since: "2026-11-29T12:00:00Z",
+      },
+    ],
   });
   assert.deepEqual(causesOf(lock.response.status), [
     {
       type: "Lock",
       lock: { namespace: "team-a", name: "prod" },
       reason: "keep\u001b[31m",
+    },
+    {
+      type: "Lock",
+      lock: { namespace: "team-a", name: "old" },
+      reason: "r",
+      since: "2026-11-29T12:00:00Z",
     },
   ]);
   // A denial that names nothing carries no causes.

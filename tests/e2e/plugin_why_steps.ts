@@ -48,6 +48,11 @@ const SWITCH = "object.spec.deletionProtection == true";
 const VM_LABEL = "example.com/vm";
 const REASON = "the VM of record, ask #compute";
 const CIDR = "10.0.0.0/16";
+/** What a cause's line says of when its blocker began to hold, as a pattern. */
+const SINCE =
+  "; since \\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}Z \\(\\d+[smhd] ago\\)";
+/** An RFC 3339 time as kube writes a creationTimestamp. */
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/;
 
 /** Runs `kubectl dependencies why <args>` through kubectl with `kubeconfig`. */
 function why(kubeconfig: string, args: string[]): Promise<CommandResult> {
@@ -196,7 +201,9 @@ export async function pluginWhySteps(
       assert.equal(tree.code, 1, shown(tree));
       assert.match(
         tree.stdout,
-        /^VPC team-a\/core is held by:\n\u2514\u2500\u2500 referenced by VirtualMachine team-a\/vm-1 \(\.spec\.vpcRef\.name; rule [a-z0-9]+\/vm-vpc\)\n$/,
+        new RegExp(
+          `^VPC team-a/core is held by:\n\u2514\u2500\u2500 referenced by VirtualMachine team-a/vm-1 \\(\\.spec\\.vpcRef\\.name; rule [a-z0-9]+/vm-vpc${SINCE}\\)\n$`,
+        ),
         shown(tree),
       );
       const json = await why(tenant, [
@@ -232,6 +239,7 @@ export async function pluginWhySteps(
       });
       assert.deepEqual(cause!.fields, [".spec.vpcRef.name"]);
       assert.match((cause!.rules as string[])[0]!, /^[a-z0-9]+\/vm-vpc$/);
+      assert.match(String(cause!.since), RFC3339);
       assert.equal(parsed.children, undefined);
     },
   );
@@ -253,7 +261,9 @@ export async function pluginWhySteps(
       assert.equal(tree.code, 1, shown(tree));
       assert.match(
         tree.stdout,
-        /^Subnet team-a\/s-1 is held by:\n\u2514\u2500\u2500 belongs to Network team-a\/net-a \(\.metadata\.labels\["network\.example\.com\/owner"\]; when object\.spec\.deletionProtection == true; rule [a-z0-9]+\/subnet-owner\)\n$/,
+        new RegExp(
+          `^Subnet team-a/s-1 is held by:\n\u2514\u2500\u2500 belongs to Network team-a/net-a \\(\\.metadata\\.labels\\["network\\.example\\.com/owner"\\]; when object\\.spec\\.deletionProtection == true; rule [a-z0-9]+/subnet-owner${SINCE}\\)\n$`,
+        ),
         shown(tree),
       );
       const yaml = await why(tenant, [
@@ -292,18 +302,24 @@ export async function pluginWhySteps(
       }, /locked by Lock team-a\/keep-vm/);
       const tree = await why(tenant, ["virtualmachine/vm-1", "-n", NS]);
       assert.equal(tree.code, 1, shown(tree));
-      assert.equal(
+      assert.match(
         tree.stdout,
-        `VirtualMachine team-a/vm-1 is held by:\n\u2514\u2500\u2500 locked by Lock team-a/keep-vm (reason: ${REASON})\n`,
+        new RegExp(
+          `^VirtualMachine team-a/vm-1 is held by:\n\u2514\u2500\u2500 locked by Lock team-a/keep-vm \\(reason: ${REASON}${SINCE}\\)\n$`,
+        ),
+        shown(tree),
       );
       const json = JSON.parse(
         (await why(tenant, ["virtualmachine/vm-1", "-n", NS, "-o", "json"]))
           .stdout,
       ) as WhyJson;
+      const since = json.causes?.[0]?.since;
+      assert.match(String(since), RFC3339);
       assert.deepEqual(json.causes, [{
         type: "Lock",
         lock: { namespace: NS, name: "keep-vm" },
         reason: REASON,
+        since,
       }]);
     },
   );
@@ -323,8 +339,8 @@ export async function pluginWhySteps(
         new RegExp(
           [
             "^VPC team-a/core is held by:",
-            "\u2514\u2500\u2500 referenced by VirtualMachine team-a/vm-1 \\(\\.spec\\.vpcRef\\.name; rule [a-z0-9]+/vm-vpc\\)",
-            `    \u2514\u2500\u2500 locked by Lock team-a/keep-vm \\(reason: ${REASON}\\)`,
+            `\u2514\u2500\u2500 referenced by VirtualMachine team-a/vm-1 \\(\\.spec\\.vpcRef\\.name; rule [a-z0-9]+/vm-vpc${SINCE}\\)`,
+            `    \u2514\u2500\u2500 locked by Lock team-a/keep-vm \\(reason: ${REASON}${SINCE}\\)`,
             "$",
           ].join("\n"),
         ),
@@ -479,8 +495,8 @@ export async function pluginWhySteps(
         new RegExp(
           [
             "^VPC team-a/loop-vpc is held by:",
-            "\u2514\u2500\u2500 referenced by VirtualMachine team-a/loop-vm \\(\\.spec\\.vpcRef\\.name; rule [a-z0-9]+/vm-vpc\\)",
-            '    \u2514\u2500\u2500 referenced by VPC team-a/loop-vpc \\(\\.metadata\\.labels\\["example\\.com/vm"\\]; rule [a-z0-9]+/vpc-vm\\) \\(cycle\\)',
+            `\u2514\u2500\u2500 referenced by VirtualMachine team-a/loop-vm \\(\\.spec\\.vpcRef\\.name; rule [a-z0-9]+/vm-vpc${SINCE}\\)`,
+            `    \u2514\u2500\u2500 referenced by VPC team-a/loop-vpc \\(\\.metadata\\.labels\\["example\\.com/vm"\\]; rule [a-z0-9]+/vpc-vm${SINCE}\\) \\(cycle\\)`,
             "$",
           ].join("\n"),
         ),

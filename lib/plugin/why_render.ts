@@ -223,6 +223,9 @@ function causeText(cause: Cause, show: Show): string {
         details([
           cause.reason === "" ? "" : `reason: ${printable(cause.reason)}`,
           since,
+          cause.expiresAt === undefined
+            ? ""
+            : `until ${printable(cause.expiresAt)}`,
         ])
       }`;
     case "More": {

@@ -139,6 +139,21 @@ Deno.test("renderTree: a held object, each kind of cause on its own branch", () 
   );
 });
 
+Deno.test("renderTree: an expiring Lock says until when it holds", () => {
+  const expiring: WhyNode = {
+    ...HELD,
+    causes: [{ ...LOCK, expiresAt: "2026-12-01T18:00:00Z" }] as Cause[],
+  };
+  assert.equal(
+    renderTree(expiring),
+    [
+      "VPC default/core is held by:",
+      "\u2514\u2500\u2500 locked by Lock default/prod (reason: production VPC, ask #netops; until 2026-12-01T18:00:00Z)",
+      "",
+    ].join("\n"),
+  );
+});
+
 Deno.test("renderTree: each cause says since when its blocker holds, and how long ago by the clock given", () => {
   const since = "2026-11-29T12:00:00Z";
   const timed: WhyNode = {

@@ -4,8 +4,10 @@
  * namespace, and list on APIBindings (which the plugin reads to learn the
  * APIExport a type is bound from). The tenant locks a bound VPC without
  * naming its export, the Lock becomes Ready, a delete is denied with the
- * reason, `unlock` lets it go; a Namespace is locked the same way; an
- * unknown type and a missing permission exit 2 naming what is wrong.
+ * reason, `unlock` lets it go; a Namespace is locked the same way; a Lock
+ * written with `--for 45s` holds a VPC until then and no longer, and then
+ * shows `Ready False Expired`; an unknown type and a missing permission
+ * exit 2 naming what is wrong.
  * Components run as their own processes and identities.
  */
 import assert from "node:assert/strict";
@@ -313,6 +315,8 @@ export async function pluginLockSteps(
     },
   );
 
+  await lockForSteps(world, step, { workspace: C1, plugin });
+
   await step(
     "an unknown type and a namespace where the tenant may not write Locks exit 2 naming why",
     async () => {
@@ -348,6 +352,145 @@ export async function pluginLockSteps(
         }),
         "",
       );
+    },
+  );
+}
+
+/**
+ * A Lock that expires, as a tenant writes it: `lock vpc/window --for 45s`
+ * holds the VPC (a delete is denied naming the Lock and its time; `kubectl
+ * get locks` shows it Ready with its end), then, once the time has passed,
+ * the delete goes through and the Lock shows `Ready False Expired`. A past
+ * `--until` is refused before anything is written. `unlock` removes the
+ * expired Lock.
+ */
+async function lockForSteps(
+  world: ComponentWorld,
+  step: Step,
+  options: {
+    workspace: string;
+    plugin: (args: string[]) => Promise<CommandResult>;
+  },
+): Promise<void> {
+  const { kcp } = world;
+  const { workspace, plugin } = options;
+  const getLocks = async () =>
+    await kcp.kubectlOk(["get", "locks", "-n", "team-a"], {
+      identity: "user",
+      workspace,
+    });
+  let expiresAt = "";
+  await step(
+    "lock vpc/window --for 45s: Ready until its time, shown by kubectl get locks; the delete is denied naming the Lock and its time",
+    async () => {
+      await applyObjects(kcp, workspace, [{
+        apiVersion: "network.example.com/v1alpha1",
+        kind: "VPC",
+        metadata: { name: "window", namespace: "team-a" },
+        spec: {},
+      }]);
+      const past = await plugin([
+        "lock",
+        "vpc/window",
+        "-n",
+        "team-a",
+        "--reason",
+        "migration window",
+        "--until",
+        "2020-01-01T00:00:00Z",
+      ]);
+      assertExit(past, 2);
+      assert.match(past.stderr, /--until 2020-01-01T00:00:00Z has passed/);
+      const r = await plugin([
+        "lock",
+        "vpc/window",
+        "-n",
+        "team-a",
+        "--reason",
+        "migration window",
+        "--for",
+        "45s",
+      ]);
+      assertExit(r, 0);
+      const ready = /vpcs-window is Ready until (\S+Z): /.exec(r.stdout);
+      assert.ok(ready, r.stdout);
+      expiresAt = ready[1]!;
+      assert.equal(
+        await kcp.kubectlOk([
+          "get",
+          "lock",
+          "vpcs-window",
+          "-n",
+          "team-a",
+          "-o",
+          "jsonpath={.spec.expiresAt}",
+        ], { workspace }),
+        expiresAt,
+      );
+      const table = await getLocks();
+      assert.match(table.split("\n")[0]!, /\bREADY\s+STATUS\s+EXPIRES\s+AGE$/);
+      assert.match(
+        table,
+        new RegExp(`vpcs-window\\s.*\\sTrue\\s+Enforced\\s+${expiresAt}\\s`),
+      );
+      const error = await waitForDenial(kcp, {
+        workspace,
+        args: ["delete", "vpc", "window", "-n", "team-a", "--dry-run=server"],
+        expected: /locked by Lock/,
+      });
+      assert.match(
+        error,
+        new RegExp(
+          `cannot delete vpcs/window: locked by Lock team-a/vpcs-window \\("migration window", until ${expiresAt}\\)`,
+        ),
+      );
+      // why, as the workspace's admin, names the Lock with its time.
+      const why = await runPlugin(
+        ["why", "vpc/window", "-n", "team-a", "-o", "json"],
+        { kubeconfig: await kcp.kubeconfig("admin", workspace) },
+      );
+      assertExit(why, 1);
+      const lockCause = JSON.parse(why.stdout).causes?.find((
+        c: { type?: string },
+      ) => c.type === "Lock");
+      assert.deepEqual(lockCause?.expiresAt, expiresAt, why.stdout);
+    },
+  );
+
+  await step(
+    "after its time the Lock holds no more: the delete goes through, and the Lock is Ready False Expired until unlocked",
+    async () => {
+      await waitFor("the Lock to show Expired", async () => {
+        const reason = await kcp.kubectlOk([
+          "get",
+          "lock",
+          "vpcs-window",
+          "-n",
+          "team-a",
+          "-o",
+          'jsonpath={.status.conditions[?(@.type=="Ready")].reason}',
+        ], { workspace });
+        return reason === "Expired" ? true : undefined;
+      }, { timeoutMs: 90_000, intervalMs: 500 });
+      // The controller reports by its clock; the webhook lets go up to its
+      // --lock-expiry-skew (5s) later, by its own.
+      await waitForAllowed(kcp, workspace, [
+        "delete",
+        "vpc",
+        "window",
+        "-n",
+        "team-a",
+      ]);
+      assert.ok(
+        Date.now() >= Date.parse(expiresAt),
+        `the delete went through before the Lock's time ${expiresAt}`,
+      );
+      assert.match(
+        await getLocks(),
+        new RegExp(`vpcs-window\\s.*\\sFalse\\s+Expired\\s+${expiresAt}\\s`),
+      );
+      const r = await plugin(["unlock", "vpc/window", "-n", "team-a"]);
+      assertExit(r, 0);
     },
   );
 }

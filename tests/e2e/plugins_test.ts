@@ -15,7 +15,8 @@
  * - `plugin_why_steps.ts` (`root:why`): what holds an object, followed with
  *   `--recursive`; ends with the SIGTERM step.
  * - `plugin_lock_steps.ts` (`root:lock`): a tenant locks and unlocks a bound
- *   VPC and a Namespace.
+ *   VPC and a Namespace, and locks a VPC for 45 s, after which its delete
+ *   goes through and the Lock shows Expired.
  *
  * The lock suite goes last: it widens the webhook's reads with the
  * system-admin overlay, which stays.

@@ -130,7 +130,7 @@ const GLOBAL_FLAGS: Readonly<Record<string, keyof KubeconfigFlags>> = {
 };
 
 /** Flags of the commands that take a value, which may come before the command. */
-const VALUE_FLAGS = new Set(["-o", "--output"]);
+const VALUE_FLAGS = new Set(["-o", "--output", "--max-objects", "--max-held"]);
 
 /**
  * Splits the command line: the kubeconfig flags (`--kubeconfig <path>`,

@@ -7,7 +7,12 @@
  * ```sh
  * kubectl dependencies why vpc/core -n team-a
  * kubectl dependencies why subnets.network.example.com s-1 --recursive -o json
+ * kubectl dependencies why namespace/team-a
+ * kubectl dependencies why workspace -o json
  * ```
+ *
+ * `why namespace/<ns>` and `why workspace` ask about every object of the
+ * namespace or workspace (`why_scope.ts`).
  *
  * @module
  */
@@ -15,6 +20,7 @@ import { parseArgs } from "node:util";
 import type { CauseObject } from "../causes/mod.ts";
 import { errorText, printable } from "../runtime/mod.ts";
 import {
+  EXIT_ERROR,
   EXIT_HELD,
   EXIT_OK,
   type PluginContext,
@@ -25,6 +31,13 @@ import { type HttpAnswer, objectUrl } from "./dry_run.ts";
 import { decide } from "./why_decision.ts";
 import { renderWhy, WHY_OUTPUTS, type WhyOutput } from "./why_render.ts";
 import {
+  DEFAULT_MAX_HELD,
+  DEFAULT_MAX_OBJECTS,
+  type WhyScope,
+  whyScope,
+} from "./why_scope.ts";
+import { renderScope } from "./why_scope_render.ts";
+import {
   type Ask,
   MAX_WALK_OBJECTS,
   WALK_CONCURRENCY,
@@ -34,6 +47,8 @@ import {
 /** `kubectl dependencies why --help`. */
 export const WHY_USAGE = `Usage: kubectl dependencies why <type>/<name> [flags]
        kubectl dependencies why <type> <name> [flags]
+       kubectl dependencies why namespace/<ns> [flags]
+       kubectl dependencies why workspace [flags]
 
 Says what holds an object: the objects that refer to it (with the fields that
 refer and the rules), the owners it names that hold it (with the field that
@@ -41,17 +56,26 @@ names them and the rule's "when" that is true), and the Locks that hold it
 (with their reasons). It asks the API server for a dry-run delete, as you:
 nothing is deleted, and it takes your own permission to delete the object.
 
+For a namespace (or the workspace) it asks the same about every object in it
+of the types the workspace binds or defines, and names those held, with how
+long the namespace (or workspace) has been being deleted.
+
 Flags:
   -R, --recursive        Ask the same about each object that holds it, in turn,
                          as a tree: a repeated object is marked (see above), one
                          on its own path (cycle); at most ${MAX_WALK_OBJECTS} objects
   -o, --output <format>  tree (default), json, yaml or dot (Graphviz)
   -n, --namespace <ns>   The object's namespace
+      --max-objects <n>  For a namespace or workspace: ask about at most n
+                         objects (default ${DEFAULT_MAX_OBJECTS})
+      --max-held <n>     For a namespace or workspace: name at most n held
+                         objects, count the rest (default ${DEFAULT_MAX_HELD})
 
 Exit codes: 0 nothing holds it (a delete would go through), 1 something holds
 it or it cannot be deleted now for another reason (the message says which),
 2 it could not be asked (no such type or object, no permission to delete it,
-a kubeconfig or connection error).
+a kubeconfig or connection error; for a namespace or workspace, nothing held
+among the objects asked about but some not asked).
 `;
 
 /** The parsed arguments of `why`. */
@@ -64,6 +88,12 @@ export interface WhyArgs {
   recursive: boolean;
   /** `-o`. */
   output: WhyOutput;
+  /** Set for `namespace/<ns>` and `workspace`: every object in it. */
+  scope?: WhyScope;
+  /** `--max-objects`, when given. */
+  maxObjects?: number;
+  /** `--max-held`, when given. */
+  maxHeld?: number;
 }
 
 /** Options for {@linkcode whyCommand}. */
@@ -92,6 +122,8 @@ export function parseWhyArgs(
       options: {
         recursive: { type: "boolean", short: "R" },
         output: { type: "string", short: "o" },
+        "max-objects": { type: "string" },
+        "max-held": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
       allowPositionals: true,
@@ -110,11 +142,50 @@ export function parseWhyArgs(
       }'`,
     );
   }
+  const object = objectArgument(positionals);
+  const scope = scopeOf(object);
+  if (scope !== undefined && values.recursive === true) {
+    throw new PluginError(
+      "why: --recursive is for one object, not a namespace or workspace (see --help)",
+    );
+  }
   return {
-    ...objectArgument(positionals),
+    ...object,
     recursive: values.recursive === true,
     output: output as WhyOutput,
+    ...(scope === undefined ? {} : { scope }),
+    ...countFlag("max-objects", values["max-objects"], 100_000),
+    ...countFlag("max-held", values["max-held"], 10_000),
   };
+}
+
+/** `namespace/<ns>` (or `ns`, `namespaces`) and `workspace`: a scope; else none. */
+function scopeOf(object: { type: string; name: string }): WhyScope | undefined {
+  if (object.type === "" && object.name === "workspace") {
+    return { kind: "workspace" };
+  }
+  const type = object.type.toLowerCase();
+  return type === "namespace" || type === "namespaces" || type === "ns"
+    ? { kind: "namespace", name: object.name }
+    : undefined;
+}
+
+/** `{ maxObjects }` or `{ maxHeld }` of a whole number flag from 1 to `max`; `{}` when absent. */
+function countFlag(
+  name: "max-objects" | "max-held",
+  value: string | undefined,
+  max: number,
+): { maxObjects?: number; maxHeld?: number } {
+  if (value === undefined) return {};
+  const n = Number(value);
+  if (!/^[0-9]+$/.test(value) || n < 1 || n > max) {
+    throw new PluginError(
+      `why: --${name} must be a whole number from 1 to ${max}: current value is '${
+        printable(value)
+      }'`,
+    );
+  }
+  return name === "max-objects" ? { maxObjects: n } : { maxHeld: n };
 }
 
 /** `<type>/<name>`, or `<type> <name>` as kubectl also takes it. */
@@ -123,6 +194,9 @@ function objectArgument(positionals: readonly string[]): {
   name: string;
 } {
   const usage = "want <type>/<name> or <type> <name> (see --help)";
+  if (positionals.length === 1 && positionals[0] === "workspace") {
+    return { type: "", name: "workspace" };
+  }
   if (positionals.length === 1) {
     const [argument] = positionals as [string];
     const slash = argument.indexOf("/");
@@ -169,6 +243,26 @@ export async function whyCommand(
   if ("help" in parsed) {
     context.io.out(WHY_USAGE);
     return EXIT_OK;
+  }
+  if (parsed.scope !== undefined) {
+    const report = await whyScope(context, parsed.scope, {
+      dryRun: options.dryRun,
+      maxObjects: parsed.maxObjects ?? DEFAULT_MAX_OBJECTS,
+      maxHeld: parsed.maxHeld ?? DEFAULT_MAX_HELD,
+      ...(options.concurrency === undefined
+        ? {}
+        : { concurrency: options.concurrency }),
+    });
+    context.io.out(renderScope(report, parsed.output, {
+      color: context.io.color,
+      now: Date.now(),
+      maxObjects: parsed.maxObjects ?? DEFAULT_MAX_OBJECTS,
+    }));
+    return report.state === "held"
+      ? EXIT_HELD
+      : report.state === "free"
+      ? EXIT_OK
+      : EXIT_ERROR;
   }
   const type = await resolveType(context, parsed.type);
   const root: CauseObject = {

@@ -4,7 +4,7 @@ import { KubeClient } from "../kcp/mod.ts";
 import { connection, FakeApi, json, status } from "../../testing/fake_api.ts";
 import { type PluginContext, PluginError, type PluginIo } from "./context.ts";
 import type { HttpAnswer } from "./dry_run.ts";
-import { parseWhyArgs, WHY_USAGE, whyCommand } from "./why.ts";
+import { parseWhyArgs, WHY_USAGE, type WhyArgs, whyCommand } from "./why.ts";
 
 const WORKSPACE = "/clusters/root:consumers:c1";
 
@@ -409,4 +409,42 @@ Deno.test("whyCommand: the bound of a walk is kept and named", async () => {
       /the walk stopped at 4 objects: 1 not asked about\n$/,
     );
   });
+});
+
+Deno.test("parseWhyArgs: namespace/<ns> and workspace are scopes, bounded by --max-objects and --max-held", () => {
+  assert.deepEqual(parseWhyArgs(["namespace/team-a"]), {
+    type: "namespace",
+    name: "team-a",
+    recursive: false,
+    output: "tree",
+    scope: { kind: "namespace", name: "team-a" },
+  });
+  assert.deepEqual(
+    (parseWhyArgs(["ns", "team-a", "--max-objects", "50"]) as WhyArgs).scope,
+    {
+      kind: "namespace",
+      name: "team-a",
+    },
+  );
+  assert.deepEqual(
+    parseWhyArgs(["workspace", "-o", "json", "--max-held=3"]),
+    {
+      type: "",
+      name: "workspace",
+      recursive: false,
+      output: "json",
+      scope: { kind: "workspace" },
+      maxHeld: 3,
+    },
+  );
+  for (
+    const args of [
+      ["namespace/a", "-R"],
+      ["namespace/a", "--max-objects", "0"],
+      ["namespace/a", "--max-held", "1e3"],
+      ["workspace", "--max-objects", "100001"],
+    ]
+  ) {
+    assert.throws(() => parseWhyArgs(args), PluginError, args.join(" "));
+  }
 });

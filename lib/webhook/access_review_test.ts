@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { connection, FakeApi, json } from "../../testing/mod.ts";
+import { connection, FakeApi, json } from "../../testing/fakes.ts";
 import {
   FrontProxyBypassAuthorizer,
   subjectAccessReview,

@@ -35,7 +35,7 @@ import {
   validRule,
   VIRTUAL_MACHINES,
   VPCS,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
 import {
   isLabel,
   isSubdomain,

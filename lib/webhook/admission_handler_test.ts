@@ -3,7 +3,7 @@ import {
   FakeDependentSource,
   logCollector,
   requestNodeHandler,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
 import {
   type AdmissionRequest,
   deny,

@@ -2,17 +2,16 @@ import assert from "node:assert/strict";
 import {
   BEFORE_DEFAULTS_MS,
   beforeWatchdog,
-  type CertPair,
   closeQuietly,
   delay,
   readResponse,
-  selfSignedCert,
   send,
   silentTcp,
   silentTls,
   untilClosed,
   WATCHDOG_MS,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
+import { type CertPair, selfSignedCert } from "../../testing/self_signed.ts";
 import type { IncomingMessage } from "node:http";
 import {
   type BoundedTlsOptions,

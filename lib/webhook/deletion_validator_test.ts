@@ -35,7 +35,7 @@ import {
   vpc,
   vpcLock,
   withoutCauses,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
 
 // The decisions themselves are table tests of their steps: the plan
 // (review_plan_test.ts), the reads (review_reads_test.ts) and the fold

@@ -32,7 +32,7 @@ import {
   VIRTUAL_MACHINES,
   VPCS,
   waitUntil,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
 import { KubeApiError, KubeClient, RESPONSE_TOO_LARGE } from "../kcp/mod.ts";
 import { Semaphore } from "../runtime/mod.ts";
 

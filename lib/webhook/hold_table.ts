@@ -253,11 +253,15 @@ export function boundedCauses(causes: readonly Cause[]): Cause[] {
       more[cause.type]++;
     }
   }
-  for (const  of of["Reference", "Owner"] as const) {
-    if (more[of] === 0) continue;
-    const at = kept.findIndex((c) => c.type === "More" && c.of === of);
+  for (const kind of ["Reference", "Owner"] as const) {
+    if (more[kind] === 0) continue;
+    const at = kept.findIndex((c) => c.type === "More" && c.of === kind);
     const counted = at === -1 ? 0 : (kept[at] as { count: number }).count;
-    const merged: Cause = { type: "More", of, count: counted + more[of] };
+    const merged: Cause = {
+      type: "More",
+      of: kind,
+      count: counted + more[kind],
+    };
     if (at === -1) kept.push(merged);
     else kept[at] = merged;
   }

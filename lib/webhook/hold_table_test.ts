@@ -19,7 +19,7 @@ import {
   deleteReview,
   vmBlocker,
   VPC_TYPE,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
 
 const TARGET: ReviewTarget = {
   cluster: "consumer1",

@@ -8,7 +8,7 @@ import {
 } from "./holders.ts";
 import { MAX_OWNERS_READ, type OwnerHold } from "./review_owners.ts";
 import type { ReviewTarget } from "./review_target.ts";
-import { VPCS } from "../../testing/mod.ts";
+import { VPCS } from "../../testing/fakes.ts";
 
 const TARGET: ReviewTarget = {
   cluster: "consumer1",

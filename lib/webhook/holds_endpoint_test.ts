@@ -4,7 +4,7 @@ import { holdsApp, registerHoldMetrics } from "./holds_endpoint.ts";
 import { referenced } from "./verdicts.ts";
 import { MetricsRegistry } from "../runtime/mod.ts";
 import { parseHoldsReport } from "../causes/mod.ts";
-import { deleteRequest, vmBlocker, VPC_TYPE } from "../../testing/mod.ts";
+import { deleteRequest, vmBlocker, VPC_TYPE } from "../../testing/fakes.ts";
 
 Deno.test("/holds.json answers the table's report, and the gauges follow it", async () => {
   let now = Date.parse("2026-11-26T10:00:00Z");

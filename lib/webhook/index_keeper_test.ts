@@ -10,7 +10,7 @@ import {
   validRule,
   VIRTUAL_MACHINES,
   VPCS,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
 
 const log = createLogger({ level: "error", write: () => {} });
 const KEY = indexKey(VIRTUAL_MACHINES, "id1");

@@ -6,7 +6,7 @@ import {
   validRule,
   VIRTUAL_MACHINES,
   VPCS,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
 import type { ClusterRule } from "../rules/mod.ts";
 
 function registryOf(

@@ -7,7 +7,7 @@ import type {
 } from "./index_reads.ts";
 import type { Blockers } from "./review_list.ts";
 import type { Blocker } from "./verdicts.ts";
-import { vmBlocker as blocker } from "../../testing/mod.ts";
+import { vmBlocker as blocker } from "../../testing/fakes.ts";
 
 /** What the fake reply and list saw. */
 interface Seen {

@@ -22,7 +22,7 @@ import {
   validRule,
   VIRTUAL_MACHINES,
   VPCS,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
 
 const KEY = indexKey(VIRTUAL_MACHINES, "id1");
 const SOURCE = "shard-1";

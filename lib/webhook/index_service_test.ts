@@ -15,7 +15,7 @@ import {
   json,
   status,
   streamed,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
 
 const log = createLogger({ level: "error", write: () => {} });
 const signal = new AbortController().signal;

@@ -18,20 +18,20 @@
  */
 import assert from "node:assert/strict";
 import {
-  createServingCert,
   delay,
   dependencyRule,
   endpointSlice,
   FakeApi,
-  freePorts,
   GiveUp,
   json,
   type SeenRequest,
   SLICE_PATH,
   streamed,
   waitFor,
-  WEBHOOK_RUN,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
+import { createServingCert } from "../../testing/tls.ts";
+import { freePorts } from "../../testing/kcp_server.ts";
+import { WEBHOOK_RUN } from "../../testing/components.ts";
 import { LOCKS_PATH } from "../locks/mod.ts";
 import { RULES_PATH } from "../rules/mod.ts";
 

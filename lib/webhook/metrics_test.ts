@@ -7,7 +7,7 @@ import {
   validRule,
   VIRTUAL_MACHINES,
   VPCS,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
 import { allow, deny } from "./admission_review.ts";
 import type { Outcome, Verdict } from "./deletion_validator.ts";
 import { MetricsRegistry } from "../runtime/mod.ts";

@@ -8,7 +8,7 @@ import {
   validRule,
   VIRTUAL_MACHINES,
   VPCS,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
 
 /** The one protection of a rule VM -> VPC with `spec` (when, protectWhile) added. */
 function protection(spec: Record<string, unknown> = {}): Protection {

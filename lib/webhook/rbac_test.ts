@@ -7,7 +7,7 @@ import {
   validRule,
   VIRTUAL_MACHINES,
   VPCS,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
 import { webhookReadsRole } from "./rbac.ts";
 
 Deno.test("webhookReadsRole() grants list on dependents and get on protected types, resource by resource", () => {

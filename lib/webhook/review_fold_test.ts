@@ -48,7 +48,7 @@ import {
   vpcLock,
   VPCS,
   withoutCauses,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
 
 // ---------------------------------------------------------------------------
 // Plans, built by planReview from a request as a validator does

@@ -8,7 +8,7 @@ import {
   vm,
   VM_RULE,
   VPCS,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
 
 const TARGET = {
   cluster: "consumer1",

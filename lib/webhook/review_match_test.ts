@@ -15,7 +15,7 @@ import {
   vm,
   VM_RULE,
   VPCS,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
 
 function protections(identity?: string) {
   const registry = new RuleRegistry();

@@ -19,7 +19,7 @@ import {
   type OwnerAnswer,
   ownerRef,
   SUBNETS,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
 
 const NOT_FOUND = new KubeApiError("not found", {
   status: 404,

@@ -25,7 +25,7 @@ import {
   SUBNET_TYPE,
   SUBNETS,
   VIRTUAL_MACHINES,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
 
 /** An owner rule `name`: Networks (the dependent) own Subnets. */
 function ownerRule(

@@ -38,7 +38,7 @@ import {
   VPC_TYPE,
   vpcLock,
   VPCS,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
 
 // ---------------------------------------------------------------------------
 // Rules and requests

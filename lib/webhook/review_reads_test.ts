@@ -56,7 +56,7 @@ import {
   vpc,
   vpcLock,
   VPCS,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
 
 /** The reads `source` was asked for, counted by kind. */
 function reads(source: FakeDependentSource): Record<string, number> {

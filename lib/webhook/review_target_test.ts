@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { AdmissionRequest } from "./admission_review.ts";
 import { quote, reviewTarget, shownTarget } from "./review_target.ts";
-import { deleteRequest, VPCS } from "../../testing/mod.ts";
+import { deleteRequest, VPCS } from "../../testing/fakes.ts";
 
 /** The object under review: vpc-a with uid `uid-a` in `consumer1`, with `metadata` over that. */
 function object(metadata: Record<string, unknown>): Record<string, unknown> {

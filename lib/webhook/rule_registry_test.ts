@@ -18,7 +18,7 @@ import {
   validRule,
   VIRTUAL_MACHINES,
   VPCS,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
 
 interface RuleOptions {
   /** `metadata.name`. */

@@ -2,17 +2,16 @@ import assert from "node:assert/strict";
 import {
   assertRefused,
   beforeWatchdog,
-  type CertPair,
   closeQuietly,
   logCollector,
   readResponse,
-  selfSignedCert,
   send,
   silentTcp,
   silentTls,
   untilClosed,
   waitUntil,
-} from "../../testing/mod.ts";
+} from "../../testing/fakes.ts";
+import { type CertPair, selfSignedCert } from "../../testing/self_signed.ts";
 import { createLogger } from "../runtime/mod.ts";
 import type { ConnectionLimits } from "./bounded_server.ts";
 import { serveTls } from "./server.ts";

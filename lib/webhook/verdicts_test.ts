@@ -11,7 +11,7 @@ import {
 } from "./verdicts.ts";
 import type { ReviewTarget } from "./review_target.ts";
 import { causesOf } from "../causes/mod.ts";
-import { VPCS } from "../../testing/mod.ts";
+import { VPCS } from "../../testing/fakes.ts";
 
 const TARGET: ReviewTarget = {
   cluster: "consumer1",

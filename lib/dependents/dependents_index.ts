@@ -56,7 +56,6 @@
  * @module
  */
 import type { IndexBudget } from "./index_budget.ts";
-import { referencesOf } from "../rules/mod.ts";
 import { isRecord } from "../runtime/mod.ts";
 import { Interned } from "./interned.ts";
 import {
@@ -70,9 +69,9 @@ import {
   isOlder,
   Kept,
   readObject,
+  readRefs,
   type RefFields,
   reverseKey,
-  sharedIndexes,
   Source,
 } from "./kept.ts";
 
@@ -349,7 +348,7 @@ export class DependentsIndex {
   #upsert(state: Source, object: unknown): boolean {
     const read = readObject(object);
     if (read === undefined) return true;
-    const refs = this.#readRefs(object);
+    const refs = readRefs(object, this.paths);
     if (refs === undefined) return true;
     const kept = state.find(read.cluster, read.namespace, read.name);
     if (kept !== undefined) {
@@ -426,29 +425,6 @@ export class DependentsIndex {
     this.#strings.release(kept.namespace);
     this.#size--;
     this.#shared?.count(-1, 0);
-  }
-
-  /** Every reference `object` has at the index's paths; `undefined` if reading threw. */
-  #readRefs(object: unknown): RefFields[] | undefined {
-    try {
-      const refs: RefFields[] = [];
-      for (let path = 0; path < this.paths.length; path++) {
-        for (const r of referencesOf(object, this.paths[path]!)) {
-          if (typeof r.name !== "string" || typeof r.namespace !== "string") {
-            continue;
-          }
-          refs.push({
-            path,
-            refNamespace: r.namespace,
-            refName: r.name,
-            indexes: sharedIndexes(r.indexes),
-          });
-        }
-      }
-      return refs;
-    } catch {
-      return undefined;
-    }
   }
 
   /** The kept form of `refs`: namespaces interned, counted as kept references. */

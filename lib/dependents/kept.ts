@@ -33,7 +33,7 @@
  * @module
  */
 import type { IndexBudget } from "./index_budget.ts";
-import type { FieldPath } from "../rules/mod.ts";
+import { type FieldPath, referencesOf } from "../rules/mod.ts";
 import { compareStrings, isRecord } from "../runtime/mod.ts";
 
 /** How the index reads one rule's references out of a dependent of its type. */
@@ -288,6 +288,37 @@ export function scopeKey(cluster: string, namespace: string): string {
  */
 export function reverseKey(cluster: string, name: string): string {
   return `${cluster.length}\u0000${cluster}${name}`;
+}
+
+/**
+ * Every reference `object` has at `paths` (a reference's `path` indexes
+ * them): those whose name and namespace are strings; `undefined` when
+ * reading threw (a tenant's object is read as far as it goes, never
+ * thrown on).
+ */
+export function readRefs(
+  object: unknown,
+  paths: readonly IndexedPath[],
+): RefFields[] | undefined {
+  try {
+    const refs: RefFields[] = [];
+    for (let path = 0; path < paths.length; path++) {
+      for (const r of referencesOf(object, paths[path]!)) {
+        if (typeof r.name !== "string" || typeof r.namespace !== "string") {
+          continue;
+        }
+        refs.push({
+          path,
+          refNamespace: r.namespace,
+          refName: r.name,
+          indexes: sharedIndexes(r.indexes),
+        });
+      }
+    }
+    return refs;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Identity and shown fields of an object; `undefined` when it has no name. */

@@ -7,11 +7,13 @@ import {
   isOlder,
   Kept,
   readObject,
+  readRefs,
   reverseKey,
   scopeKey,
   sharedIndexes,
   Source,
 } from "./kept.ts";
+import { parseFieldPath } from "../rules/mod.ts";
 
 /** A kept dependent with one reference to `refName`. */
 function kept(
@@ -141,6 +143,26 @@ Deno.test("readObject() reads what it can of a malformed object and skips one wi
       deleting: true,
     },
   );
+});
+
+Deno.test("readRefs() reads each path's references, skips non-string names and never throws on a tenant's object", () => {
+  const paths = [
+    { fieldPath: parseFieldPath(".spec.vpcRef.name") },
+    { fieldPath: parseFieldPath(".spec.nics[*].subnetRef.name") },
+  ];
+  const refs = readRefs({
+    metadata: { name: "vm-1", namespace: "ns" },
+    spec: {
+      vpcRef: { name: "vpc-a" },
+      nics: [{ subnetRef: { name: "s1" } }, { subnetRef: { name: 7 } }],
+    },
+  }, paths);
+  assert.deepEqual(
+    refs?.map((r) => [r.path, r.refNamespace, r.refName, [...r.indexes]]),
+    [[0, "ns", "vpc-a", []], [1, "ns", "s1", [0]]],
+  );
+  assert.deepEqual(readRefs("not an object", paths), []);
+  assert.deepEqual(readRefs({ spec: { vpcRef: [] } }, paths), []);
 });
 
 Deno.test("scopeKey() and reverseKey() give different pairs different keys, whatever the strings hold", () => {

@@ -12,7 +12,8 @@
  * most `maxObjects` in all; the held ones are named, at most `maxHeld`,
  * the others counted. A namespace that is not being deleted is asked about
  * itself too (a Lock may hold it); one being deleted would only answer
- * that it is.
+ * that it is. A Namespace the user may not read is taken as not being
+ * deleted.
  *
  * @module
  */
@@ -277,7 +278,10 @@ async function scopeHead(
         `not found: namespace ${JSON.stringify(scope.name)}`,
       );
     }
-    throw apiFailure(error, context, { verb: "get", what: "namespaces" });
+    // A tenant who may not read its Namespace still asks about what is in it.
+    if (!(error instanceof KubeApiError && error.status === 403)) {
+      throw apiFailure(error, context, { verb: "get", what: "namespaces" });
+    }
   }
   const deletion = deletionOf(namespace);
   const itself: Listed = {

@@ -292,3 +292,23 @@ Deno.test("scopeReport(): held when anything is, free only when all was asked, e
   assert.equal(held.state, "held");
   assert.deepEqual(held.objects.map((o) => o.state), ["held", "error"]);
 });
+
+Deno.test("whyScope(): a Namespace the user may not read is taken as not being deleted, and asked about", async () => {
+  const inner = api({ count: 1, deleting: true });
+  const forbidden = (request: SeenRequest) =>
+    request.url.pathname === `${WORKSPACE}/api/v1/namespaces/team-a`
+      ? json(status(403, "Forbidden", "namespaces is forbidden"), 403)
+      : inner(request);
+  await withContext(forbidden, async (context) => {
+    const asks = dryRuns([]);
+    const report = await whyScope(context, {
+      kind: "namespace",
+      name: "team-a",
+    }, {
+      dryRun: asks.dryRun,
+    });
+    assert.deepEqual(report.scope, { kind: "Namespace", name: "team-a" });
+    assert.equal(asks.urls[0], `${WORKSPACE}/api/v1/namespaces/team-a`);
+    assert.equal(report.state, "free");
+  });
+});

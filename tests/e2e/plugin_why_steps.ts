@@ -7,6 +7,8 @@
  * holds a VM and its reason; with `--recursive` it follows a chain and stops
  * at a cycle of objects; it exits 0 when nothing holds the object and 2 for
  * a missing object or one the tenant may not delete; `-o json` parses.
+ * `why namespace/<ns>` names what keeps a namespace the tenant deleted in
+ * Terminating, the deletion's duration and each blocker's since.
  */
 import assert from "node:assert/strict";
 import {
@@ -32,6 +34,7 @@ import {
   vmVpcRule,
   vpcManifest,
   VWC_CLAIM,
+  waitFor,
   waitForDeleteDenial,
   waitForRuleEnforced,
   type WorldPaths,
@@ -39,6 +42,8 @@ import {
 import { runPlugin } from "../../testing/plugin.ts";
 
 const NS = "team-a";
+/** The namespace a tenant deletes in the last step. */
+const GONE = "team-gone";
 
 /** The label the owner rule reads on a Subnet. */
 const OWNER = "network.example.com/owner";
@@ -530,4 +535,180 @@ export async function pluginWhySteps(
       });
     },
   );
+
+  await step(
+    "why namespace/<ns>: a namespace the tenant deleted stays Terminating, held by a VM's reference and a Lock, each with its since, and for how long",
+    async () => {
+      await applyObjects(kcp, C1, [
+        namespaceObject(GONE),
+        ...namespaceRbac(kcp.identity("user").user),
+      ]);
+      // Finalizers (a controller's, say) keep the VM and the Lock through
+      // the namespace's teardown, so that they go on holding.
+      await applyObjects(kcp, C1, [
+        vpcManifest("core", { namespace: GONE, cidr: CIDR }),
+        withFinalizer(vmManifest("vm-1", { namespace: GONE, vpc: "core" })),
+        subnetObject(GONE, "kept"),
+        withFinalizer(lockManifest("keep-subnet", {
+          namespace: GONE,
+          target: exportedTarget(NETWORK, {
+            resource: "subnets",
+            name: "kept",
+          }),
+          reason: REASON,
+          operations: ["Delete"],
+        })),
+      ]);
+      await waitForDeleteDenial(kcp, {
+        workspace: C1,
+        type: "subnet",
+        namespace: GONE,
+        name: "kept",
+      }, /locked by Lock team-gone\/keep-subnet/);
+      const before = await why(tenant, [`namespace/${GONE}`]);
+      assert.equal(before.code, 1, shown(before));
+      assert.match(
+        before.stdout,
+        /^Namespace team-gone: 2 of \d+ objects asked about are held:\n/,
+        shown(before),
+      );
+
+      await kcp.kubectlOk(["delete", "namespace", GONE, "--wait=false"], {
+        identity: "user",
+        workspace: C1,
+      });
+      const held = await waitFor(
+        "why to name both blockers of the Terminating namespace",
+        async () => {
+          const r = await why(tenant, [`namespace/${GONE}`, "-o", "json"]);
+          const report = JSON.parse(r.stdout) as ScopeJson;
+          const names = report.objects.map((o) => o.object.name).sort();
+          return r.code === 1 && report.scope.deletionTimestamp !== undefined &&
+              names.join() === "core,kept"
+            ? report
+            : undefined;
+        },
+        { timeoutMs: 120_000, intervalMs: 2_000 },
+      );
+      const phase = await kcp.kubectlOk(
+        ["get", "namespace", GONE, "-o", "jsonpath={.status.phase}"],
+        { identity: "user", workspace: C1 },
+      );
+      assert.equal(phase, "Terminating");
+      assert.equal(held.scope.kind, "Namespace");
+      assert.match(held.scope.deletionTimestamp!, RFC3339);
+      const byName = new Map(held.objects.map((o) => [o.object.name, o]));
+      const reference = byName.get("core")!.causes![0]!;
+      assert.equal(reference.type, "Reference");
+      assert.equal((reference.object as { name: string }).name, "vm-1");
+      assert.match(String(reference.since), RFC3339);
+      const lock = byName.get("kept")!.causes![0]!;
+      assert.equal(lock.type, "Lock");
+      assert.deepEqual(lock.lock, { namespace: GONE, name: "keep-subnet" });
+      assert.match(String(lock.since), RFC3339);
+
+      const tree = await why(tenant, [`namespace/${GONE}`]);
+      assert.equal(tree.code, 1, shown(tree));
+      assert.match(
+        tree.stdout,
+        new RegExp(
+          [
+            "^Namespace team-gone is being deleted for \\d+[smhd] \\(since \\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}Z\\): 2 of \\d+ objects asked about are held:",
+            "",
+          ].join("\n"),
+        ),
+        shown(tree),
+      );
+      assert.match(
+        tree.stdout,
+        new RegExp(
+          `\n {4}\u2514\u2500\u2500 referenced by VirtualMachine team-gone/vm-1 \\(\\.spec\\.vpcRef\\.name; rule [a-z0-9]+/vm-vpc${SINCE}\\)\n$`,
+        ),
+        shown(tree),
+      );
+      assert.match(
+        tree.stdout,
+        new RegExp(
+          `\n\u2502   \u2514\u2500\u2500 locked by Lock team-gone/keep-subnet \\(reason: ${REASON}${SINCE}\\)\n`,
+        ),
+        shown(tree),
+      );
+      for (const output of ["yaml", "dot"]) {
+        const r = await why(tenant, [`namespace/${GONE}`, "-o", output]);
+        assert.equal(r.code, 1, shown(r));
+      }
+
+      // Let go: the finalizers off, the namespace's teardown goes on.
+      for (
+        const [type, name] of [["lock", "keep-subnet"], [
+          "virtualmachine",
+          "vm-1",
+        ]]
+      ) {
+        await kcp.kubectlOk([
+          "patch",
+          type!,
+          name!,
+          "-n",
+          GONE,
+          "--type=merge",
+          "-p",
+          '{"metadata":{"finalizers":null}}',
+        ], { workspace: C1 });
+      }
+    },
+  );
+}
+
+/** The JSON of `why namespace/<ns> -o json`, as far as these tests read it. */
+interface ScopeJson {
+  scope: { kind: string; name: string; deletionTimestamp?: string };
+  objects: {
+    object: { name: string };
+    causes?: Record<string, unknown>[];
+  }[];
+}
+
+/** `manifest` with a finalizer no controller removes: it stays while being deleted. */
+function withFinalizer(
+  manifest: Record<string, unknown>,
+): Record<string, unknown> {
+  return {
+    ...manifest,
+    metadata: {
+      ...(manifest.metadata as Record<string, unknown>),
+      finalizers: ["example.com/keep"],
+    },
+  };
+}
+
+/** The tenant may read and delete namespaces. */
+function namespaceRbac(user: string): unknown[] {
+  return [
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRole",
+      metadata: { name: "why-tenant-namespaces" },
+      rules: [{
+        apiGroups: [""],
+        resources: ["namespaces"],
+        verbs: ["get", "list", "delete"],
+      }],
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name: "why-tenant-namespaces" },
+      roleRef: {
+        apiGroup: "rbac.authorization.k8s.io",
+        kind: "ClusterRole",
+        name: "why-tenant-namespaces",
+      },
+      subjects: [{
+        apiGroup: "rbac.authorization.k8s.io",
+        kind: "User",
+        name: user,
+      }],
+    },
+  ];
 }

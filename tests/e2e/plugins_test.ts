@@ -13,7 +13,9 @@
  * - `plugin_graph_steps.ts` (`root:graph`): a provider draws its
  *   DependencyRules as JSON, DOT, SVG and HTML.
  * - `plugin_why_steps.ts` (`root:why`): what holds an object, followed with
- *   `--recursive`; ends with the SIGTERM step.
+ *   `--recursive`, and what keeps a namespace the tenant deleted in
+ *   Terminating (`why namespace/<ns>`, in a namespace of its own); ends with
+ *   the SIGTERM step.
  * - `plugin_lock_steps.ts` (`root:lock`): a tenant locks and unlocks a bound
  *   VPC and a Namespace, and locks a VPC for 45 s, after which its delete
  *   goes through and the Lock shows Expired.

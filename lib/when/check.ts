@@ -24,7 +24,7 @@
  */
 import { RE2JS } from "@bufbuild/re2";
 import type { Expr, SourceInfo } from "./ast.ts";
-import { ENV } from "./environment.ts";
+import { FUNCTION_NAMES } from "./environment.ts";
 import { MAX_REGEX_PROGRAM_SIZE, MAX_WHEN_NODES } from "./limits.ts";
 import { describe } from "./messages.ts";
 
@@ -170,7 +170,7 @@ export class Checker {
     inMacro: boolean,
   ): void {
     const name = call.function;
-    if (!PLANNER_CALLS.has(name) && ENV.funcs.find(name) === undefined) {
+    if (!PLANNER_CALLS.has(name) && !FUNCTION_NAMES.has(name)) {
       if (name === "has") {
         return this.#fail(
           expr,

@@ -1,18 +1,19 @@
 /**
- * The one CEL environment of every `when`, and the running of a planned
- * `when` in it. The environment is the standard library with its functions
+ * The CEL environment of a `when`, and the running of a planned `when` in
+ * it ({@linkcode WhenEnvironment}): the standard library with its functions
  * over strings and bytes costed (`./costs.ts`), `matches()` compiled and
  * charged per evaluation, and {@linkcode RANGE_FUNCTION}, which charges a
- * comprehension's iterations; all of them charge the evaluation running now
- * ({@linkcode runProgram} sets it, evaluation being synchronous).
+ * comprehension's iterations; all of them charge the evaluation the
+ * environment runs now.
  *
  * @example Running a planned `when`
  * ```ts
- * import { parse, plan } from "@bufbuild/cel";
- * import { ENV, runProgram } from "./environment.ts";
+ * import { parse } from "@bufbuild/cel";
+ * import { WhenEnvironment } from "./environment.ts";
  *
- * const program = plan(ENV, parse("object.spec.replicas > 2"));
- * runProgram(program, { spec: { replicas: 3 } }, undefined); // { ok: true, value: true }
+ * const environment = new WhenEnvironment();
+ * const program = environment.plan(parse("object.spec.replicas > 2"));
+ * environment.run(program, { spec: { replicas: 3 } }, undefined); // { ok: true, value: true }
  * ```
  *
  * @module
@@ -26,7 +27,7 @@ import {
   isCelError,
   isCelList,
   isCelMap,
-  type plan,
+  plan,
 } from "@bufbuild/cel";
 import { costedFuncs } from "./costs.ts";
 import { BudgetExceeded, Evaluation } from "./evaluation.ts";
@@ -35,12 +36,6 @@ import { describe, failure } from "./messages.ts";
 
 /** A planned `when`, as `@bufbuild/cel`'s `plan()` returns it. */
 export type Program = ReturnType<typeof plan>;
-
-/**
- * The evaluation running now, if any: evaluation is synchronous, and the
- * hooks of {@linkcode ENV}, shared by all `when`s, charge it.
- */
-let active: Evaluation | undefined;
 
 /**
  * The function the compiler wraps around the range of every comprehension
@@ -55,72 +50,96 @@ let active: Evaluation | undefined;
 export const RANGE_FUNCTION = "@budgeted_range";
 
 /**
- * The one environment: the standard library, its functions over strings and
- * bytes costed (`./costs.ts`), `matches()` budgeted, and
- * {@linkcode RANGE_FUNCTION}. Its functions charge the evaluation that
- * {@linkcode runProgram} runs, and throw when called outside one.
+ * A CEL environment for `when`s and the evaluation running in it: the
+ * standard library, its functions over strings and bytes costed
+ * (`./costs.ts`), `matches()` budgeted, and {@linkcode RANGE_FUNCTION}.
+ * Its functions charge the evaluation that {@linkcode WhenEnvironment.run}
+ * runs (evaluation is synchronous, so one at a time), and throw when
+ * called outside one. Each compiled `when` has its own: nothing is shared
+ * between them, or between the components' tests.
  */
-export const ENV = celEnv({
-  funcs: [
-    ...costedFuncs(celEnv().funcs, (units) => current().charge(units)),
-    celFunc(
-      RANGE_FUNCTION,
-      [CelScalar.DYN, CelScalar.INT, CelScalar.INT],
-      CelScalar.DYN,
-      (range, nodes, uses) => {
-        const evaluation = current();
-        const items = isCelList(range)
-          ? range
-          : isCelMap(range)
-          ? range.keys()
-          : [];
-        for (const item of items) {
-          const length = typeof item === "string" ? item.length : 0;
-          evaluation.charge(Number(nodes) + Number(uses) * (length >> 6));
-        }
-        return range;
-      },
-    ),
-  ],
-  re2: {
-    compile: (pattern: string) => current().regex(pattern),
-  },
-});
+export class WhenEnvironment {
+  /** The evaluation running now, if any. */
+  #active: Evaluation | undefined;
+  /** The environment programs are planned in. */
+  readonly env: ReturnType<typeof celEnv> = celEnv({
+    funcs: [
+      ...costedFuncs(celEnv().funcs, (units) => this.#current().charge(units)),
+      celFunc(
+        RANGE_FUNCTION,
+        [CelScalar.DYN, CelScalar.INT, CelScalar.INT],
+        CelScalar.DYN,
+        (range, nodes, uses) => {
+          const evaluation = this.#current();
+          const items = isCelList(range)
+            ? range
+            : isCelMap(range)
+            ? range.keys()
+            : [];
+          for (const item of items) {
+            const length = typeof item === "string" ? item.length : 0;
+            evaluation.charge(Number(nodes) + Number(uses) * (length >> 6));
+          }
+          return range;
+        },
+      ),
+    ],
+    re2: {
+      compile: (pattern: string) => this.#current().regex(pattern),
+    },
+  });
 
-/** The evaluation running now. */
-function current(): Evaluation {
-  if (active === undefined) throw new Error("no evaluation is running");
-  return active;
+  /** `parsed`, planned in this environment. */
+  plan(parsed: Parameters<typeof plan>[1]): Program {
+    return plan(this.env, parsed);
+  }
+
+  /**
+   * Runs a program planned in this environment over one object, bound to
+   * `object`, within {@linkcode WHEN_COST_LIMIT} and what is left of
+   * `budget` (taking from it what the evaluation spends). Never throws.
+   *
+   * @param program The planned `when`.
+   * @param object The decoded JSON of the object.
+   * @param budget The review's shared budget, if any.
+   * @returns The bool, or why there is none.
+   */
+  run(
+    program: Program,
+    object: unknown,
+    budget: WhenBudget | undefined,
+  ): WhenResult {
+    const limit = Math.min(WHEN_COST_LIMIT, budget?.remaining ?? Infinity);
+    const shared = limit < WHEN_COST_LIMIT;
+    if (limit <= 0) return failure(new BudgetExceeded(true).message);
+    const evaluation = new Evaluation(limit);
+    const previous = this.#active;
+    this.#active = evaluation;
+    try {
+      return evaluate(program, object, evaluation, shared);
+    } finally {
+      this.#active = previous;
+      if (budget !== undefined) budget.remaining -= evaluation.spent;
+    }
+  }
+
+  /** The evaluation running now. */
+  #current(): Evaluation {
+    if (this.#active === undefined) {
+      throw new Error("no evaluation is running");
+    }
+    return this.#active;
+  }
 }
 
 /**
- * Runs a program planned in {@linkcode ENV} over one object, bound to
- * `object`, within {@linkcode WHEN_COST_LIMIT} and what is left of `budget`
- * (taking from it what the evaluation spends). Never throws.
- *
- * @param program The planned `when`.
- * @param object The decoded JSON of the object.
- * @param budget The review's shared budget, if any.
- * @returns The bool, or why there is none.
+ * The names of the environment's functions (the standard library's, costed
+ * or not, and {@linkcode RANGE_FUNCTION}): what the checker accepts. Read
+ * once from a fresh environment, never changed.
  */
-export function runProgram(
-  program: Program,
-  object: unknown,
-  budget: WhenBudget | undefined,
-): WhenResult {
-  const limit = Math.min(WHEN_COST_LIMIT, budget?.remaining ?? Infinity);
-  const shared = limit < WHEN_COST_LIMIT;
-  if (limit <= 0) return failure(new BudgetExceeded(true).message);
-  const evaluation = new Evaluation(limit);
-  const previous = active;
-  active = evaluation;
-  try {
-    return evaluate(program, object, evaluation, shared);
-  } finally {
-    active = previous;
-    if (budget !== undefined) budget.remaining -= evaluation.spent;
-  }
-}
+export const FUNCTION_NAMES: ReadonlySet<string> = new Set(
+  [...new WhenEnvironment().env.funcs].map((f) => f.name),
+);
 
 /** Runs `program` within `evaluation`, set as the active one. */
 function evaluate(

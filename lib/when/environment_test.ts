@@ -1,6 +1,10 @@
 import assert from "node:assert/strict";
-import { isCelError, parse, plan } from "@bufbuild/cel";
-import { ENV, runProgram } from "./environment.ts";
+import { isCelError, parse } from "@bufbuild/cel";
+import {
+  FUNCTION_NAMES,
+  RANGE_FUNCTION,
+  WhenEnvironment,
+} from "./environment.ts";
 import {
   type CompiledWhen,
   MAX_WHEN_ERROR_LENGTH,
@@ -72,36 +76,49 @@ const EXCEEDED = new RegExp(
   `exceeded its budget of ${WHEN_COST_LIMIT} units`,
 );
 
-Deno.test("runProgram() runs a program planned in ENV, within a budget", () => {
-  const program = plan(ENV, parse("object.spec.replicas > 2"));
-  assert.deepEqual(runProgram(program, { spec: { replicas: 3 } }, undefined), {
-    ok: true,
-    value: true,
-  });
-  assert.deepEqual(runProgram(program, { spec: {} }, undefined).ok, false);
+Deno.test("WhenEnvironment.run() runs a program planned in it, within a budget", () => {
+  const environment = new WhenEnvironment();
+  const program = environment.plan(parse("object.spec.replicas > 2"));
+  assert.deepEqual(
+    environment.run(program, { spec: { replicas: 3 } }, undefined),
+    { ok: true, value: true },
+  );
+  assert.deepEqual(
+    environment.run(program, { spec: {} }, undefined).ok,
+    false,
+  );
   const budget = new WhenBudget(100);
-  runProgram(program, { spec: { replicas: 1 } }, budget);
+  environment.run(program, { spec: { replicas: 1 } }, budget);
   assert.ok(budget.remaining < 100 && budget.remaining > 90);
   assert.deepEqual(
-    runProgram(program, { spec: { replicas: 3 } }, new WhenBudget(0)),
+    environment.run(program, { spec: { replicas: 3 } }, new WhenBudget(0)),
     { ok: false, error: "the review's budget for conditions is spent" },
   );
 });
 
-Deno.test("ENV's costed functions need an evaluation running", () => {
-  const program = plan(ENV, parse("size('abc') == 3"));
-  let message: string;
-  try {
-    const result = program({});
-    message = isCelError(result) ? result.message : String(result);
-  } catch (error) {
-    message = error instanceof Error ? error.message : String(error);
-  }
-  assert.match(message, /no evaluation is running/);
-  assert.deepEqual(runProgram(program, {}, undefined), {
+Deno.test("a WhenEnvironment's costed functions need an evaluation running", () => {
+  const environment = new WhenEnvironment();
+  const program = environment.plan(parse("size('abc') == 3"));
+  const message = (run: () => unknown) => {
+    try {
+      const result = run();
+      return isCelError(result) ? result.message : String(result);
+    } catch (error) {
+      return error instanceof Error ? error.message : String(error);
+    }
+  };
+  assert.match(message(() => program({})), /no evaluation is running/);
+  assert.deepEqual(environment.run(program, {}, undefined), {
     ok: true,
     value: true,
   });
+});
+
+Deno.test("FUNCTION_NAMES holds the standard library's functions and the range function", () => {
+  for (const name of ["size", "matches", "startsWith", RANGE_FUNCTION]) {
+    assert.ok(FUNCTION_NAMES.has(name), name);
+  }
+  assert.equal(FUNCTION_NAMES.has("no_such_function"), false);
 });
 
 Deno.test("evaluations are independent of each other", () => {

@@ -121,10 +121,10 @@
  *
  * @module
  */
-import { parse, plan } from "@bufbuild/cel";
+import { parse } from "@bufbuild/cel";
 import { children, countNodes, countUses, type Expr } from "./ast.ts";
 import { Checker, nonBool } from "./check.ts";
-import { ENV, RANGE_FUNCTION, runProgram } from "./environment.ts";
+import { RANGE_FUNCTION, WhenEnvironment } from "./environment.ts";
 import {
   type CompiledWhen,
   MAX_WHEN_LENGTH,
@@ -187,10 +187,14 @@ function compile(source: string): WhenCompile {
     );
   }
   budgetRanges(parsed.expr, { next: checker.maxId + 1n });
-  const program = plan(ENV, parsed);
+  // Its own environment: the slot of the evaluation running belongs to
+  // this `when`, not to the module.
+  const environment = new WhenEnvironment();
+  const program = environment.plan(parsed);
   const when: CompiledWhen = {
     source,
-    evaluate: (object, options) => runProgram(program, object, options?.budget),
+    evaluate: (object, options) =>
+      environment.run(program, object, options?.budget),
   };
   return { ok: true, when: Object.freeze(when) };
 }

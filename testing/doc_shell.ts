@@ -251,7 +251,8 @@ function retryMsOf(block: FencedBlock): number {
 
 /** The exit code the prose right before a block gives, if any. */
 function exitCodeOf(block: FencedBlock): number | undefined {
-  const said = /\bexit code (\d+)\b/i.exec(block.before.slice(-300));
+  // Prose is wrapped anywhere (deno fmt reflows it): any whitespace.
+  const said = /\bexit\s+code\s+(\d+)\b/i.exec(block.before.slice(-300));
   return said === null ? undefined : Number(said[1]);
 }
 

@@ -86,7 +86,8 @@ kubectl --kubeconfig a.kubeconfig get examples
 kubectl dependencies why thing/x
 \`\`\`
 
-It says what holds it (exit code 1: held):
+It says what holds it (exit
+code 1: held):
 
 \`\`\`sh
 kubectl dependencies why thing/x --kubeconfig a.kubeconfig

@@ -455,7 +455,13 @@ async function askAll(
       const stamp = deletionTimestamp === undefined
         ? {}
         : { deletionTimestamp };
-      const url = objectUrl(context.server, object);
+      let url: string;
+      try {
+        url = objectUrl(context.server, object);
+      } catch (error) {
+        answers[at] = { object, state: "error", error: errorText(error) };
+        continue;
+      }
       const decision = decide(await options.dryRun(url), object, {
         workspace,
       });

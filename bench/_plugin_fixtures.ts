@@ -18,7 +18,11 @@
  *   is still enforced), `vm-1` refers to `vpc-1`, which names `vm-2`, which
  *   refers to `vpc-2`, ... up to `vpc-<n>`, which names nothing: each
  *   object is held by the one before it, and `why --recursive` on the last
- *   one walks all of them.
+ *   one walks all of them;
+ * - a namespace of {@linkcode HELD_OBJECTS} objects in the namespace `held`
+ *   ({@linkcode setUpHeldNamespace}), {@linkcode HELD_COUNT} of them held:
+ *   VPCs, five referred to by the namespace's five VirtualMachines and five
+ *   locked, for `why namespace/held`.
  *
  * @module
  */
@@ -60,6 +64,12 @@ export const DEMO_NAMESPACE = "demo";
 export const CHAIN_NAMESPACE = "chain";
 /** How many objects the chain has: VirtualMachines and VPCs, in turn. */
 export const CHAIN_LENGTH = 50;
+/** The namespace of many objects, a few held. */
+export const HELD_NAMESPACE = "held";
+/** How many objects it has (VPCs and VirtualMachines). */
+export const HELD_OBJECTS = 1_000;
+/** How many of them are held: half by a VirtualMachine, half by a Lock. */
+export const HELD_COUNT = 10;
 
 /** The label the owner rule reads on a Subnet. */
 const OWNER_LABEL = "network.example.com/owner";
@@ -102,6 +112,11 @@ function tenantRbac(user: string): unknown[] {
             "owners.example.com",
           ],
           resources: ["vpcs", "subnets", "virtualmachines", "networks"],
+          verbs: ["get", "list", "delete"],
+        },
+        {
+          apiGroups: [""],
+          resources: ["namespaces"],
           verbs: ["get", "list", "delete"],
         },
       ],
@@ -325,4 +340,54 @@ export async function setUpChain(kcp: KcpServer): Promise<BenchTarget> {
     name: before.name,
   }, new RegExp(`still referenced by VPC/${names[names.length - 3]!.name} `));
   return { type: "vpc", namespace: ns, name: last.name };
+}
+
+/**
+ * The namespace `held` (see the module's documentation): VPCs `vpc-0000`
+ * on and the VirtualMachines `vm-0` to `vm-4`, {@linkcode HELD_OBJECTS} in
+ * all; `vm-<i>` refers to `vpc-000<i>`, and Locks hold `vpc-0005` to
+ * `vpc-0009`. Returns once kcp denies a delete of the last of each.
+ */
+export async function setUpHeldNamespace(kcp: KcpServer): Promise<void> {
+  const ns = HELD_NAMESPACE;
+  const half = HELD_COUNT / 2;
+  const vpcs = HELD_OBJECTS - half;
+  const name = (i: number) => `vpc-${String(i).padStart(4, "0")}`;
+  await applyObjects(kcp, CONSUMER, [namespaceObject(ns)]);
+  await applyObjects(kcp, CONSUMER, [
+    ...Array.from({ length: vpcs }, (_, i) => vpc(ns, name(i))),
+    ...Array.from({ length: half }, (_, i) => vm(ns, `vm-${i}`, name(i))),
+    ...Array.from({ length: half }, (_, i) => ({
+      apiVersion: "dependencies.opendefense.cloud/v1alpha1",
+      kind: "Lock",
+      metadata: { name: `keep-${i}`, namespace: ns },
+      spec: {
+        target: {
+          apiExportRef: { path: NETWORK, name: "network.example.com" },
+          group: "network.example.com",
+          version: "v1alpha1",
+          resource: "vpcs",
+          name: name(half + i),
+        },
+        reason: "kept for the bench",
+        operations: ["Delete"],
+      },
+    })),
+  ]);
+  const at = (i: number) => ({
+    workspace: CONSUMER,
+    type: "vpc",
+    namespace: ns,
+    name: name(i),
+  });
+  await waitForDeleteDenial(
+    kcp,
+    at(half - 1),
+    new RegExp(`still referenced by VirtualMachine/vm-${half - 1} `),
+  );
+  await waitForDeleteDenial(
+    kcp,
+    at(HELD_COUNT - 1),
+    new RegExp(`locked by Lock ${ns}/keep-${half - 1}`),
+  );
 }

@@ -14,7 +14,13 @@
  *   `vm-1`, which a Lock holds) and the Subnet `s-1` (held by its Network
  *   `net-a`, which nothing holds): two objects asked each;
  * - a chain of 50 objects, VirtualMachines and VPCs in turn, each held by
- *   the one before it: `why --recursive` on the last walks all 50.
+ *   the one before it: `why --recursive` on the last walks all 50;
+ * - a namespace of 1 000 objects, 10 of them held (five VPCs by
+ *   VirtualMachines, five by Locks): `why namespace/held -o json` (every
+ *   object asked about, plus the namespace itself) beside
+ *   `kubectl get vpcs,virtualmachines -n held -o name` of the same objects
+ *   with the same kubeconfig, {@linkcode NAMESPACE_SAMPLES} samples of each
+ *   per round, in turn.
  *
  * Every answer is checked, outside the time measured: the exit code, and
  * for `--recursive` the objects the JSON names as asked (all 50 for the
@@ -27,7 +33,7 @@
  *
  * @module
  */
-import { nodesOf, type WhyNode } from "../lib/plugin/mod.ts";
+import { nodesOf, type ScopeReport, type WhyNode } from "../lib/plugin/mod.ts";
 import {
   type CommandResult,
   isDenial,
@@ -41,9 +47,13 @@ import {
   CHAIN_NAMESPACE,
   chainNames,
   DEMO_NAMESPACE,
+  HELD_COUNT,
+  HELD_NAMESPACE,
+  HELD_OBJECTS,
   type PluginWorld,
   setUpChain,
   setUpDemo,
+  setUpHeldNamespace,
   setUpWorld,
   stopWorld,
 } from "./_plugin_fixtures.ts";
@@ -53,6 +63,8 @@ import { installedPlugin, runPlugin } from "../testing/plugin.ts";
 const ROOT = new URL("../", import.meta.url).pathname;
 /** Samples of each command per round and case. */
 const SAMPLES = 5;
+/** Samples of each command per round for the namespace of many objects. */
+const NAMESPACE_SAMPLES = 3;
 /** The orders of a sample's commands (0: why -R, 1: why, 2: kubectl). */
 const ORDERS = [[0, 1, 2], [1, 2, 0], [2, 0, 1], [0, 2, 1], [2, 1, 0], [
   1,
@@ -294,6 +306,101 @@ function printHeader(rounds: number): void {
   );
 }
 
+/** `why namespace/held -o json`, checked: held, every object asked, ten held. */
+async function whyNamespace(world: PluginWorld): Promise<number> {
+  const started = performance.now();
+  const result = await runPlugin(
+    ["why", `namespace/${HELD_NAMESPACE}`, "-o", "json"],
+    { kubeconfig: world.tenant },
+  );
+  const ms = performance.now() - started;
+  if (result.code !== 1) {
+    throw new Error(`why namespace: want exit 1: ${shown(result)}`);
+  }
+  const report = JSON.parse(result.stdout) as ScopeReport;
+  if (
+    report.heldCount !== HELD_COUNT || report.asked !== HELD_OBJECTS + 1 ||
+    !report.complete
+  ) {
+    throw new Error(
+      `why namespace: want ${HELD_COUNT} held of ${
+        HELD_OBJECTS + 1
+      } asked, complete: held ${report.heldCount} of ${report.asked}, complete ${report.complete}`,
+    );
+  }
+  return ms;
+}
+
+/** `kubectl get vpcs,virtualmachines -n held -o name`, checked: every object. */
+async function kubectlGet(kcp: KcpServer, world: PluginWorld): Promise<number> {
+  const { ms, result } = await timedRun(kcp.binaries.kubectl, [
+    `--kubeconfig=${world.tenant}`,
+    "get",
+    "vpcs,virtualmachines",
+    "-n",
+    HELD_NAMESPACE,
+    "-o",
+    "name",
+  ]);
+  const lines = result.stdout.split("\n").filter((l) => l !== "").length;
+  if (result.code !== 0 || lines !== HELD_OBJECTS) {
+    throw new Error(
+      `kubectl get: want ${HELD_OBJECTS} objects, got ${lines}: exit ${result.code} ${result.stderr}`,
+    );
+  }
+  return ms;
+}
+
+/** Measures `why namespace/held` beside `kubectl get` and prints the row. */
+async function measureNamespace(
+  kcp: KcpServer,
+  world: PluginWorld,
+  rounds: number,
+): Promise<void> {
+  const commands = [() => whyNamespace(world), () => kubectlGet(kcp, world)];
+  for (const command of commands) await command();
+  const measured: { why: number[]; get: number[] }[] = [];
+  for (let r = 0; r < rounds; r++) {
+    const round = { why: [] as number[], get: [] as number[] };
+    for (let i = 0; i < NAMESPACE_SAMPLES; i++) {
+      const order = (r * NAMESPACE_SAMPLES + i) % 2 === 0 ? [0, 1] : [1, 0];
+      for (const slot of order) {
+        const ms = await commands[slot]!();
+        (slot === 0 ? round.why : round.get).push(ms);
+      }
+    }
+    measured.push(round);
+  }
+  console.log(
+    `\nkubectl dependencies why namespace/${HELD_NAMESPACE}: ${HELD_OBJECTS} objects, ${HELD_COUNT} held; a process, spawn to exit, ms, min / median / max over ${rounds} rounds of ${NAMESPACE_SAMPLES} samples`,
+  );
+  console.log(
+    `   why ns = kubectl dependencies why namespace/${HELD_NAMESPACE} -o json --kubeconfig=<the tenant's> (${
+      HELD_OBJECTS + 1
+    } dry-run deletes, the namespace's included; checked: ${HELD_COUNT} held, all asked);`,
+  );
+  console.log(
+    `   kubectl get = kubectl get vpcs,virtualmachines -n ${HELD_NAMESPACE} -o name with the same kubeconfig (checked: ${HELD_OBJECTS} names); the two in turn`,
+  );
+  console.log(
+    `   ${"why ns".padEnd(20)} | ${
+      "kubectl get".padEnd(20)
+    } | why ns / kubectl get`,
+  );
+  console.log(
+    `   ${
+      formatSpread(spread(measured.flatMap((r) => r.why)), 0).padEnd(20)
+    } | ${
+      formatSpread(spread(measured.flatMap((r) => r.get)), 0).padEnd(20)
+    } | ${
+      formatSpread(
+        spread(measured.map((r) => median(r.why) / median(r.get))),
+        1,
+      )
+    }`,
+  );
+}
+
 if (import.meta.main) {
   const rounds = runCount(Deno.args, { program: "plugin_bench", fallback: 3 });
   const kcp = await startKcp();
@@ -333,6 +440,14 @@ if (import.meta.main) {
           `still referenced by VirtualMachine/${names.at(-2)!.name} `,
         ),
       }, rounds);
+      const t1 = performance.now();
+      await setUpHeldNamespace(kcp);
+      console.log(
+        `\n${HELD_OBJECTS} objects in namespace ${HELD_NAMESPACE} set up in ${
+          ((performance.now() - t1) / 1000).toFixed(0)
+        } s`,
+      );
+      await measureNamespace(kcp, world, rounds);
     } finally {
       await stopWorld(world);
     }

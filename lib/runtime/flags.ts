@@ -244,6 +244,18 @@ export function parseDuration(text: string): number {
 }
 
 /**
+ * A duration that may be zero: `0` (with or without a unit) is 0, anything
+ * else as {@linkcode parseDuration}. For flags where `0s` means "never
+ * wait" or "never keep".
+ *
+ * @throws {TypeError} If the text is neither zero nor a positive duration.
+ */
+export function parseDurationOrZero(text: string): number {
+  if (/^0+(\.0+)?(ms|s|m|h)?$/.test(text)) return 0;
+  return parseDuration(text);
+}
+
+/**
  * A whole number of at least 1, from its decimal text.
  *
  * @throws {TypeError} If the text is not one.

@@ -3,6 +3,7 @@ import {
   type FlagSpec,
   parseBindAddress,
   parseDuration,
+  parseDurationOrZero,
   parseFlag,
   parseFlags,
   parseServiceBinds,
@@ -87,6 +88,16 @@ Deno.test("parseBindAddress() reads host:port forms and 0", () => {
       /Cannot parse bind address/,
       bad,
     );
+  }
+});
+
+Deno.test("parseDurationOrZero() reads 0 with or without a unit, and durations as parseDuration does", () => {
+  for (const zero of ["0", "0s", "0ms", "0m", "0h", "0.0s"]) {
+    assert.equal(parseDurationOrZero(zero), 0, zero);
+  }
+  assert.equal(parseDurationOrZero("2m"), 120_000);
+  for (const bad of ["", "-1s", "s", "0x", "1d", "00.s"]) {
+    assert.throws(() => parseDurationOrZero(bad), TypeError, bad);
   }
 });
 

@@ -19,6 +19,7 @@ import {
   type FlagSpec,
   parseBindAddress,
   parseDuration,
+  parseDurationOrZero,
   parseFlag,
   parseFlags,
   parsePositiveInteger,
@@ -265,8 +266,7 @@ export const MAX_LOCK_EXPIRY_SKEW_MS = 600_000;
 
 /** `--lock-expiry-skew`: `0s` (or `0`), or a duration up to 10m. */
 function lockExpirySkew(text: string): number {
-  if (/^0(ms|s|m|h)?$/.test(text)) return 0;
-  const ms = parseDuration(text);
+  const ms = parseDurationOrZero(text);
   if (ms > MAX_LOCK_EXPIRY_SKEW_MS) {
     throw new TypeError(
       `want at most 10m: current value is '${text}'`,
@@ -340,12 +340,18 @@ export function parseWebhookOptions(
         "list-timeout",
         () => parseDuration(v["list-timeout"]!),
       ),
-      teardownOrderMs: duration("teardown-order-timeout"),
+      teardownOrderMs: parseFlag(
+        "teardown-order-timeout",
+        () => parseDurationOrZero(v["teardown-order-timeout"]!),
+      ),
       lockExpirySkewMs: parseFlag(
         "lock-expiry-skew",
         () => lockExpirySkew(v["lock-expiry-skew"]!),
       ),
-      bindingsCacheTtlMs: duration("bindings-cache-ttl"),
+      bindingsCacheTtlMs: parseFlag(
+        "bindings-cache-ttl",
+        () => parseDurationOrZero(v["bindings-cache-ttl"]!),
+      ),
       listPageSize: pageSize,
       maxListPageBytes,
       maxListBytesInFlight,

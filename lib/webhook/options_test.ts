@@ -191,6 +191,20 @@ Deno.test("parseWebhookOptions() answers --help without needing a kubeconfig", (
   assert.deepEqual(parseWebhookOptions(["--help"], noEnv), { help: true });
 });
 
+Deno.test("parseWebhookOptions() takes 0s where the help offers it: --teardown-order-timeout and --bindings-cache-ttl", () => {
+  const options = parse([
+    "--kubeconfig=/k",
+    "--teardown-order-timeout=0s",
+    "--bindings-cache-ttl=0s",
+  ]);
+  assert.equal(options.teardownOrderMs, 0);
+  assert.equal(options.bindingsCacheTtlMs, 0);
+  assert.throws(
+    () => parse(["--kubeconfig=/k", "--teardown-order-timeout=-1s"]),
+    /teardown-order-timeout/,
+  );
+});
+
 Deno.test("parseWebhookOptions() reads --lock-expiry-skew from 0s up to 10m", () => {
   assert.equal(
     parse(["--kubeconfig=/k", "--lock-expiry-skew=0s"]).lockExpirySkewMs,

@@ -360,7 +360,7 @@ export async function day2Steps(
           ["get", "deplock", "-n", "default"],
           { workspace: C1 },
         );
-        return /^NAME\s+TARGET\s+RESOURCE\s+REASON\s+READY\s+STATUS\s+AGE$/m
+        return /^NAME\s+TARGET\s+RESOURCE\s+REASON\s+READY\s+STATUS\s+EXPIRES\s+AGE$/m
               .test(out) &&
             /^keep\s+core\s+vpcs\s+in use by the edge team\s+True\s+Enforced\s/m
               .test(out) ||

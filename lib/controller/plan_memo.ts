@@ -26,6 +26,7 @@ import type { ConfigurationMemo } from "./configuration_plan.ts";
 import type { CoverMemo, RulePlanMemo } from "./rule_plan.ts";
 import type { RuleStatusMemo } from "./rule_status_plan.ts";
 import type { IndexAccessMemo } from "./index_access.ts";
+import { WhenEnvironment } from "../when/mod.ts";
 
 /**
  * Everything the plan's parts remember between passes: the rules' analysis
@@ -60,6 +61,9 @@ export class PlanMemo
   readonly settled: RuleStatusMemo["settled"] = new WeakMap();
   /** Each rule object's `spec.when` problem (`null`: none). */
   readonly whenProblems: RuleStatusMemo["whenProblems"] = new WeakMap();
+  /** The CEL environment the rules' `when`s are compiled in. */
+  readonly whenEnvironment: RuleStatusMemo["whenEnvironment"] =
+    new WhenEnvironment();
   /** What each rule object denies, as its Enforced message starts. */
   readonly denied: RuleStatusMemo["denied"] = new WeakMap();
   /** The conditions each object was last found to show. */

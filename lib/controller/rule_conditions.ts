@@ -39,7 +39,7 @@ import {
   type RuleProblem,
   WEBHOOKS_INSTALLED_CONDITION,
 } from "../rules/mod.ts";
-import { compileWhen } from "../when/mod.ts";
+import { compileWhen, type WhenEnvironment } from "../when/mod.ts";
 import { errorText, withArticle } from "../runtime/mod.ts";
 import type { DependencyState, RuleCoverage, ValidRule } from "./rule_plan.ts";
 import type { AccessProblems } from "./webhook_access.ts";
@@ -62,6 +62,8 @@ export interface RuleConditionsMemo {
   readonly whenProblems: WeakMap<DependencyRule, string | null>;
   /** What each rule object denies, as its Enforced message starts. */
   readonly denied: WeakMap<DependencyRule, string>;
+  /** The CEL environment rules' `when`s are compiled in (one, not one each). */
+  readonly whenEnvironment: WhenEnvironment;
 }
 
 /**
@@ -204,7 +206,9 @@ function whenProblemOf(
     if (source !== undefined) {
       let error: string | undefined;
       try {
-        const compiled = compileWhen(source);
+        const compiled = compileWhen(source, {
+          environment: memo.whenEnvironment,
+        });
         if (!compiled.ok) error = compiled.error;
       } catch (thrown) {
         // compileWhen() does not throw; if it did, say why all the same.

@@ -20,6 +20,7 @@ import {
   type RuleConditionsMemo,
 } from "./rule_conditions.ts";
 import type { DependencyState, ValidRule } from "./rule_plan.ts";
+import { WhenEnvironment } from "../when/mod.ts";
 import type { StatusContext } from "./status_tally.ts";
 
 const NETWORK = "network-cluster";
@@ -65,7 +66,11 @@ function valid(
 }
 
 function memo(): RuleConditionsMemo {
-  return { whenProblems: new WeakMap(), denied: new WeakMap() };
+  return {
+    whenProblems: new WeakMap(),
+    denied: new WeakMap(),
+    whenEnvironment: new WhenEnvironment(),
+  };
 }
 
 /** Coverage with these notes for the rule `vms-need-vpcs` of {@linkcode valid}. */

@@ -16,7 +16,11 @@ import {
   type ReferenceSource,
   ruleKey,
 } from "../rules/mod.ts";
-import { type CompiledWhen, compileWhen } from "../when/mod.ts";
+import {
+  type CompiledWhen,
+  compileWhen,
+  WhenEnvironment,
+} from "../when/mod.ts";
 
 /**
  * A rule's `when`, compiled once per rule object: the compiled expression, or why it
@@ -111,6 +115,8 @@ export class RuleRegistry {
    * Each rule object's protections: the rule watcher hands on the same
    * object while a rule is unchanged, so a rebuild parses only what changed.
    */
+  /** The one CEL environment of every rule's `when` (compileWhen). */
+  readonly #whenEnvironment = new WhenEnvironment();
   readonly #derived = new WeakMap<
     ClusterRule,
     {
@@ -212,7 +218,9 @@ export class RuleRegistry {
     const protectWhile = entry.rule.spec.protectWhile ?? "Exists";
     let when: RuleWhen | undefined;
     if (source !== undefined) {
-      const compiled = compileWhen(source);
+      const compiled = compileWhen(source, {
+        environment: this.#whenEnvironment,
+      });
       when = compiled.ok
         ? { source, compiled: compiled.when }
         : { source, error: compiled.error };

@@ -27,7 +27,8 @@
  * @module
  */
 export * from "./limits.ts";
-export { compileWhen } from "./when.ts";
+export { compileWhen, type CompileWhenOptions } from "./when.ts";
+export { WhenEnvironment } from "./environment.ts";
 export {
   CHARS_PER_UNIT,
   IN_LIST_UNITS,

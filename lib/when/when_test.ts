@@ -5,9 +5,11 @@ import {
   MAX_WHEN_ERROR_LENGTH,
   MAX_WHEN_LENGTH,
   WHEN_COST_LIMIT,
+  WhenBudget,
   type WhenResult,
 } from "./limits.ts";
 import { compileWhen } from "./when.ts";
+import { WhenEnvironment } from "./environment.ts";
 
 /** Fixed, so that a failure is reproducible; fast-check prints the path to replay. */
 const SEED = 20261126;
@@ -129,6 +131,30 @@ Deno.test("seed `when`s evaluate to true and false", () => {
 
 // ---------------------------------------------------------------------------
 // Compile errors
+
+Deno.test("whens compiled in one environment each evaluate their own expression, with their own budgets", () => {
+  const environment = new WhenEnvironment();
+  const a = compileWhen("object.metadata.name.startsWith('a')", {
+    environment,
+  });
+  const b = compileWhen("size(object.metadata.name) > 3", { environment });
+  assert.ok(a.ok && b.ok);
+  const object = { metadata: { name: "abc" } };
+  assert.deepEqual(a.when.evaluate(object), { ok: true, value: true });
+  assert.deepEqual(b.when.evaluate(object), { ok: true, value: false });
+  const measured = new WhenBudget(1_000);
+  a.when.evaluate(object, { budget: measured });
+  // Exactly what one evaluation of the first spends.
+  const budget = new WhenBudget(1_000 - measured.remaining);
+  assert.equal(a.when.evaluate(object, { budget }).ok, true);
+  assert.equal(budget.remaining, 0);
+  // The first spent the shared budget; the second, in the same
+  // environment, is refused, and the first's evaluation is not charged.
+  assert.deepEqual(b.when.evaluate(object, { budget }), {
+    ok: false,
+    error: "the review's budget for conditions is spent",
+  });
+});
 
 Deno.test("a syntax error is a compile error with its position", () => {
   assert.match(compileError("object.spec =="), /^syntax error at 1:\d+: /);

@@ -71,6 +71,16 @@ export interface WebhookProcess extends ComponentProcess {
   cert: ServingCert;
 }
 
+/**
+ * `dependency_webhook_rules{state="valid"}`: how many rules the webhook
+ * holds; `NaN` when its metrics do not say.
+ */
+export async function validRules(webhook: WebhookProcess): Promise<number> {
+  const { text } = await webhook.get(webhook.metricsPort, "/metrics");
+  const match = /^dependency_webhook_rules\{state="valid"\} (\d+)$/m.exec(text);
+  return Number(match?.[1] ?? NaN);
+}
+
 /** Options for {@linkcode startWebhook}. */
 export interface StartWebhookOptions {
   /** Extra flags. */

@@ -123,6 +123,37 @@ export async function dryRunDelete(
 }
 
 /**
+ * Polls a server-side dry-run delete of `target` until it is denied with
+ * an error matching `denial` (any error for `/[\s\S]/`), or, with
+ * `undefined`, until it is allowed; returns kubectl's stderr (denied) or
+ * stdout (allowed).
+ *
+ * @throws {Error} If it is not within 30 s.
+ */
+export async function waitForDryRunDelete(
+  kcp: KcpApi,
+  target: DeleteTarget,
+  denial: RegExp | undefined,
+): Promise<string> {
+  return await waitFor(
+    `a delete of ${target.type} ${
+      target.namespace === undefined ? "" : `${target.namespace}/`
+    }${target.name} in ${target.workspace} to be ${
+      denial === undefined ? "allowed" : `denied matching ${denial}`
+    }`,
+    async () => {
+      const r = await kubectlDelete(kcp, target, { dryRun: true });
+      if (denial === undefined) return r.code === 0 ? r.stdout : undefined;
+      return r.code !== 0 && denial.test(r.stderr) ? r.stderr : undefined;
+    },
+    { timeoutMs: 30_000, intervalMs: 200 },
+  );
+}
+
+/** Any denial, for {@linkcode waitForDryRunDelete}. */
+export const ANY_DENIAL: RegExp = /[\s\S]/;
+
+/**
  * Asserts that a real delete of `target` is denied as still referenced
  * (`cannot delete <type>/<name>: still referenced by ...`), with an error
  * matching `blockers`, and that the object is still there. Returns

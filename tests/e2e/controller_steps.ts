@@ -7,6 +7,7 @@
  */
 import assert from "node:assert/strict";
 import {
+  ANY_DENIAL,
   applyObjects,
   applySystemAdminOverlay,
   assertStatusTruth,
@@ -24,6 +25,7 @@ import {
   type Topology,
   VWC_CLAIM,
   waitFor,
+  waitForDryRunDelete,
   type WebhookProcess,
 } from "../../testing/mod.ts";
 import { kcpVersionFromEnv } from "../../testing/kcp/binaries.ts";
@@ -174,32 +176,6 @@ async function waitForReady(
   ) as Condition;
 }
 
-/** Polls a server-side dry-run delete until it is denied (`true`) or allowed (`false`). */
-async function waitForProtection(
-  kcp: KcpServer,
-  workspace: string,
-  target: { resource: string; name: string },
-  denied: boolean,
-): Promise<void> {
-  await waitFor(
-    `a delete of ${target.resource}/${target.name} in ${workspace} to be ${
-      denied ? "denied" : "allowed"
-    }`,
-    async () => {
-      const r = await kcp.kubectl([
-        "delete",
-        target.resource,
-        target.name,
-        "-n",
-        "default",
-        "--dry-run=server",
-      ], { workspace });
-      return (r.code !== 0) === denied || undefined;
-    },
-    { timeoutMs: 30_000, intervalMs: 200 },
-  );
-}
-
 /** Deletes for real and returns kubectl's result. */
 function deleteObject(
   kcp: KcpServer,
@@ -341,12 +317,12 @@ export async function controllerSteps(
           vm("vm-1", { vpcRef: "vpc-a" }),
           vm("vm-2", { vpcRef: "vpc-a" }),
         ]);
-        await waitForProtection(
-          kcp,
-          c1,
-          { resource: "vpcs", name: "vpc-a" },
-          true,
-        );
+        await waitForDryRunDelete(kcp, {
+          workspace: c1,
+          type: "vpcs",
+          namespace: "default",
+          name: "vpc-a",
+        }, ANY_DENIAL);
         let r = await deleteObject(kcp, c1, "vpcs", "vpc-a");
         assert.notEqual(r.code, 0);
         assert.match(
@@ -372,12 +348,12 @@ export async function controllerSteps(
           vm("vm-b", { vpcRef: "vpc-b" }),
         ]);
         await applyObjects(kcp, c2, [object("VPC", "vpc-b")]);
-        await waitForProtection(
-          kcp,
-          c1,
-          { resource: "vpcs", name: "vpc-b" },
-          true,
-        );
+        await waitForDryRunDelete(kcp, {
+          workspace: c1,
+          type: "vpcs",
+          namespace: "default",
+          name: "vpc-b",
+        }, ANY_DENIAL);
         const r = await deleteObject(kcp, c2, "vpcs", "vpc-b");
         assert.equal(r.code, 0, r.stderr);
         await kcp.kubectlOk([
@@ -406,28 +382,28 @@ export async function controllerSteps(
           object("Subnet", "subnet-c"),
           vm("vm-c", { vpcRef: "vpc-c", subnetRef: "subnet-c" }),
         ]);
-        await waitForProtection(
-          kcp,
-          c1,
-          { resource: "subnets", name: "subnet-c" },
-          true,
-        );
-        await waitForProtection(
-          kcp,
-          c1,
-          { resource: "vpcs", name: "vpc-c" },
-          true,
-        );
+        await waitForDryRunDelete(kcp, {
+          workspace: c1,
+          type: "subnets",
+          namespace: "default",
+          name: "subnet-c",
+        }, ANY_DENIAL);
+        await waitForDryRunDelete(kcp, {
+          workspace: c1,
+          type: "vpcs",
+          namespace: "default",
+          name: "vpc-c",
+        }, ANY_DENIAL);
         await kcp.kubectlOk(["delete", "dependencyrules", "vm-vpc"], {
           workspace: COMPUTE,
         });
         await waitForConfiguration(kcp, NETWORK, ["subnets"]);
-        await waitForProtection(
-          kcp,
-          c1,
-          { resource: "vpcs", name: "vpc-c" },
-          false,
-        );
+        await waitForDryRunDelete(kcp, {
+          workspace: c1,
+          type: "vpcs",
+          namespace: "default",
+          name: "vpc-c",
+        }, undefined);
         const r = await deleteObject(kcp, c1, "subnets", "subnet-c");
         assert.notEqual(r.code, 0);
         assert.match(r.stderr, /still referenced by VirtualMachine\/vm-c/);
@@ -460,12 +436,12 @@ export async function controllerSteps(
           object("VPC", "vpc-d"),
           vm("vm-d", { altVpcRef: "vpc-d" }),
         ]);
-        await waitForProtection(
-          kcp,
-          c1,
-          { resource: "vpcs", name: "vpc-d" },
-          true,
-        );
+        await waitForDryRunDelete(kcp, {
+          workspace: c1,
+          type: "vpcs",
+          namespace: "default",
+          name: "vpc-d",
+        }, ANY_DENIAL);
         const allowed = await deleteObject(kcp, c1, "vpcs", "vpc-c");
         assert.equal(allowed.code, 0, allowed.stderr);
       },
@@ -526,12 +502,12 @@ export async function controllerSteps(
           object("VPC", "vpc-e"),
           vm("vm-e", { vpcRef: "vpc-e" }),
         ]);
-        await waitForProtection(
-          kcp,
-          c1,
-          { resource: "vpcs", name: "vpc-e" },
-          true,
-        );
+        await waitForDryRunDelete(kcp, {
+          workspace: c1,
+          type: "vpcs",
+          namespace: "default",
+          name: "vpc-e",
+        }, ANY_DENIAL);
 
         // A VPC that protects VMs closes a cycle VPC -> VM -> VPC.
         await applyObjects(kcp, NETWORK, [rule("vpc-vm", [{
@@ -772,12 +748,12 @@ export async function controllerSteps(
           object("Subnet", "subnet-f"),
           vm("vm-f", { subnetRef: "subnet-f" }),
         ]);
-        await waitForProtection(
-          kcp,
-          c1,
-          { resource: "subnets", name: "subnet-f" },
-          true,
-        );
+        await waitForDryRunDelete(kcp, {
+          workspace: c1,
+          type: "subnets",
+          namespace: "default",
+          name: "subnet-f",
+        }, ANY_DENIAL);
         const r = await deleteObject(kcp, c1, "vpcs", "vpc-e");
         assert.notEqual(r.code, 0);
         assert.match(r.stderr, /still referenced by VirtualMachine\/vm-e/);

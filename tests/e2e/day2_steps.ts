@@ -19,7 +19,6 @@ import {
   dryRunDelete,
   exportedTarget,
   grantWebhookReads,
-  type KcpServer,
   lockManifest,
   MANIFESTS,
   type Step,
@@ -27,6 +26,7 @@ import {
   vpcManifest,
   VWC_CLAIM,
   waitFor,
+  waitForRuleReady,
   type WorldPaths,
 } from "../../testing/mod.ts";
 
@@ -55,36 +55,6 @@ spec:
         path: .spec.vpcRef.name
         namespacePath: .spec.vpcRef.namespace
 `;
-
-async function readyOf(
-  kcp: KcpServer,
-  workspace: string,
-  name: string,
-): Promise<{ reason: string; message: string }> {
-  const out = await kcp.kubectlOk([
-    "get",
-    "dependencyrule",
-    name,
-    "-o",
-    'jsonpath={.status.conditions[?(@.type=="Ready")].reason}{"\\n"}{.status.conditions[?(@.type=="Ready")].message}',
-  ], { workspace });
-  const [reason = "", message = ""] = out.split("\n");
-  return { reason, message };
-}
-
-async function waitForReason(
-  kcp: KcpServer,
-  workspace: string,
-  name: string,
-  reason: string,
-): Promise<string> {
-  let last = { reason: "", message: "" };
-  return await waitFor(`rule ${name} to say ${reason}`, async () => {
-    last = await readyOf(kcp, workspace, name);
-    if (last.reason === reason) return last.message;
-    throw new Error(`last: ${last.reason}: ${last.message}`);
-  }, { timeoutMs: 60_000, intervalMs: 250 }) as string;
-}
 
 /**
  * The steps of "day 2: a provider adds a rule for a new type; the shipped
@@ -123,7 +93,11 @@ export async function day2Steps(
         vmVpcRule(NETWORK),
       ]);
       await grantWebhookReads(kcp);
-      await waitForReason(kcp, COMPUTE, "vm-vpc", "Enforced");
+      await waitForRuleReady(
+        kcp,
+        { workspace: COMPUTE, name: "vm-vpc" },
+        { test: (r) => r.reason === "Enforced", description: "Enforced" },
+      );
       await waitFor("vpcattachments to be served in c1", async () => {
         const r = await kcp.kubectl(["get", "vpcattachments"], {
           workspace: C1,
@@ -154,12 +128,13 @@ export async function day2Steps(
         workspace: COMPUTE,
         stdin: ATTACHMENT_RULE,
       });
-      const message = await waitForReason(
-        kcp,
-        COMPUTE,
-        "vpcattachment-vpc",
-        "WebhookCannotRead",
-      );
+      const { message } = await waitForRuleReady(kcp, {
+        workspace: COMPUTE,
+        name: "vpcattachment-vpc",
+      }, {
+        test: (r) => r.reason === "WebhookCannotRead",
+        description: "WebhookCannotRead",
+      });
       assert.match(
         message,
         /dependency-webhook may not list vpcattachments\.compute\.example\.com.*controller grants --kubeconfig=<webhook kubeconfig> \| kubectl apply -f -/,
@@ -266,7 +241,10 @@ export async function day2Steps(
         /dependencies\.opendefense\.cloud\/aggregate-to-dependents-reader: ['"]true['"]/,
       );
       assert.match(role, /- vpcattachments/);
-      await waitForReason(kcp, COMPUTE, "vpcattachment-vpc", "Enforced");
+      await waitForRuleReady(kcp, {
+        workspace: COMPUTE,
+        name: "vpcattachment-vpc",
+      }, { test: (r) => r.reason === "Enforced", description: "Enforced" });
       await waitFor(
         "the denial to name the attachment",
         async () =>
@@ -301,7 +279,10 @@ export async function day2Steps(
         );
         await new Promise((r) => setTimeout(r, 500));
       }
-      await waitForReason(kcp, COMPUTE, "vpcattachment-vpc", "Enforced");
+      await waitForRuleReady(kcp, {
+        workspace: COMPUTE,
+        name: "vpcattachment-vpc",
+      }, { test: (r) => r.reason === "Enforced", description: "Enforced" });
     },
   );
 

@@ -18,13 +18,13 @@ import {
   DEP_CTRL_EXPORT,
   dependencyRule,
   grantWebhookReads,
-  type KcpServer,
   type Step,
   vmManifest,
   vmVpcRule,
   vpcManifest,
   VWC_CLAIM,
   waitFor,
+  waitForRuleReady,
   type WorldPaths,
 } from "../../testing/mod.ts";
 
@@ -62,7 +62,12 @@ export async function lookalikeSteps(
       ]);
       // Until the webhook may read what the rule names, every such
       // delete would get 503: the status says so and how to grant it.
-      await waitForReason(kcp, COMPUTE, "vm-vpc", "WebhookCannotRead");
+      await waitForRuleReady(kcp, { workspace: COMPUTE, name: "vm-vpc" }, {
+        test: (r) => r.reason === "WebhookCannotRead",
+        description: "WebhookCannotRead",
+        timeoutMs: 90_000,
+        intervalMs: 500,
+      });
       const message = await kcp.kubectlOk([
         "get",
         "dependencyrule",
@@ -75,7 +80,12 @@ export async function lookalikeSteps(
         /dependency-webhook may not list virtualmachines\.compute\.example\.com.*controller grants/,
       );
       await grantWebhookReads(kcp);
-      await waitForReason(kcp, COMPUTE, "vm-vpc", "Enforced");
+      await waitForRuleReady(kcp, { workspace: COMPUTE, name: "vm-vpc" }, {
+        test: (r) => r.reason === "Enforced",
+        description: "Enforced",
+        timeoutMs: 90_000,
+        intervalMs: 500,
+      });
     },
   );
 
@@ -111,7 +121,12 @@ export async function lookalikeSteps(
       // Its own workspace exports its dependent type, and the webhook
       // may read it: by every check the rule is in effect, for the
       // consumers of the tenant's export (there are none).
-      await waitForReason(kcp, TENANT, "look-alike", "Enforced");
+      await waitForRuleReady(kcp, { workspace: TENANT, name: "look-alike" }, {
+        test: (r) => r.reason === "Enforced",
+        description: "Enforced",
+        timeoutMs: 90_000,
+        intervalMs: 500,
+      });
     },
   );
 
@@ -146,23 +161,4 @@ export async function lookalikeSteps(
       assert.match(gone.stderr, /NotFound/);
     },
   );
-}
-
-/** Waits until a rule's Ready condition has `reason`. */
-async function waitForReason(
-  kcp: KcpServer,
-  workspace: string,
-  name: string,
-  reason: string,
-): Promise<void> {
-  await waitFor(`rule ${name} in ${workspace} to say ${reason}`, async () => {
-    const r = await kcp.kubectl([
-      "get",
-      "dependencyrule",
-      name,
-      "-o",
-      'jsonpath={.status.conditions[?(@.type=="Ready")].reason}',
-    ], { workspace });
-    return r.stdout === reason || undefined;
-  }, { timeoutMs: 90_000, intervalMs: 500 });
 }

@@ -62,11 +62,6 @@ function uidIn(
   );
 }
 
-/** The denial naming one owner that holds `subnets/<name>`. */
-function ownedBy(name: string, owner: string, field: string): string {
-  return subnetOwnedBy(name, { owner, field });
-}
-
 /**
  * The steps of "owners: a Subnet cannot be deleted while the Network or
  * Project it (or its Namespace) names exists, in its own tenant", in the
@@ -165,11 +160,10 @@ export async function ownersSteps(
         subnetObject("team-b", "s-2", { labels: { [OWNER]: "net-a" } }),
         subnetObject("team-a", "s-free"),
       ]);
-      const message = ownedBy(
-        "s-1",
-        "Network/net-a",
-        labelPath(OWNER),
-      );
+      const message = subnetOwnedBy("s-1", {
+        owner: "Network/net-a",
+        field: labelPath(OWNER),
+      });
       assert.equal(
         message,
         'cannot delete subnets/s-1: it belongs to Network/net-a (.metadata.labels["network.example.com/owner"]), which still exists',
@@ -278,11 +272,10 @@ export async function ownersSteps(
           ],
         }),
       ]);
-      const message = ownedBy(
-        "s-owned",
-        "Network/net-o",
-        ".metadata.ownerReferences[0].name",
-      );
+      const message = subnetOwnedBy("s-owned", {
+        owner: "Network/net-o",
+        field: ".metadata.ownerReferences[0].name",
+      });
       await waitForDeleteDenial(kcp, subnet("team-a", "s-owned"), message);
       await assertDeleteDenied(kcp, subnet("team-a", "s-owned"), message);
       // A dry run is allowed while the entry is still there as written
@@ -430,11 +423,10 @@ export async function ownersSteps(
         subnetObject("proj-a", "s-p"),
         subnetObject("proj-none", "s-q"),
       ]);
-      const message = ownedBy(
-        "s-p",
-        "Project/p-1",
-        `${labelPath(PROJECT)} of namespace proj-a`,
-      );
+      const message = subnetOwnedBy("s-p", {
+        owner: "Project/p-1",
+        field: `${labelPath(PROJECT)} of namespace proj-a`,
+      });
       const dryRun = await waitForDeleteDenial(
         kcp,
         subnet("proj-a", "s-p"),
@@ -516,25 +508,26 @@ export async function ownersSteps(
       await assertDeleteDenied(
         kcp,
         subnet("team-a", "s-t"),
-        ownedBy("s-t", "Network/net-t", labelPath(OWNER)),
+        subnetOwnedBy("s-t", {
+          owner: "Network/net-t",
+          field: labelPath(OWNER),
+        }),
       );
       await assertDeleteDenied(
         kcp,
         subnet("team-a", "s-tr"),
-        ownedBy(
-          "s-tr",
-          "Network/net-r",
-          ".metadata.ownerReferences[0].name",
-        ),
+        subnetOwnedBy("s-tr", {
+          owner: "Network/net-r",
+          field: ".metadata.ownerReferences[0].name",
+        }),
       );
       await assertDeleteDenied(
         kcp,
         subnet("proj-t", "s-tn"),
-        ownedBy(
-          "s-tn",
-          "Project/p-t",
-          `${labelPath(PROJECT)} of namespace proj-t`,
-        ),
+        subnetOwnedBy("s-tn", {
+          owner: "Project/p-t",
+          field: `${labelPath(PROJECT)} of namespace proj-t`,
+        }),
       );
       for (
         const target of [
@@ -566,7 +559,10 @@ export async function ownersSteps(
       await assertDeleteDenied(
         kcp,
         subnet("team-a", "s-t"),
-        ownedBy("s-t", "Network/net-t", labelPath(OWNER)),
+        subnetOwnedBy("s-t", {
+          owner: "Network/net-t",
+          field: labelPath(OWNER),
+        }),
       );
     },
   );

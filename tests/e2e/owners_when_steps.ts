@@ -44,11 +44,6 @@ const ACTIVE_OWNER = "network.example.com/active-owner";
 
 const SWITCH = "object.spec.deletionProtection == true";
 
-/** The denial naming one owner that holds `subnets/<name>`. */
-function ownedBy(name: string, owner: string, field: string): string {
-  return subnetOwnedBy(name, { owner, field });
-}
-
 function escape(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
 }
@@ -143,11 +138,10 @@ export async function ownersWhenSteps(
         }),
       ]);
       const on = (name: string) =>
-        ownedBy(
-          name,
-          "Network/net-g",
-          `${labelPath(GUARDED_BY)}, with ${SWITCH}`,
-        );
+        subnetOwnedBy(name, {
+          owner: "Network/net-g",
+          field: `${labelPath(GUARDED_BY)}, with ${SWITCH}`,
+        });
       await waitForDeleteDenial(kcp, subnet("team-a", "s-g1"), on("s-g1"));
       await assertDeleteDenied(kcp, subnet("team-a", "s-g1"), on("s-g1"));
       const flip = (value: boolean) =>
@@ -285,16 +279,14 @@ export async function ownersWhenSteps(
           labels: { [OWNER]: "net-f" },
         }),
       ]);
-      const active = ownedBy(
-        "s-active",
-        "Network/net-f",
-        labelPath(ACTIVE_OWNER),
-      );
-      const existing = ownedBy(
-        "s-exists",
-        "Network/net-f",
-        labelPath(OWNER),
-      );
+      const active = subnetOwnedBy("s-active", {
+        owner: "Network/net-f",
+        field: labelPath(ACTIVE_OWNER),
+      });
+      const existing = subnetOwnedBy("s-exists", {
+        owner: "Network/net-f",
+        field: labelPath(OWNER),
+      });
       // While the Network is active, both rules hold.
       await waitForDeleteDenial(kcp, subnet("team-a", "s-active"), active);
       await assertDeleteDenied(kcp, subnet("team-a", "s-exists"), existing);

@@ -17,18 +17,19 @@ import {
   type ComponentWorld,
   dependencyRule,
   grantWebhookReads,
-  type KcpServer,
   kubectlDelete,
-  type NamespacedTarget,
   namespaceObject,
   objectExists,
   type Step,
   subnetManifest,
   targetsOf,
   type Topology,
+  validRules,
   vmManifest,
   vpcManifest,
   waitFor,
+  waitForDryRunDelete,
+  waitForRuleEnforced,
   type WebhookProcess,
 } from "../../testing/mod.ts";
 
@@ -59,60 +60,6 @@ function attachment(name: string, vpcRef: Ref): unknown {
     metadata: { name },
     spec: { vpcRef },
   };
-}
-
-/**
- * Polls a server-side dry-run delete until its denial matches `denial`
- * (or, with `undefined`, until it is allowed). Returns the last stderr.
- */
-async function waitForProtection(
-  kcp: KcpServer,
-  target: NamespacedTarget,
-  denial: RegExp | undefined,
-): Promise<string> {
-  return await waitFor(
-    `a delete of ${target.type} ${target.namespace}/${target.name} to be ${
-      denial === undefined ? "allowed" : `denied matching ${denial}`
-    }`,
-    async () => {
-      const r = await kubectlDelete(kcp, target, { dryRun: true });
-      if (denial === undefined) return r.code === 0 ? r.stdout : undefined;
-      return r.code !== 0 && denial.test(r.stderr) ? r.stderr : undefined;
-    },
-    { timeoutMs: 30_000, intervalMs: 200 },
-  );
-}
-
-interface Condition {
-  type: string;
-  status: string;
-  reason: string;
-  message: string;
-}
-
-/** Waits until a rule in the compute provider is Ready=True (Enforced) for its current generation. */
-async function waitForEnforced(kcp: KcpServer, name: string): Promise<void> {
-  await waitFor(`rule ${name} to be Enforced`, async () => {
-    const object = JSON.parse(
-      await kcp.kubectlOk(["get", "dependencyrules", name, "-o", "json"], {
-        workspace: COMPUTE,
-      }),
-    ) as {
-      metadata: { generation: number };
-      status?: { observedGeneration?: number; conditions?: Condition[] };
-    };
-    const ready = object.status?.conditions?.find((c) => c.type === "Ready");
-    return (ready?.status === "True" && ready.reason === "Enforced" &&
-      object.status?.observedGeneration === object.metadata.generation) ||
-      undefined;
-  }, { timeoutMs: 30_000, intervalMs: 200 });
-}
-
-/** `dependency_webhook_rules{state="valid"}`: the rules the webhook holds. */
-async function validRules(webhook: WebhookProcess): Promise<number> {
-  const { text } = await webhook.get(webhook.metricsPort, "/metrics");
-  const match = /^dependency_webhook_rules\{state="valid"\} (\d+)$/m.exec(text);
-  return Number(match?.[1] ?? NaN);
 }
 
 async function waitForValidRules(
@@ -199,7 +146,10 @@ export async function referencesSteps(
       assert.equal(stored, ".spec.nics[*].subnetRef.name");
       const role = await grantWebhookReads(kcp);
       // Enforced only once the webhook may read what the rule names.
-      await waitForEnforced(kcp, "vm-nics");
+      await waitForRuleEnforced(kcp, { workspace: COMPUTE, name: "vm-nics" }, {
+        timeoutMs: 30_000,
+        intervalMs: 200,
+      });
       assert.match(
         role,
         /- virtualmachines\n\s+verbs:\n\s+- get\n\s+- list/,
@@ -231,7 +181,7 @@ export async function referencesSteps(
           `still referenced by VirtualMachine/vm-nics \\(${nic(index)}\\)$`,
           "m",
         );
-        const dryRun = await waitForProtection(kcp, target, denial);
+        const dryRun = await waitForDryRunDelete(kcp, target, denial);
         assert.match(dryRun, /Conflict/);
         await assertDenied(kcp, target, denial);
       }
@@ -339,7 +289,10 @@ export async function referencesSteps(
       ]);
       await waitForValidRules(webhook!, 2);
       const role = await grantWebhookReads(kcp);
-      await waitForEnforced(kcp, "vm-vpc");
+      await waitForRuleEnforced(kcp, { workspace: COMPUTE, name: "vm-vpc" }, {
+        timeoutMs: 30_000,
+        intervalMs: 200,
+      });
       assert.match(role, /- vpcs\n\s+verbs:\n\s+- get\n/);
       await applyObjects(kcp, c1, [
         vpcManifest("core", { namespace: "shared", cidr: CIDR }),
@@ -365,7 +318,7 @@ export async function referencesSteps(
         `still referenced by VirtualMachine/team-a/vm-cross ${VPC_REF}$`,
         "m",
       );
-      await waitForProtection(kcp, vpc("shared", "core"), cross);
+      await waitForDryRunDelete(kcp, vpc("shared", "core"), cross);
       const stderr = await assertDenied(kcp, vpc("shared", "core"), cross);
       // Neither the VM without a namespace nor the one with an empty
       // namespace refers to shared/core.
@@ -412,7 +365,10 @@ export async function referencesSteps(
           }],
         }),
       ]);
-      await waitForEnforced(kcp, "vm-nics");
+      await waitForRuleEnforced(kcp, { workspace: COMPUTE, name: "vm-nics" }, {
+        timeoutMs: 30_000,
+        intervalMs: 200,
+      });
       await applyObjects(kcp, c1, [
         subnetManifest("net", { namespace: "shared", cidr: CIDR }),
         subnetManifest("net", { namespace: "team-a", cidr: CIDR }),
@@ -427,7 +383,7 @@ export async function referencesSteps(
         `still referenced by VirtualMachine/team-a/vm-pair \\(${nic(0)}\\)$`,
         "m",
       );
-      await waitForProtection(kcp, subnet("shared", "net"), shared);
+      await waitForDryRunDelete(kcp, subnet("shared", "net"), shared);
       await assertDenied(kcp, subnet("shared", "net"), shared);
       await assertDenied(
         kcp,
@@ -469,7 +425,10 @@ export async function referencesSteps(
       ]);
       await waitForValidRules(webhook!, 3);
       const role = await grantWebhookReads(kcp);
-      await waitForEnforced(kcp, "attachment-vpc");
+      await waitForRuleEnforced(kcp, {
+        workspace: COMPUTE,
+        name: "attachment-vpc",
+      }, { timeoutMs: 30_000, intervalMs: 200 });
       assert.match(
         role,
         /- vpcattachments\n\s+verbs:\n\s+- get\n\s+- list/,
@@ -477,7 +436,7 @@ export async function referencesSteps(
       // Allowed once the webhook may read attachments (until then it
       // denies, naming the missing permission): the attachment, in no
       // namespace, does not refer to shared/edge.
-      const allowed = await waitForProtection(
+      const allowed = await waitForDryRunDelete(
         kcp,
         vpc("shared", "edge"),
         undefined,
@@ -493,12 +452,15 @@ export async function referencesSteps(
         "-p",
         '[{"op":"add","path":"/spec/dependencies/0/fieldRef/namespacePath","value":".spec.vpcRef.namespace"}]',
       ], { workspace: COMPUTE });
-      await waitForEnforced(kcp, "attachment-vpc");
+      await waitForRuleEnforced(kcp, {
+        workspace: COMPUTE,
+        name: "attachment-vpc",
+      }, { timeoutMs: 30_000, intervalMs: 200 });
       const denial = new RegExp(
         `still referenced by VPCAttachment/att-edge ${VPC_REF}$`,
         "m",
       );
-      await waitForProtection(kcp, vpc("shared", "edge"), denial);
+      await waitForDryRunDelete(kcp, vpc("shared", "edge"), denial);
       const stderr = await assertDenied(kcp, vpc("shared", "edge"), denial);
       // An attachment without a namespace names a VPC in no namespace.
       assert.doesNotMatch(stderr, /att-bare/);

@@ -36,6 +36,7 @@ import {
   vmVpcRule,
   VWC_CLAIM,
   waitFor,
+  waitForRuleEnforced,
   type WebhookProcess,
   workspaceShard,
 } from "../../testing/mod.ts";
@@ -105,20 +106,6 @@ async function waitForDenial(
 async function metric(webhook: WebhookProcess, series: string) {
   const { text } = await webhook.get(webhook.metricsPort, "/metrics");
   return sample(text, series) ?? NaN;
-}
-
-/** Waits until a rule in the compute provider is Ready with `Enforced`. */
-async function waitForEnforced(kcp: KcpApi, name: string): Promise<void> {
-  await waitFor(`rule ${name} to be Enforced`, async () => {
-    const out = await kcp.kubectlOk([
-      "get",
-      "dependencyrule",
-      name,
-      "-o",
-      "jsonpath={.status.conditions[?(@.type=='Ready')].reason}",
-    ], { workspace: COMPUTE });
-    return out === "Enforced" || undefined;
-  }, { timeoutMs: 120_000, intervalMs: 500 });
 }
 
 /** The `clientConfig.url`s of our configuration in a provider workspace. */
@@ -213,7 +200,11 @@ export async function shardedSteps(
         // system:admin RBAC, applied on every shard; the rule is
         // Enforced only once the webhook may read what it names.
         await grantWebhookReads(front);
-        await waitForEnforced(front, "vm-vpc");
+        await waitForRuleEnforced(
+          front,
+          { workspace: COMPUTE, name: "vm-vpc" },
+          { timeoutMs: 120_000, intervalMs: 500 },
+        );
         for (const consumer of [C_ROOT, C_ONE]) {
           await applyObjects(front, consumer, vpcAndVm("core", "vm-1"));
           const error = await waitForDenial(
@@ -262,7 +253,10 @@ export async function shardedSteps(
           },
         }]);
         await grantWebhookReads(front);
-        await waitForEnforced(front, "vm-owns-vpc");
+        await waitForRuleEnforced(front, {
+          workspace: COMPUTE,
+          name: "vm-owns-vpc",
+        }, { timeoutMs: 120_000, intervalMs: 500 });
         for (const consumer of [C_ROOT, C_ONE]) {
           await applyObjects(front, consumer, [
             {
@@ -450,7 +444,10 @@ export async function shardedSteps(
             }],
           }),
         ]);
-        await waitForEnforced(front, "vm-alt-vpc");
+        await waitForRuleEnforced(front, {
+          workspace: COMPUTE,
+          name: "vm-alt-vpc",
+        }, { timeoutMs: 120_000, intervalMs: 500 });
         await applyObjects(
           front,
           C_ONE,

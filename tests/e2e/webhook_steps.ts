@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import {
+  ANY_DENIAL,
   applyObjects,
   assertStatusTruth,
   buildTopology,
@@ -17,9 +18,11 @@ import {
   startWebhook,
   type Step,
   type Topology,
+  validRules,
   vmManifest,
   vpcManifest,
   waitFor,
+  waitForDryRunDelete,
   type WebhookProcess,
   type WorldPaths,
 } from "../../testing/mod.ts";
@@ -47,30 +50,6 @@ async function exists(
     "name",
   ], { workspace });
   return r.code === 0;
-}
-
-/** Polls a server-side dry-run delete until it is denied (`true`) or allowed (`false`). */
-async function waitForProtection(
-  kcp: KcpServer,
-  workspace: string,
-  name: string,
-  denied: boolean,
-): Promise<void> {
-  await waitFor(
-    `a delete of vpc ${name} to be ${denied ? "denied" : "allowed"}`,
-    async () => {
-      const r = await kcp.kubectl([
-        "delete",
-        "vpc",
-        name,
-        "-n",
-        "default",
-        "--dry-run=server",
-      ], { workspace });
-      return (r.code !== 0) === denied || undefined;
-    },
-    { timeoutMs: 30_000, intervalMs: 200 },
-  );
 }
 
 /** POSTs an AdmissionReview straight to the webhook, as anyone on its network could. */
@@ -161,12 +140,6 @@ async function reviewsAnswered(webhook: WebhookProcess): Promise<number> {
   ].reduce((sum, m) => sum + Number(m[1]), 0);
 }
 
-async function validRules(webhook: WebhookProcess): Promise<number> {
-  const { text } = await webhook.get(webhook.metricsPort, "/metrics");
-  const match = /^dependency_webhook_rules\{state="valid"\} (\d+)$/m.exec(text);
-  return Number(match?.[1] ?? NaN);
-}
-
 /**
  * The steps of "webhook: protects referenced objects across workspaces,
  * following rules live", in the world under `paths`, with no controller.
@@ -233,7 +206,12 @@ export async function webhookSteps(
         vpcManifest("vpc-b", { cidr: CIDR }),
         vmManifest("vm-1", { vpc: "vpc-a" }),
       ]);
-      await waitForProtection(kcp, c1, "vpc-a", true);
+      await waitForDryRunDelete(kcp, {
+        workspace: c1,
+        type: "vpc",
+        namespace: "default",
+        name: "vpc-a",
+      }, ANY_DENIAL);
     },
   );
 
@@ -647,7 +625,12 @@ export async function webhookSteps(
         vmManifest("vm-4", { vpc: "vpc-y" }),
         vmManifest("vm-5", { altVpc: "vpc-z" }),
       ]);
-      await waitForProtection(kcp, c1, "vpc-y", true);
+      await waitForDryRunDelete(kcp, {
+        workspace: c1,
+        type: "vpc",
+        namespace: "default",
+        name: "vpc-y",
+      }, ANY_DENIAL);
       await kcp.kubectlOk([
         "patch",
         "dependencyrule",
@@ -656,7 +639,12 @@ export async function webhookSteps(
         "-p",
         '[{"op":"replace","path":"/spec/dependencies/0/fieldRef/path","value":".spec.altVpcRef.name"}]',
       ], { workspace: topo.compute.path });
-      await waitForProtection(kcp, c1, "vpc-y", false);
+      await waitForDryRunDelete(kcp, {
+        workspace: c1,
+        type: "vpc",
+        namespace: "default",
+        name: "vpc-y",
+      }, undefined);
       const r = await kcp.kubectl(
         ["delete", "vpc", "vpc-z", "-n", "default"],
         { workspace: c1 },
@@ -735,7 +723,12 @@ export async function webhookSteps(
         vpcManifest("vpc-r", { cidr: CIDR }),
         vmManifest("vm-r", { vpc: "vpc-r" }),
       ]);
-      await waitForProtection(kcp, c1, "vpc-r", true);
+      await waitForDryRunDelete(kcp, {
+        workspace: c1,
+        type: "vpc",
+        namespace: "default",
+        name: "vpc-r",
+      }, ANY_DENIAL);
       const r = await kcp.kubectl(
         ["delete", "vpc", "vpc-r", "-n", "default"],
         { workspace: c1 },

@@ -151,6 +151,8 @@ interface Release {
  */
 class FinalizerHelper {
   readonly releases: Release[] = [];
+  /** `<namespace>/<name>` of each VirtualMachine recorded in `releases`. */
+  readonly #recorded = new Set<string>();
   #running = true;
   readonly #done: Promise<void>;
 
@@ -181,20 +183,26 @@ class FinalizerHelper {
             vm.metadata;
           if (deletionTimestamp === undefined) continue;
           if (!(finalizers ?? []).includes(HOLD)) continue;
-          const vpc = await kcp.kubectl([
-            "get",
-            "vpc",
-            vm.spec.vpcRef.name,
-            "-n",
-            namespace,
-            "-o",
-            "name",
-          ], { workspace });
-          this.releases.push({
-            vm: name,
-            vpcExisted: vpc.code === 0,
-            at: performance.now(),
-          });
+          // Recorded once, when first let go: a patch that failed (a busy
+          // kcp) is sent again at the next round, not recorded again.
+          const key = `${namespace}/${name}`;
+          if (!this.#recorded.has(key)) {
+            const vpc = await kcp.kubectl([
+              "get",
+              "vpc",
+              vm.spec.vpcRef.name,
+              "-n",
+              namespace,
+              "-o",
+              "name",
+            ], { workspace });
+            this.#recorded.add(key);
+            this.releases.push({
+              vm: name,
+              vpcExisted: vpc.code === 0,
+              at: performance.now(),
+            });
+          }
           await kcp.kubectl([
             "patch",
             "virtualmachine",

@@ -187,19 +187,27 @@ class FinalizerHelper {
           // kcp) is sent again at the next round, not recorded again.
           const key = `${namespace}/${name}`;
           if (!this.#recorded.has(key)) {
-            const vpc = await kcp.kubectl([
-              "get",
-              "vpc",
-              vm.spec.vpcRef.name,
-              "-n",
-              namespace,
-              "-o",
-              "name",
-            ], { workspace });
+            // Only NotFound says the VPC is gone; another failure (a busy
+            // kcp) is asked again, a few times.
+            let vpcExisted = false;
+            for (let tries = 0; tries < 10; tries++) {
+              const vpc = await kcp.kubectl([
+                "get",
+                "vpc",
+                vm.spec.vpcRef.name,
+                "-n",
+                namespace,
+                "-o",
+                "name",
+              ], { workspace });
+              vpcExisted = vpc.code === 0;
+              if (vpcExisted || /NotFound/.test(vpc.stderr)) break;
+              await new Promise((resolve) => setTimeout(resolve, 200));
+            }
             this.#recorded.add(key);
             this.releases.push({
               vm: name,
-              vpcExisted: vpc.code === 0,
+              vpcExisted,
               at: performance.now(),
             });
           }

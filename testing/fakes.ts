@@ -2,7 +2,8 @@
  * What unit tests share, all in this process: a fake Kubernetes API server
  * on loopback ({@linkcode FakeApi}) and the part of kcp the controller
  * talks to behind it ({@linkcode FakeKcp}), a fake source of dependents for
- * the webhook, the rules, Locks and reviews the tests load, a recorder of
+ * the webhook, the rules, Locks and reviews the tests load, `when`s
+ * compiled and evaluated with the checks of their messages, a recorder of
  * timers left running, a caller of Node handlers, raw clients of servers
  * with bounded connections, polling, and Prometheus text checks.
  *
@@ -34,3 +35,4 @@ export * from "./rule_fixtures.ts";
 export * from "./rules.ts";
 export * from "./timer_tracker.ts";
 export * from "./wait.ts";
+export * from "./when_fixtures.ts";

@@ -2,37 +2,12 @@ import assert from "node:assert/strict";
 import { parse } from "@bufbuild/cel";
 import { Checker, nonBool } from "./check.ts";
 import {
-  type CompiledWhen,
   MAX_REGEX_PROGRAM_SIZE,
-  MAX_WHEN_ERROR_LENGTH,
   MAX_WHEN_LENGTH,
   MAX_WHEN_NODES,
 } from "./limits.ts";
 import { compileWhen } from "./when.ts";
-
-/** A readable, single-line, bounded message. */
-function assertMessage(message: string): void {
-  assert.ok(message.length > 0, "an empty message");
-  assert.ok(
-    message.length <= MAX_WHEN_ERROR_LENGTH,
-    `a message of ${message.length} characters`,
-  );
-  assert.doesNotMatch(message, /[\r\n]/);
-}
-
-function compiled(source: string): CompiledWhen {
-  const result = compileWhen(source);
-  assert.ok(result.ok, `${source}: ${result.ok ? "" : result.error}`);
-  assert.equal(result.when.source, source);
-  return result.when;
-}
-
-function compileError(source: string): string {
-  const result = compileWhen(source);
-  assert.ok(!result.ok, `${source} compiled`);
-  assertMessage(result.error);
-  return result.error;
-}
+import { assertMessage, compiled, compileError } from "../../testing/fakes.ts";
 
 /** The checker's verdict on `source`, in a scope of `variables`. */
 function check(source: string, variables: string[] = []): Checker {

@@ -5,76 +5,14 @@ import {
   RANGE_FUNCTION,
   WhenEnvironment,
 } from "./environment.ts";
+import { WHEN_COST_LIMIT, WhenBudget, type WhenResult } from "./limits.ts";
 import {
-  type CompiledWhen,
-  MAX_WHEN_ERROR_LENGTH,
-  WHEN_COST_LIMIT,
-  WhenBudget,
-  type WhenResult,
-} from "./limits.ts";
-import { compileWhen } from "./when.ts";
-
-/** A readable, single-line, bounded message. */
-function assertMessage(message: string): void {
-  assert.ok(message.length > 0, "an empty message");
-  assert.ok(
-    message.length <= MAX_WHEN_ERROR_LENGTH,
-    `a message of ${message.length} characters`,
-  );
-  assert.doesNotMatch(message, /[\r\n]/);
-}
-
-function compiled(source: string): CompiledWhen {
-  const result = compileWhen(source);
-  assert.ok(result.ok, `${source}: ${result.ok ? "" : result.error}`);
-  assert.equal(result.when.source, source);
-  return result.when;
-}
-
-function evaluate(source: string, object: unknown): WhenResult {
-  return compiled(source).evaluate(object);
-}
-
-function value(source: string, object: unknown): boolean {
-  const result = evaluate(source, object);
-  assert.ok(result.ok, `${source}: ${result.ok ? "" : result.error}`);
-  return result.value;
-}
-
-function evaluationError(source: string, object: unknown): string {
-  const result = evaluate(source, object);
-  assert.ok(!result.ok, `${source} evaluated to ${JSON.stringify(result)}`);
-  assertMessage(result.error);
-  return result.error;
-}
-
-/** A Kubernetes-like object, as decoded from JSON. */
-function sample(): unknown {
-  return JSON.parse(JSON.stringify({
-    apiVersion: "example.io/v1",
-    kind: "Database",
-    metadata: {
-      name: "prod-orders",
-      namespace: "shop",
-      labels: { tier: "gold", "app.kubernetes.io/name": "orders" },
-    },
-    spec: {
-      deletionProtection: true,
-      replicas: 3,
-      ratio: 0.5,
-      big: 1e20,
-      offset: -2,
-      owner: null,
-      backup: { deletionProtection: false, schedule: "@daily" },
-      items: [1, 2, 3],
-      volumes: [{ name: "data", size: 10 }, { name: "logs", size: 2 }],
-    },
-  }));
-}
-
-const EXCEEDED = new RegExp(
-  `exceeded its budget of ${WHEN_COST_LIMIT} units`,
-);
+  compiled,
+  evaluationError,
+  EXCEEDED,
+  sampleObject,
+  value,
+} from "../../testing/fakes.ts";
 
 Deno.test("WhenEnvironment.run() runs a program planned in it, within a budget", () => {
   const environment = new WhenEnvironment();
@@ -142,7 +80,7 @@ Deno.test("evaluations are independent of each other", () => {
 });
 
 Deno.test("a missing field is an evaluation error", () => {
-  const object = sample();
+  const object = sampleObject();
   assert.match(
     evaluationError("object.spec.missing == true", object),
     /missing/,
@@ -159,7 +97,7 @@ Deno.test("a missing field is an evaluation error", () => {
 });
 
 Deno.test("a result that is not a bool is an evaluation error", () => {
-  const object = sample();
+  const object = sampleObject();
   assert.equal(
     evaluationError("object.spec.replicas", object),
     "the condition evaluated to int, not bool",
@@ -176,7 +114,7 @@ Deno.test("a result that is not a bool is an evaluation error", () => {
 });
 
 Deno.test("a type error is an evaluation error", () => {
-  const object = sample();
+  const object = sampleObject();
   assert.match(
     evaluationError("object.metadata.name > 1", object),
     /no matching overload/,

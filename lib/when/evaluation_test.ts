@@ -1,71 +1,16 @@
 import assert from "node:assert/strict";
 import { isCelList, isCelMap } from "@bufbuild/cel";
 import { BudgetExceeded, Evaluation } from "./evaluation.ts";
+import { WHEN_COST_LIMIT } from "./limits.ts";
 import {
-  type CompiledWhen,
-  MAX_WHEN_ERROR_LENGTH,
-  WHEN_COST_LIMIT,
-  type WhenResult,
-} from "./limits.ts";
-import { compileWhen } from "./when.ts";
-
-/** A readable, single-line, bounded message. */
-function assertMessage(message: string): void {
-  assert.ok(message.length > 0, "an empty message");
-  assert.ok(
-    message.length <= MAX_WHEN_ERROR_LENGTH,
-    `a message of ${message.length} characters`,
-  );
-  assert.doesNotMatch(message, /[\r\n]/);
-}
-
-function compiled(source: string): CompiledWhen {
-  const result = compileWhen(source);
-  assert.ok(result.ok, `${source}: ${result.ok ? "" : result.error}`);
-  assert.equal(result.when.source, source);
-  return result.when;
-}
-
-function evaluate(source: string, object: unknown): WhenResult {
-  return compiled(source).evaluate(object);
-}
-
-function value(source: string, object: unknown): boolean {
-  const result = evaluate(source, object);
-  assert.ok(result.ok, `${source}: ${result.ok ? "" : result.error}`);
-  return result.value;
-}
-
-function evaluationError(source: string, object: unknown): string {
-  const result = evaluate(source, object);
-  assert.ok(!result.ok, `${source} evaluated to ${JSON.stringify(result)}`);
-  assertMessage(result.error);
-  return result.error;
-}
-
-/** A Kubernetes-like object, as decoded from JSON. */
-function sample(): unknown {
-  return JSON.parse(JSON.stringify({
-    apiVersion: "example.io/v1",
-    kind: "Database",
-    metadata: {
-      name: "prod-orders",
-      namespace: "shop",
-      labels: { tier: "gold", "app.kubernetes.io/name": "orders" },
-    },
-    spec: {
-      deletionProtection: true,
-      replicas: 3,
-      ratio: 0.5,
-      big: 1e20,
-      offset: -2,
-      owner: null,
-      backup: { deletionProtection: false, schedule: "@daily" },
-      items: [1, 2, 3],
-      volumes: [{ name: "data", size: 10 }, { name: "logs", size: 2 }],
-    },
-  }));
-}
+  assertMessage,
+  compiled,
+  evaluate,
+  evaluationError,
+  EXCEEDED,
+  sampleObject,
+  value,
+} from "../../testing/fakes.ts";
 
 function deepFreeze<T>(value: T): T {
   if (typeof value === "object" && value !== null) {
@@ -74,10 +19,6 @@ function deepFreeze<T>(value: T): T {
   }
   return value;
 }
-
-const EXCEEDED = new RegExp(
-  `exceeded its budget of ${WHEN_COST_LIMIT} units`,
-);
 
 Deno.test("an Evaluation charges its budget and stops once it is spent", () => {
   const evaluation = new Evaluation(10);
@@ -136,7 +77,7 @@ Deno.test("an Evaluation compiles a pattern once and charges every test", () => 
 });
 
 Deno.test("JSON integers compare with CEL int literals", () => {
-  const object = sample();
+  const object = sampleObject();
   assert.equal(value("object.spec.replicas > 2", object), true);
   assert.equal(value("object.spec.replicas == 3", object), true);
   assert.equal(value("object.spec.replicas + 1 == 4", object), true);
@@ -155,7 +96,7 @@ Deno.test("JSON integers compare with CEL int literals", () => {
 });
 
 Deno.test("strings, bools and null keep their types", () => {
-  const object = sample();
+  const object = sampleObject();
   assert.equal(value("object.spec.owner == null", object), true);
   assert.equal(value("type(object.kind) == string", object), true);
   assert.equal(value("object.spec.deletionProtection == true", object), true);
@@ -167,7 +108,7 @@ Deno.test("strings, bools and null keep their types", () => {
 });
 
 Deno.test("has() tells a present field from an absent one", () => {
-  const object = sample();
+  const object = sampleObject();
   assert.equal(value("has(object.spec.backup)", object), true);
   assert.equal(value("has(object.spec.restore)", object), false);
   // A null field is as good as absent to has() and in (the library tests
@@ -208,7 +149,7 @@ Deno.test("prototype keys reach only the object's own keys", () => {
 });
 
 Deno.test("the object is read, never written", () => {
-  const object = sample();
+  const object = sampleObject();
   const before = structuredClone(object);
   for (
     const source of [
@@ -222,7 +163,7 @@ Deno.test("the object is read, never written", () => {
   }
   assert.deepEqual(object, before);
   // A deeply frozen object evaluates as well.
-  const frozen = deepFreeze(sample());
+  const frozen = deepFreeze(sampleObject());
   assert.equal(
     value("object.spec.volumes.exists(v, v.size == 2)", frozen),
     true,

@@ -1,29 +1,11 @@
 import assert from "node:assert/strict";
 import {
-  type CompiledWhen,
   MAX_WHEN_ERROR_LENGTH,
   WHEN_COST_LIMIT,
   WhenBudget,
 } from "./limits.ts";
 import { describe, failure, oneLine } from "./messages.ts";
-import { compileWhen } from "./when.ts";
-
-/** A readable, single-line, bounded message. */
-function assertMessage(message: string): void {
-  assert.ok(message.length > 0, "an empty message");
-  assert.ok(
-    message.length <= MAX_WHEN_ERROR_LENGTH,
-    `a message of ${message.length} characters`,
-  );
-  assert.doesNotMatch(message, /[\r\n]/);
-}
-
-function compiled(source: string): CompiledWhen {
-  const result = compileWhen(source);
-  assert.ok(result.ok, `${source}: ${result.ok ? "" : result.error}`);
-  assert.equal(result.when.source, source);
-  return result.when;
-}
+import { assertMessage, compiled } from "../../testing/fakes.ts";
 
 Deno.test("oneLine() makes a message one bounded line", () => {
   assert.equal(oneLine("a\n  b\tc"), "a b c");

@@ -1,82 +1,25 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import {
-  type CompiledWhen,
-  MAX_WHEN_ERROR_LENGTH,
-  MAX_WHEN_LENGTH,
-  WHEN_COST_LIMIT,
-  WhenBudget,
-  type WhenResult,
-} from "./limits.ts";
+import { MAX_WHEN_LENGTH, WhenBudget } from "./limits.ts";
 import { compileWhen } from "./when.ts";
+import {
+  assertMessage,
+  compiled,
+  compileError,
+  EXCEEDED,
+  sampleObject,
+  value,
+} from "../../testing/fakes.ts";
 import { WhenEnvironment } from "./environment.ts";
 
 /** Fixed, so that a failure is reproducible; fast-check prints the path to replay. */
 const SEED = 20261126;
 
-/** A readable, single-line, bounded message. */
-function assertMessage(message: string): void {
-  assert.ok(message.length > 0, "an empty message");
-  assert.ok(
-    message.length <= MAX_WHEN_ERROR_LENGTH,
-    `a message of ${message.length} characters`,
-  );
-  assert.doesNotMatch(message, /[\r\n]/);
-}
-
-function compiled(source: string): CompiledWhen {
-  const result = compileWhen(source);
-  assert.ok(result.ok, `${source}: ${result.ok ? "" : result.error}`);
-  assert.equal(result.when.source, source);
-  return result.when;
-}
-
-function compileError(source: string): string {
-  const result = compileWhen(source);
-  assert.ok(!result.ok, `${source} compiled`);
-  assertMessage(result.error);
-  return result.error;
-}
-
-function evaluate(source: string, object: unknown): WhenResult {
-  return compiled(source).evaluate(object);
-}
-
-function value(source: string, object: unknown): boolean {
-  const result = evaluate(source, object);
-  assert.ok(result.ok, `${source}: ${result.ok ? "" : result.error}`);
-  return result.value;
-}
-
-/** A Kubernetes-like object, as decoded from JSON. */
-function sample(): unknown {
-  return JSON.parse(JSON.stringify({
-    apiVersion: "example.io/v1",
-    kind: "Database",
-    metadata: {
-      name: "prod-orders",
-      namespace: "shop",
-      labels: { tier: "gold", "app.kubernetes.io/name": "orders" },
-    },
-    spec: {
-      deletionProtection: true,
-      replicas: 3,
-      ratio: 0.5,
-      big: 1e20,
-      offset: -2,
-      owner: null,
-      backup: { deletionProtection: false, schedule: "@daily" },
-      items: [1, 2, 3],
-      volumes: [{ name: "data", size: 10 }, { name: "logs", size: 2 }],
-    },
-  }));
-}
-
 // ---------------------------------------------------------------------------
 // Typical `when`s
 
 Deno.test("seed `when`s evaluate to true and false", () => {
-  const object = sample();
+  const object = sampleObject();
   assert.equal(value("object.spec.deletionProtection == true", object), true);
   assert.equal(value("object.spec.deletionProtection", object), true);
   assert.equal(
@@ -223,10 +166,6 @@ Deno.test("compileWhen never throws, and its errors are one bounded line", () =>
 
 // ---------------------------------------------------------------------------
 // The ranges of comprehensions, budgeted by the compiler
-
-const EXCEEDED = new RegExp(
-  `exceeded its budget of ${WHEN_COST_LIMIT} units`,
-);
 
 Deno.test("a heavy predicate is charged per iteration", () => {
   const object = { numbers: Array.from({ length: 100_000 }, (_, i) => i) };

@@ -121,6 +121,19 @@ export class DeletionRecorder {
       types: this.#types,
     };
   }
+
+  /**
+   * Stops watching and returns every `deleted` event seen, in all
+   * namespaces, in kcp's order. Unlike {@linkcode DeletionRecorder.stop},
+   * it asserts nothing about the watches: one on a workspace being deleted
+   * ends with it, and what it saw until then stays.
+   */
+  async stopAllDeleted(): Promise<Seen[]> {
+    for (const w of this.#watches) await w.stop();
+    return this.#watches.flatMap((w) => w.seen)
+      .filter((s) => s.event === "deleted")
+      .sort((a, b) => (a.revision < b.revision ? -1 : 1));
+  }
 }
 
 /** Starts watches on `options.types` and resolves once they are all answered. */

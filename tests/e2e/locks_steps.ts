@@ -19,7 +19,6 @@ import {
   type ComponentProcess,
   type ComponentWorld,
   DEP_CTRL_EXPORT,
-  exportedTarget,
   lockManifest,
   startController,
   type Step,
@@ -32,32 +31,7 @@ import {
   type WorldPaths,
 } from "../../testing/mod.ts";
 
-const REASON = "production VPC, ask #netops";
-
-/** What this test's Locks are, but for their target: in team-a, for Delete. */
-const TEAM_A_LOCK = {
-  namespace: "team-a",
-  reason: REASON,
-  operations: ["Delete"],
-};
-
-/**
- * kubectl arguments that label the VPC `core` in `namespace` with a value
- * never used before. kubectl sends no request at all when the label already
- * has the value asked for (or has one and `--overwrite` is missing), so a
- * repeated `tier=silver` would look "allowed" without reaching admission.
- */
-function relabel(namespace: string): () => string[] {
-  return () => [
-    "label",
-    "vpc",
-    "core",
-    "-n",
-    namespace,
-    `tier=t-${crypto.randomUUID().slice(0, 8)}`,
-    "--overwrite",
-  ];
-}
+import { locksWorld, relabel, TEAM_A_LOCK } from "../../testing/locks_world.ts";
 
 /**
  * The steps of "locks: a Lock denies the delete (and, if asked, the update)
@@ -69,26 +43,18 @@ export async function locksSteps(
   step: Step,
   paths: WorldPaths,
 ): Promise<void> {
-  const { kcp } = world;
-  const NETWORK = paths.network;
-  const C1 = paths.consumer("c1");
-  /** Another tenant, bound to the same provider, with objects of the same names. */
-  const C2 = paths.consumer("c2");
-  const VPC_TARGET = exportedTarget(NETWORK, {
-    resource: "vpcs",
-    name: "core",
-  });
+  const { kcp, network, c1, c2, vpcTarget } = locksWorld(world, paths);
   let webhook!: WebhookProcess;
   let controller!: ComponentProcess;
   await step(
     "a consumer binds the dep-ctrl export to write Locks; the components start",
     async () => {
       await buildTopology(kcp, {
-        networkPath: NETWORK,
+        networkPath: network,
         computePath: paths.compute,
-        consumerPaths: [C1, C2],
+        consumerPaths: [c1, c2],
       });
-      await bindExport(kcp, C1, {
+      await bindExport(kcp, c1, {
         exportPath: "root:dep-ctrl",
         exportName: DEP_CTRL_EXPORT,
         acceptClaims: [VWC_CLAIM],
@@ -107,18 +73,18 @@ export async function locksSteps(
       ]);
       ({ webhook, controller } = await world.startComponents());
       for (const ns of ["team-a", "team-b"]) {
-        await kcp.kubectlOk(["create", "namespace", ns], { workspace: C1 });
+        await kcp.kubectlOk(["create", "namespace", ns], { workspace: c1 });
       }
       await kcp.kubectlOk(["create", "namespace", "team-a"], {
-        workspace: C2,
+        workspace: c2,
       });
-      await applyObjects(kcp, C2, [{
+      await applyObjects(kcp, c2, [{
         apiVersion: "network.example.com/v1alpha1",
         kind: "VPC",
         metadata: { name: "core", namespace: "team-a" },
         spec: {},
       }]);
-      await applyObjects(kcp, C1, [
+      await applyObjects(kcp, c1, [
         {
           apiVersion: "network.example.com/v1alpha1",
           kind: "VPC",
@@ -138,11 +104,11 @@ export async function locksSteps(
   await step(
     "a Lock denies the delete with its reason; a dry run explains; the same name in another namespace or another tenant's workspace is not locked",
     async () => {
-      await applyObjects(kcp, C1, [
-        lockManifest("prod", { ...TEAM_A_LOCK, target: VPC_TARGET }),
+      await applyObjects(kcp, c1, [
+        lockManifest("prod", { ...TEAM_A_LOCK, target: vpcTarget }),
       ]);
       const error = await waitForDenial(kcp, {
-        workspace: C1,
+        workspace: c1,
         args: [
           "delete",
           "vpc",
@@ -158,7 +124,7 @@ export async function locksSteps(
         /cannot delete vpcs\/core: locked by Lock team-a\/prod \("production VPC, ask #netops"\): deleting the Lock unlocks it; the skip-protection annotation does not/,
       );
       assert.notEqual(
-        await attempt(kcp, C1, ["delete", "vpc", "core", "-n", "team-a"]),
+        await attempt(kcp, c1, ["delete", "vpc", "core", "-n", "team-a"]),
         "",
       );
       // Tenant B: the same type, namespace and name in another workspace.
@@ -169,13 +135,13 @@ export async function locksSteps(
         "-n",
         "team-a",
         "--dry-run=server",
-      ], { workspace: C2 });
+      ], { workspace: c2 });
       assert.equal(other.code, 0, other.stderr);
       await kcp.kubectlOk(["get", "vpc", "core", "-n", "team-a"], {
-        workspace: C1,
+        workspace: c1,
       });
       assert.equal(
-        await attempt(kcp, C1, [
+        await attempt(kcp, c1, [
           "delete",
           "vpc",
           "core",
@@ -193,15 +159,15 @@ export async function locksSteps(
     async () => {
       await waitFor("the Lock to be Ready", async () => {
         const out = await kcp.kubectlOk(["get", "locks", "-n", "team-a"], {
-          workspace: C1,
+          workspace: c1,
         });
         return /prod\s+core\s+vpcs\s+production VPC, ask #netops\s+True/
           .test(out) || undefined;
       }, { timeoutMs: 60_000, intervalMs: 250 });
-      await applyObjects(kcp, C1, [
+      await applyObjects(kcp, c1, [
         lockManifest("typo", {
           ...TEAM_A_LOCK,
-          target: { ...VPC_TARGET, resource: "vpcz" },
+          target: { ...vpcTarget, resource: "vpcz" },
         }),
       ]);
       const message = await waitFor("the typo Lock's status", async () => {
@@ -213,7 +179,7 @@ export async function locksSteps(
           "team-a",
           "-o",
           "jsonpath={.status.conditions[0].reason}|{.status.conditions[0].message}",
-        ], { workspace: C1 });
+        ], { workspace: c1 });
         return r.stdout.startsWith("TargetTypeUnknown|") ? r.stdout : undefined;
       }, { timeoutMs: 60_000, intervalMs: 250 }) as string;
       assert.match(
@@ -221,7 +187,7 @@ export async function locksSteps(
         /does not export vpcz\.network\.example\.com: it exports subnets\.network\.example\.com \(v1alpha1\), vpcs\.network\.example\.com \(v1alpha1\)/,
       );
       await kcp.kubectlOk(["delete", "lock", "typo", "-n", "team-a"], {
-        workspace: C1,
+        workspace: c1,
       });
     },
   );
@@ -236,9 +202,9 @@ export async function locksSteps(
         "-n",
         "team-a",
         "dependencies.opendefense.cloud/skip-protection=true",
-      ], { workspace: C1 });
+      ], { workspace: c1 });
       assert.match(
-        await attempt(kcp, C1, ["delete", "vpc", "core", "-n", "team-a"]),
+        await attempt(kcp, c1, ["delete", "vpc", "core", "-n", "team-a"]),
         /locked by Lock team-a\/prod/,
       );
     },
@@ -248,7 +214,7 @@ export async function locksSteps(
     "a Lock for Update denies updates of the object, and only while it says so",
     async () => {
       assert.equal(
-        await attempt(kcp, C1, [
+        await attempt(kcp, c1, [
           "label",
           "vpc",
           "core",
@@ -258,15 +224,15 @@ export async function locksSteps(
         ]),
         "",
       );
-      await applyObjects(kcp, C1, [
+      await applyObjects(kcp, c1, [
         lockManifest("prod", {
           ...TEAM_A_LOCK,
-          target: VPC_TARGET,
+          target: vpcTarget,
           operations: ["Delete", "Update"],
         }),
       ]);
       const error = await waitForDenial(kcp, {
-        workspace: C1,
+        workspace: c1,
         args: relabel("team-a"),
         expected: /locked by Lock/,
       });
@@ -278,10 +244,10 @@ export async function locksSteps(
       // its controller does: never blocked by a Lock.
       const [vw] = await waitForEndpointUrls(
         kcp,
-        NETWORK,
+        network,
         "network.example.com",
       );
-      const cluster = await workspaceCluster(kcp, C1);
+      const cluster = await workspaceCluster(kcp, c1);
       await kcp.request(
         "PATCH",
         `${
@@ -301,16 +267,16 @@ export async function locksSteps(
           "team-a",
           "-o",
           "jsonpath={.status.phase}",
-        ], { workspace: C1 }),
+        ], { workspace: c1 }),
         "Ready",
       );
-      await applyObjects(kcp, C1, [
-        lockManifest("prod", { ...TEAM_A_LOCK, target: VPC_TARGET }),
+      await applyObjects(kcp, c1, [
+        lockManifest("prod", { ...TEAM_A_LOCK, target: vpcTarget }),
       ]);
       await waitFor(
         "updates to be allowed again",
         async () =>
-          await attempt(kcp, C1, relabel("team-a")()) === "" || undefined,
+          await attempt(kcp, c1, relabel("team-a")()) === "" || undefined,
         { timeoutMs: 60_000, intervalMs: 250 },
       );
     },
@@ -326,8 +292,8 @@ export async function locksSteps(
         "-n",
         "team-a",
         "--from-literal=a=b",
-      ], { workspace: C1 });
-      await applyObjects(kcp, C1, [
+      ], { workspace: c1 });
+      await applyObjects(kcp, c1, [
         lockManifest("cfg", {
           ...TEAM_A_LOCK,
           target: {
@@ -339,7 +305,7 @@ export async function locksSteps(
         }),
       ]);
       const error = await waitForDenial(kcp, {
-        workspace: C1,
+        workspace: c1,
         args: [
           "delete",
           "configmap",
@@ -365,16 +331,16 @@ export async function locksSteps(
       const truth = await assertStatusTruth(kcp, {
         workspaces: [
           "root:dep-ctrl",
-          NETWORK,
+          network,
           paths.compute,
-          C1,
-          C2,
+          c1,
+          c2,
         ],
         minimum: { locks: 2 },
       });
       assert.deepEqual(truth.locksProven.sort(), [
-        `${C1}/team-a/cfg`,
-        `${C1}/team-a/prod`,
+        `${c1}/team-a/cfg`,
+        `${c1}/team-a/prod`,
       ]);
       assert.deepEqual(truth.leftBehind, []);
     },
@@ -383,15 +349,15 @@ export async function locksSteps(
   await step(
     "a tenant without RBAC on Locks can neither create nor delete one; lock-editor in a namespace allows exactly that namespace",
     async () => {
-      await applyLockEditor(kcp, C1);
+      await applyLockEditor(kcp, c1);
       const asUser = (args: string[], stdin?: string) =>
         kcp.kubectl(args, {
-          workspace: C1,
+          workspace: c1,
           identity: "user",
           ...(stdin === undefined ? {} : { stdin }),
         });
       const mine = JSON.stringify(
-        lockManifest("mine", { ...TEAM_A_LOCK, target: VPC_TARGET }),
+        lockManifest("mine", { ...TEAM_A_LOCK, target: vpcTarget }),
       );
       const denied = await asUser(["create", "-f", "-"], mine);
       assert.notEqual(denied.code, 0);
@@ -413,7 +379,7 @@ export async function locksSteps(
         "team-a",
         "--clusterrole=dependencies:lock-editor",
         "--user=user-1",
-      ], { workspace: C1 });
+      ], { workspace: c1 });
       await waitFor(
         "user-1 to create a Lock in team-a",
         async () =>
@@ -424,7 +390,7 @@ export async function locksSteps(
       const elsewhere = await asUser(
         ["create", "-f", "-"],
         JSON.stringify({
-          ...lockManifest("theirs", { ...TEAM_A_LOCK, target: VPC_TARGET }),
+          ...lockManifest("theirs", { ...TEAM_A_LOCK, target: vpcTarget }),
           metadata: { name: "theirs", namespace: "team-b" },
         }),
       );
@@ -445,18 +411,18 @@ export async function locksSteps(
     "a Lock created and one deleted while the controller is down converge when it is back",
     async () => {
       await controller.stop();
-      await applyObjects(kcp, C1, [{
+      await applyObjects(kcp, c1, [{
         apiVersion: "dependencies.opendefense.cloud/v1alpha1",
         kind: "Lock",
         metadata: { name: "later", namespace: "team-b" },
         spec: {
-          target: VPC_TARGET,
+          target: vpcTarget,
           reason: "locked while the controller was down",
           operations: ["Delete", "Update"],
         },
       }]);
       await kcp.kubectlOk(["delete", "lock", "cfg", "-n", "team-a"], {
-        workspace: C1,
+        workspace: c1,
       });
       assert.equal(
         await kcp.kubectlOk([
@@ -467,7 +433,7 @@ export async function locksSteps(
           "team-b",
           "-o",
           "jsonpath={.status.conditions}",
-        ], { workspace: C1 }),
+        ], { workspace: c1 }),
         "",
         "no status without the controller",
       );
@@ -482,12 +448,12 @@ export async function locksSteps(
           "team-b",
           "-o",
           "jsonpath={.status.conditions[?(@.type=='Ready')].status}",
-        ], { workspace: C1 });
+        ], { workspace: c1 });
         return out === "True" || undefined;
       }, { timeoutMs: 60_000, intervalMs: 250 });
       // Its Update is enforced: the configuration gained UPDATE.
       const error = await waitForDenial(kcp, {
-        workspace: C1,
+        workspace: c1,
         args: relabel("team-b"),
         expected: /locked by Lock/,
       });
@@ -502,7 +468,7 @@ export async function locksSteps(
         async () => {
           const r = await kcp.kubectl(
             ["get", "validatingwebhookconfigurations", "-o", "name"],
-            { workspace: C1 },
+            { workspace: c1 },
           );
           return r.code === 0 && r.stdout.trim() === "" || undefined;
         },
@@ -510,7 +476,7 @@ export async function locksSteps(
       );
       await controller.stop();
       await kcp.kubectlOk(["delete", "lock", "later", "-n", "team-b"], {
-        workspace: C1,
+        workspace: c1,
       });
       controller = await startController(kcp, { webhook });
       world.keep({ webhook, controller });
@@ -521,7 +487,7 @@ export async function locksSteps(
             webhooks: { rules: { operations: string[] }[] }[];
           }>(
             "GET",
-            `/clusters/${NETWORK}/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/dependency-controller`,
+            `/clusters/${network}/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/dependency-controller`,
           );
           const operations = config.webhooks.flatMap((w) =>
             w.rules.flatMap((r) => r.operations)
@@ -533,7 +499,7 @@ export async function locksSteps(
         { timeoutMs: 60_000, intervalMs: 250 },
       );
       assert.equal(
-        await attempt(kcp, C1, relabel("team-b")()),
+        await attempt(kcp, c1, relabel("team-b")()),
         "",
       );
     },
@@ -542,7 +508,7 @@ export async function locksSteps(
   await step(
     "a Lock on a Namespace keeps the whole namespace; deleting the Lock lets it go",
     async () => {
-      await applyObjects(kcp, C1, [{
+      await applyObjects(kcp, c1, [{
         apiVersion: "dependencies.opendefense.cloud/v1alpha1",
         kind: "Lock",
         metadata: { name: "home", namespace: "team-b" },
@@ -557,7 +523,7 @@ export async function locksSteps(
         },
       }]);
       const error = await waitForDenial(kcp, {
-        workspace: C1,
+        workspace: c1,
         args: [
           "delete",
           "namespace",
@@ -571,12 +537,12 @@ export async function locksSteps(
         /cannot delete namespaces\/team-b: locked by Lock team-b\/home \("tenant home"\)/,
       );
       await kcp.kubectlOk(["delete", "lock", "home", "-n", "team-b"], {
-        workspace: C1,
+        workspace: c1,
       });
       await waitFor(
         "the namespace delete to be accepted",
         async () =>
-          await attempt(kcp, C1, [
+          await attempt(kcp, c1, [
               "delete",
               "namespace",
               "team-b",
@@ -592,9 +558,9 @@ export async function locksSteps(
     "deleting a namespace takes its Locks with it: the locked object goes once its Lock has gone",
     async () => {
       await kcp.kubectlOk(["create", "namespace", "team-c"], {
-        workspace: C1,
+        workspace: c1,
       });
-      await applyObjects(kcp, C1, [
+      await applyObjects(kcp, c1, [
         {
           apiVersion: "network.example.com/v1alpha1",
           kind: "VPC",
@@ -605,11 +571,11 @@ export async function locksSteps(
           apiVersion: "dependencies.opendefense.cloud/v1alpha1",
           kind: "Lock",
           metadata: { name: "prod", namespace: "team-c" },
-          spec: { target: VPC_TARGET, reason: "teardown test" },
+          spec: { target: vpcTarget, reason: "teardown test" },
         },
       ]);
       await waitForDenial(kcp, {
-        workspace: C1,
+        workspace: c1,
         args: [
           "delete",
           "vpc",
@@ -624,12 +590,12 @@ export async function locksSteps(
       await kcp.kubectlOk(
         ["delete", "namespace", "team-c", "--wait=false"],
         {
-          workspace: C1,
+          workspace: c1,
         },
       );
       await waitFor("namespace team-c to be gone", async () => {
         const r = await kcp.kubectl(["get", "namespace", "team-c"], {
-          workspace: C1,
+          workspace: c1,
         });
         return (r.code !== 0 && /not found/i.test(r.stderr)) || undefined;
       }, { timeoutMs: 180_000, intervalMs: 500 });
@@ -645,13 +611,13 @@ export async function locksSteps(
     await kcp.kubectlOk(
       ["delete", "locks", "prod", "-n", "team-a"],
       {
-        workspace: C1,
+        workspace: c1,
       },
     );
     await waitFor(
       "the VPC to be deleted",
       async () =>
-        await attempt(kcp, C1, ["delete", "vpc", "core", "-n", "team-a"]) ===
+        await attempt(kcp, c1, ["delete", "vpc", "core", "-n", "team-a"]) ===
           "" ||
         undefined,
       { timeoutMs: 60_000, intervalMs: 250 },
@@ -659,7 +625,7 @@ export async function locksSteps(
     await waitFor(
       "the ConfigMap to be deleted",
       async () =>
-        await attempt(kcp, C1, [
+        await attempt(kcp, c1, [
             "delete",
             "configmap",
             "settings",
@@ -669,7 +635,7 @@ export async function locksSteps(
       { timeoutMs: 60_000, intervalMs: 250 },
     );
     assert.notEqual(
-      await attempt(kcp, C1, ["get", "vpc", "core", "-n", "team-a"]),
+      await attempt(kcp, c1, ["get", "vpc", "core", "-n", "team-a"]),
       "",
     );
   });

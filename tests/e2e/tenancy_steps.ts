@@ -26,9 +26,7 @@ import {
   DEP_CTRL_EXPORT,
   grantWebhookReads,
   KcpRequestError,
-  type KcpServer,
   lockManifest,
-  sample,
   type Step,
   type Topology,
   vmManifest,
@@ -38,199 +36,23 @@ import {
   waitForDenial,
   type WebhookProcess,
 } from "../../testing/mod.ts";
-
-const NETWORK = "root:providers:network";
-const COMPUTE = "root:providers:compute";
-/** Tenant A: binds the dep-ctrl export to write Locks (and tries rules). */
-const C1 = "root:consumers:c1";
-/** Tenant B: another consumer of the same providers. */
-const C2 = "root:consumers:c2";
-const NS = "team-a";
-const RULE_FILE = new URL(
-  "../../testing/fixtures/compute/dependencyrule-vm-vpc.yaml",
-  import.meta.url,
-).pathname;
-const NETWORK_REF = { path: NETWORK, name: "network.example.com" };
-const COMPUTE_REF = { path: COMPUTE, name: "compute.example.com" };
-const SECRET_REASON = "database credentials, ask #dba";
-/** The reason of the tenant's Locks, unless one says otherwise. */
-const KEPT = "kept by the tenant";
-const WAIT = { timeoutMs: 90_000, intervalMs: 250 };
-
-interface Condition {
-  type: string;
-  status: string;
-  reason?: string;
-  message?: string;
-}
-
-/** A DependencyRule or a Lock as kubectl prints it. */
-interface StatusObject {
-  metadata: { name: string; namespace?: string; generation?: number };
-  spec: Record<string, unknown>;
-  status?: { observedGeneration?: number; conditions?: Condition[] };
-}
-
-/** A rule's `spec.dependent`. */
-interface Dependent {
-  apiExportName: string;
-  group: string;
-  version: string;
-  kind: string;
-  resource: string;
-}
-
-/**
- * A tenant's rule: `dependent` (whose `apiExportName` the tenant's
- * workspace does not have) refers to the network provider's VPCs through
- * `.metadata.name`, a field every object has.
- */
-function tenantRule(
-  name: string,
-  dependent: Dependent,
-): unknown {
-  return {
-    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
-    kind: "DependencyRule",
-    metadata: { name },
-    spec: {
-      dependent,
-      dependencies: [{
-        apiExportRef: NETWORK_REF,
-        group: "network.example.com",
-        version: "v1alpha1",
-        resource: "vpcs",
-        fieldRef: { path: ".metadata.name" },
-      }],
-    },
-  };
-}
-
-function readyOf(object: StatusObject): Condition | undefined {
-  return object.status?.conditions?.find((c) => c.type === "Ready");
-}
-
-/**
- * Waits until `resource`/`name` (a DependencyRule, or a Lock in
- * `namespace`) shows `Ready` with `want`'s status and reason for its
- * current generation, and returns the condition.
- */
-async function waitForReady(
-  kcp: KcpServer,
-  workspace: string,
-  target: { resource: "dependencyrule" | "lock"; name: string; ns?: string },
-  want: { status: string; reason: string },
-): Promise<Condition> {
-  let last = "no status yet";
-  try {
-    return await waitFor(
-      `${target.resource} ${target.name} in ${workspace} to be Ready=${want.status} (${want.reason})`,
-      async () => {
-        const object = JSON.parse(
-          await kcp.kubectlOk([
-            "get",
-            target.resource,
-            target.name,
-            ...(target.ns === undefined ? [] : ["-n", target.ns]),
-            "-o",
-            "json",
-          ], { workspace }),
-        ) as StatusObject;
-        const ready = readyOf(object);
-        last = JSON.stringify(object.status ?? {});
-        const current = (object.status?.observedGeneration ??
-          object.metadata.generation) === object.metadata.generation;
-        return current && ready?.status === want.status &&
-            ready.reason === want.reason
-          ? ready
-          : undefined;
-      },
-      WAIT,
-    );
-  } catch (error) {
-    throw new Error(`${(error as Error).message}; last status: ${last}`);
-  }
-}
-
-/** The webhook's rule counts by state, from its metrics. */
-async function ruleStates(
-  webhook: WebhookProcess,
-): Promise<Record<string, number | undefined>> {
-  const { text } = await webhook.get(webhook.metricsPort, "/metrics");
-  return Object.fromEntries(
-    ["valid", "admitted", "refused", "pending"].map((state) => [
-      state,
-      sample(text, `dependency_webhook_rules{state="${state}"}`),
-    ]),
-  );
-}
-
-/**
- * Waits until the webhook has seen `valid` rules and judged each (admitted
- * or refused, none pending): only then does an allowed delete say anything
- * about a rule just created.
- */
-async function waitForWebhookToJudge(
-  webhook: WebhookProcess,
-  valid: number,
-): Promise<void> {
-  let last: Record<string, number | undefined> = {};
-  try {
-    await waitFor(
-      `the webhook to judge all ${valid} rules`,
-      async () => {
-        last = await ruleStates(webhook);
-        const judged = (last.admitted ?? NaN) + (last.refused ?? NaN);
-        return last.valid === valid && last.pending === 0 &&
-            judged === valid || undefined;
-      },
-      WAIT,
-    );
-  } catch (error) {
-    throw new Error(
-      `${(error as Error).message}; last rule states: ${JSON.stringify(last)}`,
-    );
-  }
-}
-
-/**
- * Deletes `type`/`name` in `namespace` of `workspace` and asserts it went:
- * first dry runs until one is allowed (the webhook may still be reading
- * what just changed), then the real delete, which must succeed at once.
- */
-async function deleteSucceeds(
-  kcp: KcpServer,
-  webhook: WebhookProcess,
-  workspace: string,
-  args: { type: string; name: string; namespace: string },
-): Promise<void> {
-  const target = [args.type, args.name, "-n", args.namespace];
-  await waitFor(
-    `a dry-run delete of ${args.type}/${args.name} in ${workspace} to be allowed`,
-    async () => {
-      const error = await attempt(kcp, workspace, [
-        "delete",
-        ...target,
-        "--dry-run=server",
-      ]);
-      if (error === "") return true;
-      throw new Error(error);
-    },
-    { timeoutMs: 30_000, intervalMs: 250 },
-  );
-  const r = await kcp.kubectl(["delete", ...target], { workspace });
-  assert.equal(
-    r.code,
-    0,
-    `deleting ${args.type}/${args.name} in ${workspace} failed: ${r.stderr.trim()} (webhook rule states: ${
-      JSON.stringify(await ruleStates(webhook))
-    })`,
-  );
-  assert.doesNotMatch(r.stderr, /Conflict|ServiceUnavailable|denied/);
-  const gone = await kcp.kubectl(["get", ...target], { workspace });
-  assert.notEqual(gone.code, 0);
-  assert.match(gone.stderr, /NotFound|not found/);
-}
+import { waitForReadyCondition } from "../../testing/ready_condition.ts";
+import {
+  C1,
+  C2,
+  COMPUTE,
+  COMPUTE_REF,
+  deleteSucceeds,
+  KEPT_REASON,
+  NETWORK,
+  NETWORK_REF,
+  NS,
+  RULE_FILE,
+  SECRET_REASON,
+  TENANCY_WAIT,
+  tenantRule,
+  waitForWebhookToJudge,
+} from "../../testing/tenancy_world.ts";
 
 /**
  * The steps of "tenancy: a tenant's Locks and rules reach only its own
@@ -277,7 +99,8 @@ export async function tenancySteps(
       for (const workspace of [C1, C2]) {
         await kcp.kubectlOk(["create", "namespace", NS], { workspace });
       }
-      await waitForReady(kcp, COMPUTE, {
+      await waitForReadyCondition(kcp, {
+        workspace: COMPUTE,
         resource: "dependencyrule",
         name: "vm-dependencies",
       }, { status: "True", reason: "Enforced" });
@@ -310,7 +133,7 @@ export async function tenancySteps(
             resource: "vpcattachments",
             name: "attachment",
           },
-          reason: KEPT,
+          reason: KEPT_REASON,
         }),
         lockManifest("role", {
           namespace: NS,
@@ -320,7 +143,7 @@ export async function tenancySteps(
             resource: "clusterroles",
             name: "tenant-role",
           },
-          reason: KEPT,
+          reason: KEPT_REASON,
         }),
       ]);
       for (
@@ -329,10 +152,9 @@ export async function tenancySteps(
           ["role", "clusterroles.rbac.authorization.k8s.io"],
         ] as const
       ) {
-        const ready = await waitForReady(
+        const ready = await waitForReadyCondition(
           kcp,
-          C1,
-          { resource: "lock", name, ns: NS },
+          { workspace: C1, resource: "lock", name, namespace: NS },
           { status: "False", reason: "ClusterScopedTarget" },
         );
         assert.match(
@@ -372,13 +194,12 @@ export async function tenancySteps(
             resource: "vpcs",
             name: "core",
           },
-          reason: KEPT,
+          reason: KEPT_REASON,
         }),
       ]);
-      const mismatch = await waitForReady(
+      const mismatch = await waitForReadyCondition(
         kcp,
-        C1,
-        { resource: "lock", name: "prod", ns: NS },
+        { workspace: C1, resource: "lock", name: "prod", namespace: NS },
         { status: "True", reason: "Enforced" },
       );
       assert.ok(
@@ -405,20 +226,19 @@ export async function tenancySteps(
             resource: "vpcs",
             name: "core",
           },
-          reason: KEPT,
+          reason: KEPT_REASON,
         }),
       ]);
-      await waitForReady(
+      await waitForReadyCondition(
         kcp,
-        C1,
-        { resource: "lock", name: "prod", ns: NS },
+        { workspace: C1, resource: "lock", name: "prod", namespace: NS },
         { status: "True", reason: "Enforced" },
       );
       await waitForDenial(kcp, {
         workspace: C1,
         args: ["delete", "vpc", "core", "-n", NS, "--dry-run=server"],
         expected: /locked by Lock team-a\/prod/,
-      }, WAIT);
+      }, TENANCY_WAIT);
       const r = await kcp.kubectl(["delete", "vpc", "core", "-n", NS], {
         workspace: C1,
       });
@@ -460,17 +280,16 @@ export async function tenancySteps(
           reason: SECRET_REASON,
         }),
       ]);
-      await waitForReady(
+      await waitForReadyCondition(
         kcp,
-        C1,
-        { resource: "lock", name: "db", ns: NS },
+        { workspace: C1, resource: "lock", name: "db", namespace: NS },
         { status: "True", reason: "Enforced" },
       );
       await waitForDenial(kcp, {
         workspace: C1,
         args: ["delete", "secret", "db", "-n", NS, "--dry-run=server"],
         expected: /a Lock may hold it/,
-      }, WAIT);
+      }, TENANCY_WAIT);
       const r = await kcp.kubectl(["delete", "secret", "db", "-n", NS], {
         workspace: C1,
       });
@@ -514,7 +333,7 @@ export async function tenancySteps(
         async () =>
           await attempt(kcp, C1, ["delete", "secret", "db", "-n", NS]) ===
             "" || undefined,
-        WAIT,
+        TENANCY_WAIT,
       );
       const gone = await kcp.kubectl(["get", "secret", "db", "-n", NS], {
         workspace: C1,
@@ -539,7 +358,7 @@ export async function tenancySteps(
         args: ["delete", "vpc", "used", "-n", NS, "--dry-run=server"],
         expected:
           /still referenced by VirtualMachine\/user \(\.spec\.vpcRef\.name\)/,
-      }, WAIT);
+      }, TENANCY_WAIT);
       await applyObjects(kcp, C1, [
         vpcManifest("own", { namespace: NS }),
         vmManifest("own", { namespace: NS }),
@@ -554,7 +373,8 @@ export async function tenancySteps(
           resource: "virtualmachines",
         }),
       ]);
-      const ready = await waitForReady(kcp, C1, {
+      const ready = await waitForReadyCondition(kcp, {
+        workspace: C1,
         resource: "dependencyrule",
         name: "reach-vpcs",
       }, { status: "False", reason: "APIExportNotFound" });
@@ -565,12 +385,14 @@ export async function tenancySteps(
       await waitForWebhookToJudge(webhook!, 2);
 
       // Tenant B's VM names its VPC only through .metadata.name.
-      await deleteSucceeds(kcp, webhook!, C2, {
+      await deleteSucceeds(kcp, webhook!, {
+        workspace: C2,
         type: "vpc",
         name: "shared",
         namespace: NS,
       });
-      await deleteSucceeds(kcp, webhook!, C1, {
+      await deleteSucceeds(kcp, webhook!, {
+        workspace: C1,
         type: "vpc",
         name: "own",
         namespace: NS,
@@ -590,7 +412,8 @@ export async function tenancySteps(
           resource: "clusterroles",
         }),
       ]);
-      await waitForReady(kcp, C1, {
+      await waitForReadyCondition(kcp, {
+        workspace: C1,
         resource: "dependencyrule",
         name: "reach-roles",
       }, { status: "False", reason: "APIExportNotFound" });
@@ -601,7 +424,8 @@ export async function tenancySteps(
       }
       await waitForWebhookToJudge(webhook!, 3);
       for (const workspace of [C1, C2]) {
-        await deleteSucceeds(kcp, webhook!, workspace, {
+        await deleteSucceeds(kcp, webhook!, {
+          workspace,
           type: "vpc",
           name: "spare",
           namespace: NS,

@@ -44,7 +44,6 @@ import { type CommandResult, runCommand } from "../testing/mod.ts";
 import {
   HELM_VERSION,
   requireHelm,
-  requireKcpBinaries,
   requireManifestCheck,
 } from "../testing/kcp/binaries.ts";
 import {
@@ -54,6 +53,8 @@ import {
   findObject,
   type ManifestObject as Obj,
 } from "../testing/deploy_manifests.ts";
+import { kustomizeYaml } from "../testing/kustomize.ts";
+import { linkTargets, withoutCode } from "../testing/markdown_links.ts";
 import {
   dependency,
   LOAD_BALANCERS,
@@ -141,18 +142,6 @@ async function render(
   return { yaml: run.stdout, objects: parseObjects(run.stdout) };
 }
 
-/** `kubectl kustomize dir`, as YAML. */
-async function kustomizeYaml(dir: string): Promise<string> {
-  const { kubectl } = await requireKcpBinaries();
-  const output = await runCommand(kubectl, ["kustomize", dir]);
-  assert.equal(
-    output.code,
-    0,
-    `kubectl kustomize ${dir} failed: ${output.stderr}`,
-  );
-  return output.stdout;
-}
-
 /** Helm's standard labels: the chart's additions to `metadata.labels`. */
 const HELM_LABELS = [
   "helm.sh/chart",
@@ -165,7 +154,8 @@ const HELM_LABELS = [
 const CONFIG_NAME = /^dependency-controller-config-[a-z0-9]{10}$/;
 const CONFIG_PLACEHOLDER = "dependency-controller-config-<hash>";
 
-function describe(o: Obj): string {
+/** An object as `<kind> [<namespace>/]<name>`. */
+function describeObject(o: Obj): string {
   return `${o.kind} ${
     o.metadata?.namespace === undefined ? "" : `${o.metadata.namespace}/`
   }${o.metadata?.name}`;
@@ -231,7 +221,7 @@ function normalise(
       assert.equal(
         key in labels,
         from === "helm",
-        `${from}: ${describe(o)} ${
+        `${from}: ${describeObject(o)} ${
           from === "helm" ? "has" : "lacks"
         } the label ${key}`,
       );
@@ -254,7 +244,7 @@ function normalise(
     CONFIG_PLACEHOLDER,
   );
   assert.ok(replaced >= 2, `${from}: the controller refers to its ConfigMap`);
-  const byName = new Map(out.map((o) => [describe(o), o]));
+  const byName = new Map(out.map((o) => [describeObject(o), o]));
   assert.equal(byName.size, out.length, `${from}: no object twice`);
   return byName;
 }
@@ -392,7 +382,7 @@ Deno.test("by default the chart renders no Namespace, as with helm install --cre
   assert.equal(objects.some((o) => o.kind === "Namespace"), false);
   assert.ok(objects.length > 0);
   for (const o of objects) {
-    assert.equal(o.metadata.namespace, "default", describe(o));
+    assert.equal(o.metadata.namespace, "default", describeObject(o));
   }
   const created = (await render(AS_KUSTOMIZE, { namespace: "platform-deps" }))
     .objects.filter((o) => o.kind === "Namespace");
@@ -1498,7 +1488,7 @@ Deno.test("kcp mode renders nothing for the hosting cluster, and by default ther
     kcpWebhookReads: { ...CUSTOM.kcpWebhookReads, render: true },
   };
   const { yaml, objects } = await render(every);
-  assert.deepEqual(objects.map(describe), [
+  assert.deepEqual(objects.map(describeObject), [
     "ClusterRole dependency-webhook:reads:platform",
   ]);
   // So --show-only is optional: it changes nothing.
@@ -1739,33 +1729,6 @@ Deno.test("docs/operations.md shows the alerts of files/alerts.yaml, or links to
     /does not link to files\/alerts\.yaml/,
   );
 });
-
-/** Inline and reference link targets outside code blocks and code spans. */
-function linkTargets(markdown: string): string[] {
-  const text = withoutCode(markdown).replace(/`[^`\n]*`/g, "");
-  const targets: string[] = [];
-  for (
-    const [, target] of text.matchAll(
-      /\]\(\s*<?([^\s()<>]+)>?(?:\s+"[^"]*")?\s*\)/g,
-    )
-  ) {
-    targets.push(target!);
-  }
-  for (
-    const [, target] of text.matchAll(/^ {0,3}\[[^\]]+\]:\s*<?([^\s>]+)/gm)
-  ) {
-    targets.push(target!);
-  }
-  return targets;
-}
-
-/** Markdown without its fenced code blocks. */
-function withoutCode(markdown: string): string {
-  return markdown.replace(
-    /^[ \t]*(`{3,}|~{3,})[^\n]*\n[\s\S]*?^[ \t]*\1[ \t]*$/gm,
-    "",
-  );
-}
 
 /** The anchors GitHub gives the headings of `markdown`. */
 function anchors(markdown: string): Set<string> {

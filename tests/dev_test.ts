@@ -11,7 +11,8 @@ import { type CommandResult, runCommand } from "../testing/mod.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 
-function run(
+/** `deno <args>` at the repository's root, without colours, `env` added. */
+function runDeno(
   args: string[],
   env: Record<string, string> = {},
 ): Promise<CommandResult> {
@@ -48,7 +49,7 @@ Deno.test("deno task dev --once walks through a denied and an allowed delete on 
   const dir = await Deno.makeTempDir({ prefix: "dependency-controller-dev-" });
   await Deno.remove(dir);
   try {
-    const { code, stdout, stderr } = await run([
+    const { code, stdout, stderr } = await runDeno([
       "task",
       "dev",
       "--once",
@@ -167,7 +168,7 @@ Deno.test("deno task dev --once --shards 2 walks through the same on two shards,
   const dir = await Deno.makeTempDir({ prefix: "dependency-controller-dev-" });
   await Deno.remove(dir);
   try {
-    const { code, stdout, stderr } = await run([
+    const { code, stdout, stderr } = await runDeno([
       "task",
       "dev",
       "--once",
@@ -278,7 +279,7 @@ Deno.test("deno task dev --once --shards 2 walks through the same on two shards,
 
 Deno.test("deno task dev refuses unknown arguments and a directory it did not make", async () => {
   const script = "scripts/dev.ts";
-  const unknown = await run(["run", "--allow-all", script, "--bogus"]);
+  const unknown = await runDeno(["run", "--allow-all", script, "--bogus"]);
   assert.equal(unknown.code, 2);
   assert.match(unknown.stderr, /Unknown argument --bogus/);
   assert.match(unknown.stderr, /Usage: deno task dev/);
@@ -292,13 +293,13 @@ Deno.test("deno task dev refuses unknown arguments and a directory it did not ma
       [["--shards", "--once"], /--shards must be 1 or 2, not '--once'/],
     ] as const
   ) {
-    const bad = await run(["run", "--allow-all", script, ...args]);
+    const bad = await runDeno(["run", "--allow-all", script, ...args]);
     assert.equal(bad.code, 2, args.join(" "));
     assert.match(bad.stderr, message);
     assert.match(bad.stderr, /Usage: deno task dev/);
   }
 
-  const help = await run(["run", "--allow-all", script, "--help"]);
+  const help = await runDeno(["run", "--allow-all", script, "--help"]);
   assert.equal(help.code, 0);
   assert.match(help.stdout, /--once/);
   assert.match(help.stdout, /--shards=<n>/);
@@ -306,7 +307,7 @@ Deno.test("deno task dev refuses unknown arguments and a directory it did not ma
   const dir = await Deno.makeTempDir();
   try {
     await Deno.writeTextFile(`${dir}/precious.txt`, "keep me");
-    const refused = await run([
+    const refused = await runDeno([
       "run",
       "--allow-all",
       script,
@@ -327,12 +328,12 @@ Deno.test("deno task dev --help and a bad flag answer before anything is built",
     KCP_BIN: "/nonexistent/kcp",
     KUBECTL_BIN: "/nonexistent/kubectl",
   };
-  const help = await run(["task", "dev", "--help"], env);
+  const help = await runDeno(["task", "dev", "--help"], env);
   assert.equal(help.code, 0, help.stderr);
   assert.match(help.stdout, /^Usage: deno task dev /m);
   assert.doesNotMatch(help.stdout + help.stderr, /kcp:build/);
 
-  const bad = await run(["task", "dev", "--once", "--bogus"], env);
+  const bad = await runDeno(["task", "dev", "--once", "--bogus"], env);
   assert.equal(bad.code, 2, bad.stderr);
   assert.match(bad.stderr, /Unknown argument --bogus\n\nUsage: deno task dev /);
   assert.doesNotMatch(bad.stdout + bad.stderr, /kcp:build/);

@@ -249,7 +249,7 @@ Deno.test("every table of status reasons lists only reasons the code writes, and
 });
 
 /** The text of the `## <heading>` section, up to the next `## `. */
-function section(markdown: string, heading: string): string {
+function h2Section(markdown: string, heading: string): string {
   const start = markdown.indexOf(`\n## ${heading}\n`);
   assert.ok(start >= 0, `no section "## ${heading}"`);
   const end = markdown.indexOf("\n## ", start + 1);
@@ -296,7 +296,7 @@ Deno.test("the plain kcp start path starts both components with flags they take,
   const { GRANTS_COMMAND, parseGrantsOptions } = await import(
     "../lib/grants/mod.ts"
   );
-  const text = section(
+  const text = h2Section(
     await Deno.readTextFile(new URL(GETTING_STARTED, ROOT)),
     PLAIN_PATH,
   );

@@ -31,6 +31,7 @@ import {
 } from "../lib/webhook/mod.ts";
 import { type FlagSpec, MetricsRegistry } from "../lib/runtime/mod.ts";
 import { runCommand, SUBNETS, VIRTUAL_MACHINES, VPCS } from "../testing/mod.ts";
+import { linkTargets } from "../testing/markdown_links.ts";
 
 const ROOT = new URL("../", import.meta.url);
 const OPERATIONS = new URL("docs/operations.md", ROOT);
@@ -54,7 +55,7 @@ async function helpFlags(entry: string): Promise<string[]> {
  * The text below the heading `### <title>` up to the next heading of the
  * same or a higher level.
  */
-function section(markdown: string, title: string): string {
+function h3SectionBody(markdown: string, title: string): string {
   const lines = markdown.split("\n");
   const start = lines.findIndex((l) => l === `### ${title}`);
   assert.notEqual(start, -1, `docs/operations.md has no "### ${title}"`);
@@ -77,7 +78,7 @@ async function checkFlags(
   specs: readonly FlagSpec[],
 ): Promise<void> {
   const doc = await Deno.readTextFile(OPERATIONS);
-  const text = section(doc, title);
+  const text = h3SectionBody(doc, title);
   const missing = (await helpFlags(entry)).filter((flag) =>
     !mentionsFlag(text, flag)
   );
@@ -139,7 +140,7 @@ Deno.test("docs/operations.md lists every metric with its type", async () => {
 });
 
 /** A DependencyRule object as the controller's watch shows it. */
-function ruleObject(name: string, spec: unknown): EndpointObject {
+function watchedRule(name: string, spec: unknown): EndpointObject {
   return {
     endpoint: "https://kcp.example/services/apiexport/root:dep-ctrl/x",
     object: {
@@ -178,16 +179,16 @@ Deno.test("CONDITION_REASONS includes every reason a real plan writes", () => {
   };
   const plan = planReconcile({
     rules: [
-      ruleObject("invalid", {}),
-      ruleObject("self", {
+      watchedRule("invalid", {}),
+      watchedRule("self", {
         dependent,
         dependencies: [dependencyAt(VIRTUAL_MACHINES, "root:network")],
       }),
-      ruleObject("unresolved", {
+      watchedRule("unresolved", {
         dependent,
         dependencies: [dependencyAt(VPCS, "root:network")],
       }),
-      ruleObject("unbound", {
+      watchedRule("unbound", {
         dependent,
         dependencies: [dependencyAt(SUBNETS, "root:storage")],
       }),
@@ -261,28 +262,8 @@ Deno.test("docs/operations.md quotes the exact names and messages operators matc
   }
 });
 
-/** Inline and reference link targets outside code blocks and code spans. */
-function linkTargets(markdown: string): string[] {
-  const text = markdown
-    .replace(/^[ \t]*(`{3,}|~{3,})[^\n]*\n[\s\S]*?^[ \t]*\1[ \t]*$/gm, "")
-    .replace(/`[^`\n]*`/g, "");
-  const targets: string[] = [];
-  for (
-    const [, target] of text.matchAll(
-      /\]\(\s*<?([^\s()<>]+)>?(?:\s+"[^"]*")?\s*\)/g,
-    )
-  ) {
-    targets.push(target!);
-  }
-  for (
-    const [, target] of text.matchAll(/^ {0,3}\[[^\]]+\]:\s*<?([^\s>]+)/gm)
-  ) {
-    targets.push(target!);
-  }
-  return targets;
-}
-
-async function exists(url: URL): Promise<boolean> {
+/** Whether a file exists; errors other than its absence are thrown. */
+async function fileExists(url: URL): Promise<boolean> {
   try {
     await Deno.stat(url);
     return true;
@@ -312,7 +293,7 @@ Deno.test("every relative link in README.md and docs/*.md points at an existing 
         ? new URL(`.${path}`, ROOT)
         : new URL(path, file);
       checked++;
-      if (!(await exists(resolved))) {
+      if (!(await fileExists(resolved))) {
         broken.push(
           `${file.pathname.slice(ROOT.pathname.length)}: ${target}`,
         );

@@ -25,7 +25,8 @@ import {
 
 const ROOT = new URL("../", import.meta.url).pathname;
 
-function run(entry: string, args: string[]): Promise<CommandResult> {
+/** `deno run` of the entrypoint `entry` with `args`, and no kubeconfig. */
+function runEntrypoint(entry: string, args: string[]): Promise<CommandResult> {
   return runCommand(Deno.execPath(), [
     "run",
     ...DENO_RUN_FLAGS,
@@ -35,7 +36,7 @@ function run(entry: string, args: string[]): Promise<CommandResult> {
 }
 
 Deno.test("webhook.ts --help lists every flag with its default", async () => {
-  const { code, stdout } = await run("webhook.ts", ["--help"]);
+  const { code, stdout } = await runEntrypoint("webhook.ts", ["--help"]);
   assert.equal(code, 0);
   for (
     const flag of [
@@ -59,16 +60,16 @@ Deno.test("webhook.ts --help lists every flag with its default", async () => {
 });
 
 Deno.test("webhook.ts rejects an unknown flag and a missing kubeconfig with exit code 2", async () => {
-  const unknown = await run("webhook.ts", ["--no-such-flag"]);
+  const unknown = await runEntrypoint("webhook.ts", ["--no-such-flag"]);
   assert.equal(unknown.code, 2);
   assert.match(unknown.stderr, /webhook: Cannot parse flags: .*no-such-flag/);
-  const missing = await run("webhook.ts", []);
+  const missing = await runEntrypoint("webhook.ts", []);
   assert.equal(missing.code, 2);
   assert.match(missing.stderr, /--kubeconfig \(or KUBECONFIG\) is required/);
 });
 
 Deno.test("webhook.ts exits 1 with a JSON log line naming an unreadable kubeconfig", async () => {
-  const { code, stderr } = await run("webhook.ts", [
+  const { code, stderr } = await runEntrypoint("webhook.ts", [
     "--kubeconfig=/nonexistent/kubeconfig",
   ]);
   assert.equal(code, 1);
@@ -86,7 +87,7 @@ Deno.test("webhook.ts exits 1 with a JSON log line naming an unreadable kubeconf
 });
 
 Deno.test("controller.ts --help lists every flag with its default", async () => {
-  const { code, stdout } = await run("controller.ts", ["--help"]);
+  const { code, stdout } = await runEntrypoint("controller.ts", ["--help"]);
   assert.equal(code, 0);
   for (
     const flag of [
@@ -112,13 +113,13 @@ Deno.test("controller.ts --help lists every flag with its default", async () => 
 });
 
 Deno.test("controller.ts names a missing required flag with exit code 2", async () => {
-  const unknown = await run("controller.ts", ["--no-such-flag"]);
+  const unknown = await runEntrypoint("controller.ts", ["--no-such-flag"]);
   assert.equal(unknown.code, 2);
   assert.match(
     unknown.stderr,
     /controller: Cannot parse flags: .*no-such-flag/,
   );
-  const noUrl = await run("controller.ts", [
+  const noUrl = await runEntrypoint("controller.ts", [
     "--kubeconfig=/nonexistent",
     "--webhook-ca-bundle-path=/nonexistent",
   ]);
@@ -144,7 +145,7 @@ Deno.test("controller.ts exits 1 with a JSON log line naming an unreadable CA bu
         "current-context": "c",
       }),
     );
-    const { code, stderr } = await run("controller.ts", [
+    const { code, stderr } = await runEntrypoint("controller.ts", [
       `--kubeconfig=${kubeconfig}`,
       "--webhook-url=https://webhook.example:9443/validate",
       `--webhook-ca-bundle-path=${dir}/missing-ca.crt`,
@@ -264,7 +265,7 @@ Deno.test("webhook.ts and controller.ts refuse an http:// kcp server unless --al
       ],
     };
     for (const [entry, extra] of Object.entries(flags)) {
-      const { code, stderr } = await run(entry, [
+      const { code, stderr } = await runEntrypoint(entry, [
         `--kubeconfig=${kubeconfig}`,
         ...extra,
       ]);

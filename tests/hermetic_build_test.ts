@@ -23,7 +23,8 @@ const SOURCES = [
   "lib/",
 ];
 
-function describe(result: CommandResult): string {
+/** A command's exit code and the tails of its output, for a failure. */
+function describeResult(result: CommandResult): string {
   return `exit code ${result.code}\nstdout:\n${
     result.stdout.slice(-2000)
   }\nstderr:\n${result.stderr.slice(-4000)}`;
@@ -126,7 +127,7 @@ Deno.test("scripts/build.sh from a cold DENO_DIR: after `install`, `compile` nee
         JSON.stringify(registry)
       }); console.log("reachable"); } catch { console.log("unreachable"); }`,
     ]);
-    assert.equal(probe.stdout.trim(), "unreachable", describe(probe));
+    assert.equal(probe.stdout.trim(), "unreachable", describeResult(probe));
 
     // The build context: only what the Containerfile copies.
     const src = `${tmp}/src`;
@@ -134,25 +135,29 @@ Deno.test("scripts/build.sh from a cold DENO_DIR: after `install`, `compile` nee
     const copy = await runCommand("cp", ["-R", "--parents", ...SOURCES, src], {
       cwd: ROOT,
     });
-    assert.equal(copy.code, 0, describe(copy));
+    assert.equal(copy.code, 0, describeResult(copy));
     const script = `${src}/scripts/build.sh`;
 
     const denoDir = `${tmp}/deno-dir`;
     const install = await runCommand("bash", [script, "install"], {
       env: { ...env, DENO_DIR: denoDir },
     });
-    assert.equal(install.code, 0, describe(install));
+    assert.equal(install.code, 0, describeResult(install));
 
     const compile = ["bash", script, "compile", `${tmp}/out`];
     const built = await offline(denoDir, compile);
-    assert.equal(built.code, 0, describe(built));
-    assert.match(built.stdout, /^Usage: controller(\s|$)/m, describe(built));
-    assert.match(built.stdout, /^Usage: webhook(\s|$)/m, describe(built));
+    assert.equal(built.code, 0, describeResult(built));
+    assert.match(
+      built.stdout,
+      /^Usage: controller(\s|$)/m,
+      describeResult(built),
+    );
+    assert.match(built.stdout, /^Usage: webhook(\s|$)/m, describeResult(built));
 
     // Negative control: the same step without the cache fails.
     const cold = await offline(`${tmp}/empty-deno-dir`, compile);
-    assert.notEqual(cold.code, 0, describe(cold));
-    assert.match(cold.stderr, /--cached-only/, describe(cold));
+    assert.notEqual(cold.code, 0, describeResult(cold));
+    assert.match(cold.stderr, /--cached-only/, describeResult(cold));
   } finally {
     await Deno.remove(tmp, { recursive: true });
   }

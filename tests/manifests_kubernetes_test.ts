@@ -8,31 +8,18 @@
  */
 import assert from "node:assert/strict";
 import { type CommandResult, runCommand } from "../testing/mod.ts";
-import {
-  requireKcpBinaries,
-  requireManifestCheck,
-} from "../testing/kcp/binaries.ts";
+import { requireManifestCheck } from "../testing/kcp/binaries.ts";
+import { kustomizeYaml } from "../testing/kustomize.ts";
 
 const DEPLOY = new URL("../manifests/deploy", import.meta.url).pathname;
 const NS = "dependency-controller";
-
-async function kustomize(dir: string): Promise<string> {
-  const { kubectl } = await requireKcpBinaries();
-  const output = await runCommand(kubectl, ["kustomize", dir]);
-  assert.equal(
-    output.code,
-    0,
-    `kubectl kustomize ${dir} failed: ${output.stderr}`,
-  );
-  return output.stdout;
-}
 
 async function manifestCheck(yaml: string): Promise<CommandResult> {
   return await runCommand(await requireManifestCheck(), [], { stdin: yaml });
 }
 
 Deno.test("manifests/deploy passes kube-apiserver's strict decoding, defaulting and validation and the restricted Pod Security Standard", async () => {
-  const run = await manifestCheck(await kustomize(DEPLOY));
+  const run = await manifestCheck(await kustomizeYaml(DEPLOY));
   assert.equal(
     run.code,
     0,
@@ -72,7 +59,7 @@ Deno.test("manifests/deploy passes kube-apiserver's strict decoding, defaulting 
 });
 
 Deno.test("manifest-check fails a Deployment of manifests/deploy that breaks the restricted Pod Security Standard", async () => {
-  const good = await kustomize(DEPLOY);
+  const good = await kustomizeYaml(DEPLOY);
   const bad = good.replace(
     "allowPrivilegeEscalation: false",
     "allowPrivilegeEscalation: true",

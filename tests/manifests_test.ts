@@ -9,7 +9,6 @@
  * `tests/chart_test.ts` runs on the Helm chart too.
  */
 import assert from "node:assert/strict";
-import { runCommand } from "../testing/mod.ts";
 import { relative } from "node:path";
 import { loadAllYaml } from "@kubernetes/client-node";
 import {
@@ -20,7 +19,7 @@ import {
   parseWebhookOptions,
   type WebhookOptions,
 } from "../lib/webhook/mod.ts";
-import { requireKcpBinaries } from "../testing/kcp/binaries.ts";
+import { kustomizeYaml } from "../testing/kustomize.ts";
 import {
   assertDeployAgrees,
   assertNetworkPolicies,
@@ -33,15 +32,9 @@ import {
 const ROOT = new URL("../", import.meta.url).pathname;
 const DEPLOY = `${ROOT}manifests/deploy`;
 
+/** The objects `kubectl kustomize <dir>` renders. */
 async function kustomize(dir: string): Promise<Obj[]> {
-  const { kubectl } = await requireKcpBinaries();
-  const output = await runCommand(kubectl, ["kustomize", dir]);
-  assert.equal(
-    output.code,
-    0,
-    `kubectl kustomize ${dir} failed: ${output.stderr}`,
-  );
-  return (loadAllYaml(output.stdout) as (Obj | null)[])
+  return (loadAllYaml(await kustomizeYaml(dir)) as (Obj | null)[])
     .filter((o): o is Obj => o !== null);
 }
 

@@ -12,7 +12,11 @@
  *   to one of a higher layer ({@linkcode LAYERS});
  * - a unit test under `lib/` loads none of the kcp harness: its fakes come
  *   from `testing/fakes.ts`, which loads nothing of `testing/` that starts a
- *   process, not `testing/mod.ts`.
+ *   process, not `testing/mod.ts`;
+ * - no name of a top-level function, class or arrow function bound to a
+ *   `const` is defined in more than one file under `tests/`: the builders
+ *   of objects and the waits the tests share live once, in `testing/`, and
+ *   helpers that do different things have different names.
  *
  * The checks are pure functions of the files (path and source), tested on
  * small in-memory trees that break each rule, and then run on this
@@ -63,6 +67,14 @@ const LONG_MODULES_BEING_SPLIT: readonly string[] = [];
  * test under a directory here loads the harness.
  */
 const TESTS_STILL_ON_THE_HARNESS: readonly string[] = [];
+
+/**
+ * Names defined at the top level of more than one file under `tests/` that
+ * are being made one now. Temporary: take a name off this list once it is
+ * defined in one file only; the test fails while a name here is no longer
+ * defined twice, so that the list does not outlive its reason.
+ */
+const DUPLICATES_BEING_REMOVED: readonly string[] = [];
 
 /** The top-level files and directories whose `.ts` files are checked. */
 const CHECKED = [
@@ -358,6 +370,77 @@ function packagesWithoutMod(files: readonly SourceFile[]): string[] {
   return [...packages].sort()
     .filter((pkg) => !paths.has(`lib/${pkg}/mod.ts`))
     .map((pkg) => `lib/${pkg}/ has no mod.ts`);
+}
+
+/**
+ * A function or class declared at the start of a line: `function f`,
+ * `async function* g`, `class C`, exported or not.
+ */
+const TOP_LEVEL_DECLARATION =
+  /^(?:export\s+)?(?:default\s+)?(?:declare\s+)?(?:abstract\s+)?(?:async\s+)?(?:function\s*\*?|class)\s+([\w$]+)/gm;
+/** A `const` at the start of a line, its type too, up to its value. */
+const TOP_LEVEL_CONST =
+  /^(?:export\s+)?const\s+([\w$]+)\s*(?::(?:=>|[^=])*?)?=(?!>)\s*/gm;
+
+/**
+ * Whether the value at the start of `text` is a function: `function`, an
+ * arrow function of one bare parameter, or a parenthesised parameter list
+ * (type parameters before it, a return type after it) and `=>`.
+ */
+function isFunctionValue(text: string): boolean {
+  const rest = text.replace(/^async\s+/, "");
+  if (/^function\b/.test(rest) || /^[\w$]+\s*=>/.test(rest)) return true;
+  const open = /^(?:<[^>()]*>\s*)?\(/.exec(rest);
+  if (open === null) return false;
+  let depth = 0;
+  for (let i = open[0].length - 1; i < rest.length; i++) {
+    if (rest[i] === "(") depth++;
+    if (rest[i] === ")" && --depth === 0) {
+      return /^\s*(?::[^=;]+?)?=>/.test(rest.slice(i + 1));
+    }
+  }
+  return false;
+}
+
+/**
+ * The names a file defines at its top level (at the start of a line): its
+ * functions, its classes, and its `const`s bound to a function.
+ */
+function topLevelNames(source: string): Set<string> {
+  const names = new Set<string>();
+  for (const match of source.matchAll(TOP_LEVEL_DECLARATION)) {
+    names.add(match[1]!);
+  }
+  for (const match of source.matchAll(TOP_LEVEL_CONST)) {
+    const value = source.slice(match.index + match[0].length);
+    if (isFunctionValue(value)) names.add(match[1]!);
+  }
+  return names;
+}
+
+/**
+ * (f) Names of top-level functions, classes and arrow functions defined in
+ * more than one file under `tests/`, but those in `exempt`.
+ */
+function duplicateDefinitions(
+  files: readonly SourceFile[],
+  exempt: readonly string[],
+): string[] {
+  const definedIn = new Map<string, string[]>();
+  for (const file of files) {
+    if (!file.path.startsWith("tests/")) continue;
+    for (const name of topLevelNames(file.source)) {
+      definedIn.set(name, [...definedIn.get(name) ?? [], file.path]);
+    }
+  }
+  return [...definedIn]
+    .filter(([name, paths]) => paths.length > 1 && !exempt.includes(name))
+    .sort(([a], [b]) => a < b ? -1 : 1)
+    .map(([name, paths]) =>
+      `${name} is defined in ${
+        paths.sort().join(", ")
+      }: define it once, in testing/, or give each its own name`
+    );
 }
 
 /** Every `.ts` file under the repository's checked files and directories. */
@@ -658,6 +741,117 @@ Deno.test("packagesWithoutMod() flags a package of lib/ without a mod.ts", () =>
   );
 });
 
+Deno.test("topLevelNames() finds functions, classes and const arrow functions at the top level only", () => {
+  const source = [
+    "/**",
+    " * function inAComment() {}",
+    " */",
+    "function plain(): void {}",
+    "export async function exported(): Promise<void> {}",
+    "async function* generator() {}",
+    "export abstract class Base {}",
+    "class Plain {}",
+    "const arrow = (a: string): number => a.length;",
+    "export const asyncArrow = async (",
+    "  a: (b: string) => void,",
+    "  c = (1 + 2),",
+    "): Promise<{ d: number }> => {",
+    "  return { d: 1 };",
+    "};",
+    "const bare = async x => x;",
+    "const generic = <T,>(t: T): T => t;",
+    "const expression = function () {};",
+    "const typed: (a: number) => number = (a) => a;",
+    'const ROOT = new URL("../", import.meta.url);',
+    "const SUM = (1 + 2) * 3;",
+    "const CALLED = (() => 1)();",
+    "const LIST = [(a: number) => a];",
+    'Deno.test("a test", () => {',
+    "  function inside(): void {}",
+    "  const insideArrow = () => 1;",
+    "});",
+  ].join("\n");
+  assert.deepEqual([...topLevelNames(source)].sort(), [
+    "Base",
+    "Plain",
+    "arrow",
+    "asyncArrow",
+    "bare",
+    "exported",
+    "expression",
+    "generator",
+    "generic",
+    "plain",
+    "typed",
+  ]);
+});
+
+Deno.test("duplicateDefinitions() flags a name defined at the top level of two files under tests/", () => {
+  const files = tree({
+    "tests/e2e/a_steps.ts": [
+      "export async function waitForReady(name: string): Promise<void> {}",
+      "const exists = async (path: string) => true;",
+      "class Harness {}",
+      "function section(markdown: string): string {",
+      '  return "";',
+      "}",
+    ].join("\n"),
+    "tests/e2e/b_steps.ts":
+      "async function waitForReady(kind: string): Promise<void> {}",
+    "tests/docs_test.ts": [
+      "function exists(url: URL): boolean {",
+      "  return true;",
+      "}",
+      "export class Harness {}",
+    ].join("\n"),
+    "tests/chart_test.ts": "function section(): void {}",
+  });
+  assert.deepEqual(duplicateDefinitions(files, []), [
+    "Harness is defined in tests/docs_test.ts, tests/e2e/a_steps.ts: define it once, in testing/, or give each its own name",
+    "exists is defined in tests/docs_test.ts, tests/e2e/a_steps.ts: define it once, in testing/, or give each its own name",
+    "section is defined in tests/chart_test.ts, tests/e2e/a_steps.ts: define it once, in testing/, or give each its own name",
+    "waitForReady is defined in tests/e2e/a_steps.ts, tests/e2e/b_steps.ts: define it once, in testing/, or give each its own name",
+  ]);
+  assert.deepEqual(
+    duplicateDefinitions(files, ["exists", "Harness", "section"]),
+    [
+      "waitForReady is defined in tests/e2e/a_steps.ts, tests/e2e/b_steps.ts: define it once, in testing/, or give each its own name",
+    ],
+  );
+});
+
+Deno.test("duplicateDefinitions() passes names defined once under tests/, nested, not functions, or outside tests/", () => {
+  assert.deepEqual(
+    duplicateDefinitions(
+      tree({
+        "tests/a_test.ts": [
+          'import { waitFor } from "../testing/wait.ts";',
+          "export function overloaded(a: string): void;",
+          "export function overloaded(a: number): void;",
+          "export function overloaded(a: unknown): void {}",
+          'const ROOT = new URL("../", import.meta.url);',
+          "/** function documented() {} */",
+          'Deno.test("a", () => {',
+          "  function run(): void {}",
+          "});",
+        ].join("\n"),
+        "tests/e2e/b_steps.ts": [
+          'const ROOT = new URL("../../", import.meta.url);',
+          "function documented(): void {}",
+          'Deno.test("b", () => {',
+          "  const run = () => 1;",
+          "});",
+        ].join("\n"),
+        "testing/wait.ts": "export function waitFor(): void {}",
+        "testing/other.ts": "export function documented(): void {}",
+        "lib/a/x_test.ts": "function documented(): void {}",
+      }),
+      [],
+    ),
+    [],
+  );
+});
+
 Deno.test("this repository keeps the house rules", async () => {
   const files = await repositoryFiles(`${import.meta.dirname}/..`);
   assert.ok(files.some((file) => file.path === "lib/runtime/mod.ts"));
@@ -690,6 +884,20 @@ Deno.test("this repository keeps the house rules", async () => {
     "import cycles": importCycles(files),
     "imports up the layers": backArrows(files, LAYERS),
     "packages without a mod.ts": packagesWithoutMod(files),
+    "names defined in more than one file of tests/": duplicateDefinitions(
+      files,
+      DUPLICATES_BEING_REMOVED,
+    ),
+    "names defined once, still on DUPLICATES_BEING_REMOVED":
+      DUPLICATES_BEING_REMOVED
+        .filter((name) =>
+          duplicateDefinitions(files, []).every((problem) =>
+            !problem.startsWith(`${name} `)
+          )
+        )
+        .map((name) =>
+          `${name} is defined in one file of tests/ at most: take it off the list`
+        ),
   }, {
     "imports past a mod.ts": [],
     "modules without a test": [],
@@ -700,6 +908,8 @@ Deno.test("this repository keeps the house rules", async () => {
     "import cycles": [],
     "imports up the layers": [],
     "packages without a mod.ts": [],
+    "names defined in more than one file of tests/": [],
+    "names defined once, still on DUPLICATES_BEING_REMOVED": [],
   });
   assert.deepEqual(
     [...new Set(files.map((file) => packageOf(file.path)))]

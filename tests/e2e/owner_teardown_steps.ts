@@ -47,31 +47,27 @@
  * namespace (kcp's namespace controller deletes with Background too); the
  * provider switches the rule to Active.
  *
- * Both run in two worlds (`worldPaths`): the teardowns that go through
- * under `root:unheld`, the held ones under `root:held`, each with providers
- * of its own, so that one world's exports, rules and probe reach nothing of
- * the other's; dep-ctrl, the webhook and the controller serve both.
+ * Both run in two worlds (`testing/owner_teardown_world.ts`): the
+ * teardowns that go through under `root:unheld`, the held ones under
+ * `root:held`, each with providers of its own, so that one world's exports,
+ * rules and probe reach nothing of the other's; dep-ctrl, the webhook and
+ * the controller serve both.
  */
 import assert from "node:assert/strict";
 import {
-  applyObjects,
   applyOrderRules,
   assertDependencyOrder,
   assertStatusTruth,
   buildProjectsTopology,
   type ComponentWorld,
   garbageCollectorErrors,
-  grantWebhookReads,
   kcpLogOffset,
   kcpLogSince,
-  type KcpServer,
   ownedCount,
   type OwnedTree,
   ownedTree,
   PROJECT_OWNER_RULE,
-  ProjectConsumer,
   projectDenial,
-  projectOwnerRule,
   projectPlace,
   reportDeletionOrder,
   startProjects,
@@ -80,58 +76,11 @@ import {
   type TeardownResource,
   waitFor,
   waitForRuleEnforced,
-  type WebhookProcess,
-  worldPaths,
 } from "../../testing/mod.ts";
-
-/** The world of the teardowns that go through. */
-const UNHELD = worldPaths("root:unheld");
-const NETWORK = UNHELD.network;
-const COMPUTE = UNHELD.compute;
-const C1 = UNHELD.consumer("c1");
-/** The world of the held teardowns, on the same kcp. */
-const HELD = worldPaths("root:held");
-const HELD_NETWORK = HELD.network;
-const HELD_COMPUTE = HELD.compute;
-const HELD_C1 = HELD.consumer("c1");
-
-/**
- * Declares the Project owner rule in one world, grants the webhook its reads
- * and waits for it to be Enforced; then shows it with a probe (a Project our
- * own finalizer keeps deleting, owning one VirtualMachine, which kcp's
- * collector leaves alone while its owner exists): denied while it exists,
- * and once it is being deleted still protecting under `Exists`, no longer
- * under `Active`.
- */
-async function declareProjectRule(
-  kcp: KcpServer,
-  options: {
-    network: string;
-    compute: string;
-    consumer: ProjectConsumer;
-    protectWhile: "Active" | "Exists";
-  },
-): Promise<void> {
-  const { network, consumer, protectWhile } = options;
-  await applyObjects(kcp, network, [
-    projectOwnerRule({
-      networkPath: network,
-      computePath: options.compute,
-      protectWhile,
-    }),
-  ]);
-  const role = await grantWebhookReads(kcp);
-  assert.match(role, /- projects\n/);
-  await waitForRuleEnforced(kcp, {
-    workspace: network,
-    name: PROJECT_OWNER_RULE,
-  }, { intervalMs: 200 });
-  await consumer.createProbe();
-  const denied = await consumer.waitForProbe(true);
-  assert.match(denied, /Conflict/);
-  await consumer.deleteProbe();
-  await consumer.waitForProbe(protectWhile === "Exists");
-}
+import {
+  declareProjectRule,
+  ownerTeardownWorld,
+} from "../../testing/owner_teardown_world.ts";
 
 /**
  * The steps of "owner teardown: deleting a Project removes what it owns in
@@ -147,24 +96,21 @@ export async function ownerTeardownSteps(
   step: Step,
 ): Promise<void> {
   const { kcp } = world;
-  let webhook!: WebhookProcess;
-  const c1 = new ProjectConsumer(kcp, C1);
-  const heldC1 = new ProjectConsumer(kcp, HELD_C1);
+  const w = ownerTeardownWorld(world);
   await step(
     "the network provider exports Projects and Subnets that name their VPC; a consumer binds both providers",
     async () => {
       world.keep(
         await startProjects(kcp, {
-          networkPath: NETWORK,
-          computePath: COMPUTE,
-          consumer: C1,
+          networkPath: w.unheld.network,
+          computePath: w.unheld.compute,
+          consumer: w.c1.workspace,
         }),
       );
-      ({ webhook } = world.components());
       await buildProjectsTopology(kcp, {
-        networkPath: HELD_NETWORK,
-        computePath: HELD_COMPUTE,
-        consumer: HELD_C1,
+        networkPath: w.held.network,
+        computePath: w.held.compute,
+        consumer: w.heldC1.workspace,
       });
     },
   );
@@ -172,7 +118,7 @@ export async function ownerTeardownSteps(
   await step(
     "rules of the default kind: a VirtualMachine refers to its Subnet, a Subnet to its VPC",
     async () => {
-      for (const paths of [UNHELD, HELD]) {
+      for (const paths of [w.unheld, w.held]) {
         await applyOrderRules(kcp, {
           networkPath: paths.network,
           computePath: paths.compute,
@@ -185,11 +131,11 @@ export async function ownerTeardownSteps(
     "kubectl delete project --cascade=foreground: VirtualMachines, then Subnets, then VPCs, then the Project",
     async () => {
       const owned = ownedTree("fg");
-      await c1.createProject("fg", owned);
-      await c1.waitForReferences("fg", owned);
-      const before = await teardownDenials(webhook!);
-      const t = await c1.teardown("fg", "foreground");
-      const after = await teardownDenials(webhook!);
+      await w.c1.createProject("fg", owned);
+      await w.c1.waitForReferences("fg", owned);
+      const before = await teardownDenials(w.webhook);
+      const t = await w.c1.teardown("fg", "foreground");
+      const after = await teardownDenials(w.webhook);
       assertDependencyOrder(t, owned);
       assert.equal(projectPlace(t, "fg"), "last");
       // The Project is marked first and waits for what it owns.
@@ -211,11 +157,11 @@ export async function ownerTeardownSteps(
     "kubectl delete project --cascade=background: the Project goes at once, then the same order",
     async () => {
       const owned = ownedTree("bg");
-      await c1.createProject("bg", owned);
-      await c1.waitForReferences("bg", owned);
-      const before = await teardownDenials(webhook!);
-      const t = await c1.teardown("bg", "background");
-      const after = await teardownDenials(webhook!);
+      await w.c1.createProject("bg", owned);
+      await w.c1.waitForReferences("bg", owned);
+      const before = await teardownDenials(w.webhook);
+      const t = await w.c1.teardown("bg", "background");
+      const after = await teardownDenials(w.webhook);
       assertDependencyOrder(t, owned);
       assert.equal(projectPlace(t, "bg"), "first");
       const denied = after.referenced - before.referenced;
@@ -231,9 +177,9 @@ export async function ownerTeardownSteps(
     "an owner rule (from: Target, protectWhile: Active): an active Project protects what it owns, one being deleted does not",
     async () => {
       await declareProjectRule(kcp, {
-        network: NETWORK,
-        compute: COMPUTE,
-        consumer: c1,
+        network: w.unheld.network,
+        compute: w.unheld.compute,
+        consumer: w.c1,
         protectWhile: "Active",
       });
     },
@@ -243,8 +189,8 @@ export async function ownerTeardownSteps(
     "with protectWhile: Active, the owner's foreground delete completes in dependency order",
     async () => {
       const owned = ownedTree("active");
-      await c1.createProject("active", owned);
-      await c1.waitForReferences("active", owned);
+      await w.c1.createProject("active", owned);
+      await w.c1.waitForReferences("active", owned);
       // The active Project protects each object it owns.
       for (
         const [resource, name] of [
@@ -253,13 +199,13 @@ export async function ownerTeardownSteps(
           ["virtualmachines", owned.vms[0]!.name],
         ] as [TeardownResource, string][]
       ) {
-        await c1.waitForDryRun({
+        await w.c1.waitForDryRun({
           resource,
           namespace: "active",
           name,
         }, projectDenial({ resource, name }, "active"));
       }
-      const r = await c1.delete({
+      const r = await w.c1.delete({
         resource: "virtualmachines",
         namespace: "active",
         name: owned.vms[0]!.name,
@@ -272,9 +218,9 @@ export async function ownerTeardownSteps(
           name: owned.vms[0]!.name,
         }, "active"),
       );
-      const before = await teardownDenials(webhook!);
-      const t = await c1.teardown("active", "foreground");
-      const after = await teardownDenials(webhook!);
+      const before = await teardownDenials(w.webhook);
+      const t = await w.c1.teardown("active", "foreground");
+      const after = await teardownDenials(w.webhook);
       assertDependencyOrder(t, owned);
       assert.equal(projectPlace(t, "active"), "last");
       assert.equal(t.deleting[0]?.resource, "projects");
@@ -296,12 +242,12 @@ export async function ownerTeardownSteps(
         "--type=merge",
         "-p",
         '{"spec":{"protectWhile":"Exists"}}',
-      ], { workspace: NETWORK });
+      ], { workspace: w.unheld.network });
       await waitForRuleEnforced(kcp, {
-        workspace: NETWORK,
+        workspace: w.unheld.network,
         name: PROJECT_OWNER_RULE,
       }, { intervalMs: 200 });
-      await c1.waitForProbe(true);
+      await w.c1.waitForProbe(true);
     },
   );
 
@@ -309,13 +255,18 @@ export async function ownerTeardownSteps(
     "status truth: every rule that says Ready=True Enforced, the owner rule too, denies a delete of what it covers",
     async () => {
       const truth = await assertStatusTruth(kcp, {
-        workspaces: ["root:dep-ctrl", NETWORK, COMPUTE, C1],
+        workspaces: [
+          "root:dep-ctrl",
+          w.unheld.network,
+          w.unheld.compute,
+          w.c1.workspace,
+        ],
         minimum: { rules: 3 },
       });
       assert.deepEqual(truth.rulesProven.sort(), [
-        `${COMPUTE}/vm-subnet`,
-        `${NETWORK}/${PROJECT_OWNER_RULE}`,
-        `${NETWORK}/subnet-vpc`,
+        `${w.unheld.compute}/vm-subnet`,
+        `${w.unheld.network}/${PROJECT_OWNER_RULE}`,
+        `${w.unheld.network}/subnet-vpc`,
       ]);
       // One per dependency: the owner rule protects three types.
       assert.equal(truth.denials, 5);
@@ -326,7 +277,7 @@ export async function ownerTeardownSteps(
   await step(
     "the probe goes, with what it owns, once our finalizer lets it",
     async () => {
-      await c1.releaseProbe();
+      await w.c1.releaseProbe();
     },
   );
 
@@ -334,9 +285,9 @@ export async function ownerTeardownSteps(
     "an owner rule (from: Target, protectWhile: Exists): a Project being deleted still protects what it owns",
     async () => {
       await declareProjectRule(kcp, {
-        network: HELD_NETWORK,
-        compute: HELD_COMPUTE,
-        consumer: heldC1,
+        network: w.held.network,
+        compute: w.held.compute,
+        consumer: w.heldC1,
         protectWhile: "Exists",
       });
     },
@@ -346,12 +297,12 @@ export async function ownerTeardownSteps(
     "with protectWhile: Exists, a user lets a held Project go by deleting it again with --cascade=background",
     async () => {
       const owned = ownedTree("rebg");
-      const held = await heldC1.holdTeardown("rebg", owned);
+      const held = await w.heldC1.holdTeardown("rebg", owned);
       // The apiserver takes the latest propagation policy: Background
       // drops kcp's foregroundDeletion finalizer, the Project goes, and
       // with it what held its objects.
-      const watches = await heldC1.recordTeardown();
-      const before = await teardownDenials(webhook!);
+      const watches = await w.heldC1.recordTeardown();
+      const before = await teardownDenials(w.webhook);
       const from = performance.now();
       await kcp.kubectlOk([
         "delete",
@@ -361,10 +312,10 @@ export async function ownerTeardownSteps(
         "rebg",
         "--cascade=background",
         "--wait=false",
-      ], { workspace: HELD_C1 });
-      await heldC1.waitForEmpty("rebg");
+      ], { workspace: w.heldC1.workspace });
+      await w.heldC1.waitForEmpty("rebg");
       const t = await watches.stop({ namespace: "rebg", from });
-      const after = await teardownDenials(webhook!);
+      const after = await teardownDenials(w.webhook);
       assertDependencyOrder(t, owned);
       assert.equal(projectPlace(t, "rebg"), "first");
       reportDeletionOrder(
@@ -390,14 +341,14 @@ export async function ownerTeardownSteps(
     "with protectWhile: Exists, deleting the held Project's namespace lets it go: kcp's namespace controller deletes with Background",
     async () => {
       const owned = ownedTree("nsdel");
-      const held = await heldC1.holdTeardown("nsdel", owned);
-      const watches = await heldC1.recordTeardown();
-      const before = await teardownDenials(webhook!);
+      const held = await w.heldC1.holdTeardown("nsdel", owned);
+      const watches = await w.heldC1.recordTeardown();
+      const before = await teardownDenials(w.webhook);
       const from = performance.now();
       await kcp.kubectlOk(
         ["delete", "namespace", "nsdel", "--wait=false"],
         {
-          workspace: HELD_C1,
+          workspace: w.heldC1.workspace,
         },
       );
       // What the Namespace says meanwhile, as a user reads it.
@@ -405,7 +356,7 @@ export async function ownerTeardownSteps(
       await waitFor("namespace nsdel to be gone", async () => {
         const r = await kcp.kubectl(
           ["get", "namespace", "nsdel", "-o", "json"],
-          { workspace: HELD_C1 },
+          { workspace: w.heldC1.workspace },
         );
         if (/NotFound/.test(r.stderr)) return true;
         const ns = JSON.parse(r.stdout) as {
@@ -423,7 +374,7 @@ export async function ownerTeardownSteps(
         return undefined;
       }, { timeoutMs: 300_000, intervalMs: 100 });
       const t = await watches.stop({ namespace: "nsdel", from });
-      const after = await teardownDenials(webhook!);
+      const after = await teardownDenials(w.webhook);
       assertDependencyOrder(t, owned);
       reportDeletionOrder(
         "foreground, owner rule Exists, released by deleting the namespace",
@@ -451,9 +402,9 @@ export async function ownerTeardownSteps(
     "with protectWhile: Exists, the owner's foreground delete is held: what it owns stays, the Project stays deleting",
     async () => {
       const owned = heldOwned = ownedTree("held");
-      const before = await teardownDenials(webhook!);
+      const before = await teardownDenials(w.webhook);
       const offset = await kcpLogOffset(kcp);
-      const held = await heldC1.holdTeardown("held", owned);
+      const held = await w.heldC1.holdTeardown("held", owned);
       // kcp's garbage collector says why in kcp's log, an operator's view.
       const line = garbageCollectorErrors(await kcpLogSince(kcp, offset))
         .find((l) =>
@@ -472,7 +423,7 @@ export async function ownerTeardownSteps(
           "held",
           "-o",
           "json",
-        ], { workspace: HELD_C1 }),
+        ], { workspace: w.heldC1.workspace }),
       ) as { items: { metadata: { deletionTimestamp?: string } }[] };
       assert.equal(objects.items.length, ownedCount(owned));
       assert.ok(
@@ -484,7 +435,7 @@ export async function ownerTeardownSteps(
       const project = JSON.parse(
         await kcp.kubectlOk(
           ["get", "project", "held", "-n", "held", "-o", "json"],
-          { workspace: HELD_C1 },
+          { workspace: w.heldC1.workspace },
         ),
       ) as {
         metadata: { deletionTimestamp?: string; finalizers?: string[] };
@@ -496,7 +447,7 @@ export async function ownerTeardownSteps(
       // kcp's garbage collector records no Event about it.
       const events = await kcp.kubectlOk(
         ["get", "events", "-A", "-o", "json"],
-        { workspace: HELD_C1 },
+        { workspace: w.heldC1.workspace },
       );
       assert.doesNotMatch(events, /belongs to Project/);
       // A user sees the reason by deleting an owned object.
@@ -507,7 +458,7 @@ export async function ownerTeardownSteps(
           ["vpcs", owned.vpcs[0]!],
         ] as [TeardownResource, string][]
       ) {
-        const r = await heldC1.delete({
+        const r = await w.heldC1.delete({
           resource,
           namespace: "held",
           name,
@@ -519,7 +470,7 @@ export async function ownerTeardownSteps(
         );
         assert.match(r.stderr, /Error from server \(Conflict\)/);
       }
-      const after = await teardownDenials(webhook!);
+      const after = await teardownDenials(w.webhook);
       const denial = /denied the request: (.*?)"(?: [a-z]+=|$)/.exec(
         line,
       )?.[1] ?? line;
@@ -539,8 +490,8 @@ export async function ownerTeardownSteps(
     "switching the owner rule to Active releases the held teardown, which completes in dependency order",
     async () => {
       const owned = heldOwned!;
-      const watches = await heldC1.recordTeardown();
-      const before = await teardownDenials(webhook!);
+      const watches = await w.heldC1.recordTeardown();
+      const before = await teardownDenials(w.webhook);
       const from = performance.now();
       await kcp.kubectlOk([
         "patch",
@@ -549,10 +500,10 @@ export async function ownerTeardownSteps(
         "--type=merge",
         "-p",
         '{"spec":{"protectWhile":"Active"}}',
-      ], { workspace: HELD_NETWORK });
-      await heldC1.waitForEmpty("held");
+      ], { workspace: w.held.network });
+      await w.heldC1.waitForEmpty("held");
       const t = await watches.stop({ namespace: "held", from });
-      const after = await teardownDenials(webhook!);
+      const after = await teardownDenials(w.webhook);
       // The Project was marked before the watches started: only the
       // deletions are seen, the Project's last.
       assertDependencyOrder(t, owned);
@@ -568,7 +519,7 @@ export async function ownerTeardownSteps(
         },
       );
       // The probe goes too once our finalizer lets it.
-      await heldC1.releaseProbe();
+      await w.heldC1.releaseProbe();
     },
   );
 }

@@ -24,10 +24,8 @@ import {
   dependencyRule,
   GC_ANCHOR,
   grantWebhookReads,
-  type KcpServer,
   kubectlDelete,
   labelPath,
-  type NamespacedTarget,
   namespaceObject,
   networkObject,
   networkRef,
@@ -39,28 +37,16 @@ import {
   type Step,
   subnetObject,
   subnetOwnedBy,
-  targetsOf,
   waitFor,
   waitForDeleteDenial,
   waitForRuleEnforced,
   type WorldPaths,
 } from "../../testing/mod.ts";
-
-/** The labels the rules read, one per rule so that each is seen alone. */
-const OWNER = "network.example.com/owner";
-const PROJECT = "owners.example.com/project";
-
-/** `metadata.uid` of an object in `workspace`. */
-function uidIn(
-  kcp: KcpServer,
-  workspace: string,
-  args: string[],
-): Promise<string> {
-  return kcp.kubectlOk(
-    ["get", ...args, "-o", "jsonpath={.metadata.uid}"],
-    { workspace },
-  );
-}
+import {
+  OWNER_LABEL,
+  ownerWorld,
+  PROJECT_LABEL,
+} from "../../testing/owner_world.ts";
 
 /**
  * The steps of "owners: a Subnet cannot be deleted while the Network or
@@ -74,47 +60,30 @@ export async function ownersSteps(
   paths: WorldPaths,
 ): Promise<void> {
   const { kcp } = world;
-  const NETWORK = paths.network;
-  const COMPUTE = paths.compute;
-  /** The owners provider: exports Networks and Projects, holds the owner rules. */
-  const OWNERS = `${paths.prefix}:providers:owners`;
-  const C1 = paths.consumer("c1");
-  /** Another tenant, bound to the same providers, with objects of the same names. */
-  const C2 = paths.consumer("c2");
-  /** The Subnet `name` in `namespace` of C1. */
-  const subnet = targetsOf(C1, "subnet");
-  /** The same Subnet in C2. */
-  const inC2 = (target: NamespacedTarget): NamespacedTarget => ({
-    ...target,
-    workspace: C2,
-  });
-  /** `metadata.uid` of an object in C1 (or `workspace`). */
-  const uidOf = (kcp: KcpServer, args: string[], workspace = C1) =>
-    uidIn(kcp, workspace, args);
-  let depCtrl = "";
+  const w = ownerWorld(world, paths);
 
   await step(
     "topology, an owners provider exporting Networks and Projects bound by two consumers, webhook and controller",
     async () => {
       const [topo] = await Promise.all([
         buildTopology(kcp, {
-          networkPath: NETWORK,
-          computePath: COMPUTE,
-          consumerPaths: [C1, C2],
+          networkPath: w.network,
+          computePath: w.compute,
+          consumerPaths: [w.c1, w.c2],
         }),
-        ownersProvider(kcp, OWNERS),
+        ownersProvider(kcp, w.owners),
       ]);
-      depCtrl = topo.depCtrl.path;
+      w.depCtrl = topo.depCtrl.path;
       await Promise.all(
-        [C1, C2].map((consumer) =>
-          bindOwners(kcp, { consumer, ownersPath: OWNERS })
+        [w.c1, w.c2].map((consumer) =>
+          bindOwners(kcp, { consumer, ownersPath: w.owners })
         ),
       );
-      await applyObjects(kcp, C1, [
+      await applyObjects(kcp, w.c1, [
         namespaceObject("team-a"),
         namespaceObject("team-b"),
       ]);
-      await applyObjects(kcp, C2, [namespaceObject("team-a")]);
+      await applyObjects(kcp, w.c2, [namespaceObject("team-a")]);
       await world.startComponents();
     },
   );
@@ -122,19 +91,19 @@ export async function ownersSteps(
   await step(
     "from: Target with a label: the Network a Subnet names holds it (a dry run explains), only in the Subnet's namespace, beside its dependents, until the Network is deleted",
     async () => {
-      await applyObjects(kcp, OWNERS, [
+      await applyObjects(kcp, w.owners, [
         ownerRule("subnet-owner", {
-          networkPath: NETWORK,
+          networkPath: w.network,
           owner: "Network",
           fieldRef: {
             from: "Target",
-            path: labelPath(OWNER),
+            path: labelPath(OWNER_LABEL),
           },
         }),
       ]);
       const role = await grantWebhookReads(kcp);
       const ready = await waitForRuleEnforced(kcp, {
-        workspace: OWNERS,
+        workspace: w.owners,
         name: "subnet-owner",
       });
       assert.match(
@@ -149,20 +118,20 @@ export async function ownersSteps(
         "subnet-owner",
         "-o",
         "jsonpath={.spec.dependencies[0].fieldRef.from} {.spec.dependencies[0].fieldRef.path}",
-      ], { workspace: OWNERS });
-      assert.equal(stored, `Target ${labelPath(OWNER)}`);
+      ], { workspace: w.owners });
+      assert.equal(stored, `Target ${labelPath(OWNER_LABEL)}`);
 
-      await applyObjects(kcp, C1, [
+      await applyObjects(kcp, w.c1, [
         networkObject("team-a", "net-a"),
-        subnetObject("team-a", "s-1", { labels: { [OWNER]: "net-a" } }),
+        subnetObject("team-a", "s-1", { labels: { [OWNER_LABEL]: "net-a" } }),
         // No Network net-a in team-b: the owner is looked up in the
         // Subnet's own namespace.
-        subnetObject("team-b", "s-2", { labels: { [OWNER]: "net-a" } }),
+        subnetObject("team-b", "s-2", { labels: { [OWNER_LABEL]: "net-a" } }),
         subnetObject("team-a", "s-free"),
       ]);
       const message = subnetOwnedBy("s-1", {
         owner: "Network/net-a",
-        field: labelPath(OWNER),
+        field: labelPath(OWNER_LABEL),
       });
       assert.equal(
         message,
@@ -170,21 +139,21 @@ export async function ownersSteps(
       );
       const dryRun = await waitForDeleteDenial(
         kcp,
-        subnet("team-a", "s-1"),
+        w.subnet("team-a", "s-1"),
         message,
       );
       assert.match(dryRun, /Error from server \(Conflict\)/);
-      assert.ok(await objectExists(kcp, subnet("team-a", "s-1")));
-      await assertDeleteDenied(kcp, subnet("team-a", "s-1"), message);
-      await assertDeleteAllowed(kcp, subnet("team-b", "s-2"));
-      await assertDeleteAllowed(kcp, subnet("team-a", "s-free"));
+      assert.ok(await objectExists(kcp, w.subnet("team-a", "s-1")));
+      await assertDeleteDenied(kcp, w.subnet("team-a", "s-1"), message);
+      await assertDeleteAllowed(kcp, w.subnet("team-b", "s-2"));
+      await assertDeleteAllowed(kcp, w.subnet("team-a", "s-free"));
 
       // A dependent that refers too (a from: Dependent rule of the
       // compute provider) is named after the owner.
-      await applyObjects(kcp, COMPUTE, [
+      await applyObjects(kcp, w.compute, [
         dependencyRule("vm-subnet", {
           dependencies: [{
-            path: NETWORK,
+            path: w.network,
             resource: "subnets",
             field: ".spec.subnetRef.name",
           }],
@@ -192,10 +161,10 @@ export async function ownersSteps(
       ]);
       await grantWebhookReads(kcp);
       await waitForRuleEnforced(kcp, {
-        workspace: COMPUTE,
+        workspace: w.compute,
         name: "vm-subnet",
       });
-      await applyObjects(kcp, C1, [{
+      await applyObjects(kcp, w.c1, [{
         apiVersion: "compute.example.com/v1alpha1",
         kind: "VirtualMachine",
         metadata: { name: "vm-1", namespace: "team-a" },
@@ -203,27 +172,27 @@ export async function ownersSteps(
       }]);
       const both =
         `${message}; still referenced by VirtualMachine/vm-1 (.spec.subnetRef.name)`;
-      await waitForDeleteDenial(kcp, subnet("team-a", "s-1"), both);
-      await assertDeleteDenied(kcp, subnet("team-a", "s-1"), both);
+      await waitForDeleteDenial(kcp, w.subnet("team-a", "s-1"), both);
+      await assertDeleteDenied(kcp, w.subnet("team-a", "s-1"), both);
       await kcp.kubectlOk(
         ["delete", "virtualmachine", "vm-1", "-n", "team-a"],
-        { workspace: C1 },
+        { workspace: w.c1 },
       );
-      await assertDeleteDenied(kcp, subnet("team-a", "s-1"), message);
+      await assertDeleteDenied(kcp, w.subnet("team-a", "s-1"), message);
 
       await kcp.kubectlOk(["delete", "network", "net-a", "-n", "team-a"], {
-        workspace: C1,
+        workspace: w.c1,
       });
-      await assertDeleteAllowed(kcp, subnet("team-a", "s-1"));
+      await assertDeleteAllowed(kcp, w.subnet("team-a", "s-1"));
     },
   );
 
   await step(
     "from: Target with .metadata.ownerReferences[*].name: only an entry of the Network kind and group, with the live Network's uid, holds",
     async () => {
-      await applyObjects(kcp, OWNERS, [
+      await applyObjects(kcp, w.owners, [
         ownerRule("subnet-owner-refs", {
-          networkPath: NETWORK,
+          networkPath: w.network,
           owner: "Network",
           fieldRef: {
             from: "Target",
@@ -232,17 +201,17 @@ export async function ownersSteps(
         }),
       ]);
       await waitForRuleEnforced(kcp, {
-        workspace: OWNERS,
+        workspace: w.owners,
         name: "subnet-owner-refs",
       });
-      await applyObjects(kcp, C1, [
+      await applyObjects(kcp, w.c1, [
         networkObject("team-a", "net-o"),
         projectObject("net-o"),
       ]);
-      const uid = await uidOf(kcp, ["network", "net-o", "-n", "team-a"]);
-      const projectUid = await uidOf(kcp, ["project", "net-o"]);
+      const uid = await w.uidOf(["network", "net-o", "-n", "team-a"]);
+      const projectUid = await w.uidOf(["project", "net-o"]);
       assert.notEqual(uid, projectUid);
-      await applyObjects(kcp, C1, [
+      await applyObjects(kcp, w.c1, [
         subnetObject("team-a", "s-owned", {
           ownerReferences: [networkRef("net-o", uid)],
         }),
@@ -276,8 +245,8 @@ export async function ownersSteps(
         owner: "Network/net-o",
         field: ".metadata.ownerReferences[0].name",
       });
-      await waitForDeleteDenial(kcp, subnet("team-a", "s-owned"), message);
-      await assertDeleteDenied(kcp, subnet("team-a", "s-owned"), message);
+      await waitForDeleteDenial(kcp, w.subnet("team-a", "s-owned"), message);
+      await assertDeleteDenied(kcp, w.subnet("team-a", "s-owned"), message);
       // A dry run is allowed while the entry is still there as written
       // (the garbage collector only ever removes entries: still there
       // after the dry run, it was there during it); then the delete.
@@ -288,7 +257,7 @@ export async function ownersSteps(
           `Network/${OWNERS_EXPORT}/v1alpha1/6a1f3c2e-0000-4000-8000-000000000001`,
       };
       for (const [name, entry] of Object.entries(expected)) {
-        const target = subnet("team-a", name);
+        const target = w.subnet("team-a", name);
         const dryRun = await kubectlDelete(kcp, target, {
           dryRun: true,
         });
@@ -301,7 +270,7 @@ export async function ownersSteps(
           "team-a",
           "-o",
           "jsonpath={.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].apiVersion}/{.metadata.ownerReferences[0].uid}",
-        ], { workspace: C1 });
+        ], { workspace: w.c1 });
         assert.equal(stored, entry, `${name}'s first ownerReference`);
         await assertDeleteAllowed(kcp, target);
       }
@@ -310,7 +279,7 @@ export async function ownersSteps(
       // kcp's garbage collector deletes the Subnet it owns, or the user
       // does; either delete passes the webhook now.
       await kcp.kubectlOk(["delete", "network", "net-o", "-n", "team-a"], {
-        workspace: C1,
+        workspace: w.c1,
       });
       let last = "";
       await waitFor("s-owned to be deleted", async () => {
@@ -321,15 +290,15 @@ export async function ownersSteps(
           "-n",
           "team-a",
           "--ignore-not-found",
-        ], { workspace: C1 });
+        ], { workspace: w.c1 });
         last = r.stderr;
         return r.code === 0 || undefined;
       }, { timeoutMs: 30_000, intervalMs: 500 }).catch((error: Error) => {
         assert.fail(`${error.message}; last answer: ${last}`);
       });
-      assert.ok(!(await objectExists(kcp, subnet("team-a", "s-owned"))));
+      assert.ok(!(await objectExists(kcp, w.subnet("team-a", "s-owned"))));
       await kcp.kubectlOk(["delete", "project", "net-o"], {
-        workspace: C1,
+        workspace: w.c1,
       });
     },
   );
@@ -343,9 +312,9 @@ export async function ownersSteps(
             `gone-${i}`,
             `6a1f3c2e-0000-4000-8000-${String(i).padStart(12, "0")}`,
           ));
-      await applyObjects(kcp, C1, [networkObject("team-a", "net-m")]);
-      const uid = await uidOf(kcp, ["network", "net-m", "-n", "team-a"]);
-      await applyObjects(kcp, C1, [
+      await applyObjects(kcp, w.c1, [networkObject("team-a", "net-m")]);
+      const uid = await w.uidOf(["network", "net-m", "-n", "team-a"]);
+      await applyObjects(kcp, w.c1, [
         // The anchor keeps kcp's garbage collector off: the user deletes.
         subnetObject("team-a", "s-many-dead", {
           ownerReferences: [...dead(17), GC_ANCHOR],
@@ -356,24 +325,24 @@ export async function ownersSteps(
       ]);
       await waitForDeleteDenial(
         kcp,
-        subnet("team-a", "s-many-one-live"),
+        w.subnet("team-a", "s-many-one-live"),
         /it belongs to Network\/net-m \(\.metadata\.ownerReferences\[99\]\.name\), which still exists/,
       );
-      await assertDeleteAllowed(kcp, subnet("team-a", "s-many-dead"));
+      await assertDeleteAllowed(kcp, w.subnet("team-a", "s-many-dead"));
       // No anchor: every owner is gone, so kcp's garbage collector deletes
       // the Subnet itself, and the webhook lets it.
-      await applyObjects(kcp, C1, [
+      await applyObjects(kcp, w.c1, [
         subnetObject("team-a", "s-collected", { ownerReferences: dead(20) }),
       ]);
       await waitFor(
         "kcp's garbage collector to delete s-collected",
         async () =>
-          !(await objectExists(kcp, subnet("team-a", "s-collected"))) ||
+          !(await objectExists(kcp, w.subnet("team-a", "s-collected"))) ||
           undefined,
         { timeoutMs: 90_000, intervalMs: 500 },
       );
       await kcp.kubectlOk(["delete", "network", "net-m", "-n", "team-a"], {
-        workspace: C1,
+        workspace: w.c1,
       });
       await waitFor("s-many-one-live to be deleted", async () => {
         const r = await kcp.kubectl([
@@ -383,7 +352,7 @@ export async function ownersSteps(
           "-n",
           "team-a",
           "--ignore-not-found",
-        ], { workspace: C1 });
+        ], { workspace: w.c1 });
         return r.code === 0 || undefined;
       }, { timeoutMs: 30_000, intervalMs: 500 });
     },
@@ -392,19 +361,19 @@ export async function ownersSteps(
   await step(
     "from: TargetNamespace: a Namespace labelled with a Project's name puts its Subnets under that Project; a rule cannot name core namespaces",
     async () => {
-      await applyObjects(kcp, OWNERS, [
+      await applyObjects(kcp, w.owners, [
         ownerRule("subnet-project", {
-          networkPath: NETWORK,
+          networkPath: w.network,
           owner: "Project",
           fieldRef: {
             from: "TargetNamespace",
-            path: labelPath(PROJECT),
+            path: labelPath(PROJECT_LABEL),
           },
         }),
       ]);
       const role = await grantWebhookReads(kcp);
       const ready = await waitForRuleEnforced(kcp, {
-        workspace: OWNERS,
+        workspace: w.owners,
         name: "subnet-project",
       });
       assert.match(
@@ -414,33 +383,33 @@ export async function ownersSteps(
       assert.match(role, /- projects\n\s+verbs:\n\s+- get\n/);
       // The webhook reads the Subnet's Namespace (its metadata).
       assert.match(role, /- namespaces\n\s+verbs:\n\s+- get\n/);
-      await applyObjects(kcp, C1, [
+      await applyObjects(kcp, w.c1, [
         projectObject("p-1"),
-        namespaceObject("proj-a", { [PROJECT]: "p-1" }),
+        namespaceObject("proj-a", { [PROJECT_LABEL]: "p-1" }),
         namespaceObject("proj-none"),
       ]);
-      await applyObjects(kcp, C1, [
+      await applyObjects(kcp, w.c1, [
         subnetObject("proj-a", "s-p"),
         subnetObject("proj-none", "s-q"),
       ]);
       const message = subnetOwnedBy("s-p", {
         owner: "Project/p-1",
-        field: `${labelPath(PROJECT)} of namespace proj-a`,
+        field: `${labelPath(PROJECT_LABEL)} of namespace proj-a`,
       });
       const dryRun = await waitForDeleteDenial(
         kcp,
-        subnet("proj-a", "s-p"),
+        w.subnet("proj-a", "s-p"),
         message,
       );
       assert.match(dryRun, /Error from server \(Conflict\)/);
-      await assertDeleteDenied(kcp, subnet("proj-a", "s-p"), message);
-      await assertDeleteAllowed(kcp, subnet("proj-none", "s-q"));
+      await assertDeleteDenied(kcp, w.subnet("proj-a", "s-p"), message);
+      await assertDeleteAllowed(kcp, w.subnet("proj-none", "s-q"));
 
       // The Namespace itself cannot be protected: a dependency names a
       // type by its APIExport and API group, and kcp's schema for
       // DependencyRules refuses the core group "" of namespaces.
       const refused = await kcp.kubectl(["apply", "-f", "-"], {
-        workspace: OWNERS,
+        workspace: w.owners,
         stdin: JSON.stringify({
           apiVersion: "dependencies.opendefense.cloud/v1alpha1",
           kind: "DependencyRule",
@@ -454,11 +423,11 @@ export async function ownersSteps(
               resource: "projects",
             },
             dependencies: [{
-              apiExportRef: { path: OWNERS, name: OWNERS_EXPORT },
+              apiExportRef: { path: w.owners, name: OWNERS_EXPORT },
               group: "",
               version: "v1",
               resource: "namespaces",
-              fieldRef: { from: "Target", path: labelPath(PROJECT) },
+              fieldRef: { from: "Target", path: labelPath(PROJECT_LABEL) },
             }],
           },
         }),
@@ -467,38 +436,34 @@ export async function ownersSteps(
       assert.match(refused.stderr, /spec\.dependencies\[0\]\.group/);
       assert.match(refused.stderr, /should match/);
 
-      await kcp.kubectlOk(["delete", "project", "p-1"], { workspace: C1 });
-      await assertDeleteAllowed(kcp, subnet("proj-a", "s-p"));
+      await kcp.kubectlOk(["delete", "project", "p-1"], { workspace: w.c1 });
+      await assertDeleteAllowed(kcp, w.subnet("proj-a", "s-p"));
     },
   );
 
   await step(
     "tenancy: another consumer with the same names is not held by the first one's owners",
     async () => {
-      // C1: owners by label, by ownerReference, by Namespace.
-      await applyObjects(kcp, C1, [
+      // c1: owners by label, by ownerReference, by Namespace.
+      await applyObjects(kcp, w.c1, [
         networkObject("team-a", "net-t"),
         networkObject("team-a", "net-r"),
         projectObject("p-t"),
-        namespaceObject("proj-t", { [PROJECT]: "p-t" }),
+        namespaceObject("proj-t", { [PROJECT_LABEL]: "p-t" }),
       ]);
-      const c1Uid = await uidOf(kcp, ["network", "net-r", "-n", "team-a"]);
-      // C2: the same namespaces, labels and Subnets; no net-t and no
-      // p-t; a net-r of its own, whose uid is not the one C2's Subnet
-      // names (C1's).
-      await applyObjects(kcp, C2, [
+      const c1Uid = await w.uidOf(["network", "net-r", "-n", "team-a"]);
+      // c2: the same namespaces, labels and Subnets; no net-t and no
+      // p-t; a net-r of its own, whose uid is not the one c2's Subnet
+      // names (c1's).
+      await applyObjects(kcp, w.c2, [
         networkObject("team-a", "net-r"),
-        namespaceObject("proj-t", { [PROJECT]: "p-t" }),
+        namespaceObject("proj-t", { [PROJECT_LABEL]: "p-t" }),
       ]);
-      const c2Uid = await uidOf(
-        kcp,
-        ["network", "net-r", "-n", "team-a"],
-        C2,
-      );
+      const c2Uid = await w.uidOf(["network", "net-r", "-n", "team-a"], w.c2);
       assert.notEqual(c1Uid, c2Uid);
-      for (const consumer of [C1, C2]) {
+      for (const consumer of [w.c1, w.c2]) {
         await applyObjects(kcp, consumer, [
-          subnetObject("team-a", "s-t", { labels: { [OWNER]: "net-t" } }),
+          subnetObject("team-a", "s-t", { labels: { [OWNER_LABEL]: "net-t" } }),
           subnetObject("team-a", "s-tr", {
             ownerReferences: [networkRef("net-r", c1Uid), GC_ANCHOR],
           }),
@@ -507,15 +472,15 @@ export async function ownersSteps(
       }
       await assertDeleteDenied(
         kcp,
-        subnet("team-a", "s-t"),
+        w.subnet("team-a", "s-t"),
         subnetOwnedBy("s-t", {
           owner: "Network/net-t",
-          field: labelPath(OWNER),
+          field: labelPath(OWNER_LABEL),
         }),
       );
       await assertDeleteDenied(
         kcp,
-        subnet("team-a", "s-tr"),
+        w.subnet("team-a", "s-tr"),
         subnetOwnedBy("s-tr", {
           owner: "Network/net-r",
           field: ".metadata.ownerReferences[0].name",
@@ -523,24 +488,24 @@ export async function ownersSteps(
       );
       await assertDeleteDenied(
         kcp,
-        subnet("proj-t", "s-tn"),
+        w.subnet("proj-t", "s-tn"),
         subnetOwnedBy("s-tn", {
           owner: "Project/p-t",
-          field: `${labelPath(PROJECT)} of namespace proj-t`,
+          field: `${labelPath(PROJECT_LABEL)} of namespace proj-t`,
         }),
       );
       for (
         const target of [
-          subnet("team-a", "s-t"),
-          subnet("team-a", "s-tr"),
-          subnet("proj-t", "s-tn"),
+          w.subnet("team-a", "s-t"),
+          w.subnet("team-a", "s-tr"),
+          w.subnet("proj-t", "s-tn"),
         ]
       ) {
-        const dryRun = await kubectlDelete(kcp, inC2(target), {
+        const dryRun = await kubectlDelete(kcp, w.inC2(target), {
           dryRun: true,
         });
         assert.equal(dryRun.code, 0, `${target.name}: ${dryRun.stderr}`);
-        // Still naming C1's net-r after the dry run (the garbage
+        // Still naming c1's net-r after the dry run (the garbage
         // collector only ever removes entries).
         const named = await kcp.kubectlOk([
           "get",
@@ -550,18 +515,18 @@ export async function ownersSteps(
           target.namespace,
           "-o",
           "jsonpath={.metadata.ownerReferences[0].uid}",
-        ], { workspace: C2 });
+        ], { workspace: w.c2 });
         assert.equal(named, target.name === "s-tr" ? c1Uid : "");
-        await assertDeleteAllowed(kcp, inC2(target));
-        // C1's stays held while C2's went.
+        await assertDeleteAllowed(kcp, w.inC2(target));
+        // c1's stays held while c2's went.
         assert.ok(await objectExists(kcp, target));
       }
       await assertDeleteDenied(
         kcp,
-        subnet("team-a", "s-t"),
+        w.subnet("team-a", "s-t"),
         subnetOwnedBy("s-t", {
           owner: "Network/net-t",
-          field: labelPath(OWNER),
+          field: labelPath(OWNER_LABEL),
         }),
       );
     },
@@ -571,14 +536,14 @@ export async function ownersSteps(
     "status truth: every rule that says Ready=True Enforced, owner rules and the compute provider's from: Dependent rule alike, denies a delete of what it covers",
     async () => {
       const truth = await assertStatusTruth(kcp, {
-        workspaces: [depCtrl, NETWORK, COMPUTE, OWNERS, C1],
+        workspaces: [w.depCtrl, w.network, w.compute, w.owners, w.c1],
         minimum: { rules: 4 },
       });
       assert.deepEqual(truth.rulesProven.sort(), [
-        `${COMPUTE}/vm-subnet`,
-        `${OWNERS}/subnet-owner`,
-        `${OWNERS}/subnet-owner-refs`,
-        `${OWNERS}/subnet-project`,
+        `${w.compute}/vm-subnet`,
+        `${w.owners}/subnet-owner`,
+        `${w.owners}/subnet-owner-refs`,
+        `${w.owners}/subnet-project`,
       ]);
       assert.deepEqual(truth.notEnforced, []);
       assert.deepEqual(truth.leftBehind, []);

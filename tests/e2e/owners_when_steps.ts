@@ -28,25 +28,21 @@ import {
   type Step,
   subnetObject,
   subnetOwnedBy,
-  targetsOf,
   waitFor,
   waitForDeleteDenial,
   waitForRuleEnforced,
   waitForRuleReady,
   type WorldPaths,
 } from "../../testing/mod.ts";
-
-/** The labels the rules read, one per rule so that each is seen alone. */
-const OWNER = "network.example.com/owner";
-const GUARDED_BY = "network.example.com/guarded-by";
-const BADLY_GUARDED_BY = "network.example.com/badly-guarded-by";
-const ACTIVE_OWNER = "network.example.com/active-owner";
-
-const SWITCH = "object.spec.deletionProtection == true";
-
-function escape(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
-}
+import {
+  ACTIVE_OWNER_LABEL,
+  BADLY_GUARDED_BY_LABEL,
+  escape,
+  GUARDED_BY_LABEL,
+  OWNER_LABEL,
+  ownerWorld,
+  PROTECTION_SWITCH,
+} from "../../testing/owner_world.ts";
 
 /**
  * The steps of "owners: `when` on the owner switches its protection, failing
@@ -60,29 +56,22 @@ export async function ownersWhenSteps(
   paths: WorldPaths,
 ): Promise<void> {
   const { kcp } = world;
-  const NETWORK = paths.network;
-  const COMPUTE = paths.compute;
-  /** The owners provider: exports Networks and Projects, holds the owner rules. */
-  const OWNERS = `${paths.prefix}:providers:owners`;
-  const C1 = paths.consumer("c1");
-  /** The Subnet `name` in `namespace` of C1. */
-  const subnet = targetsOf(C1, "subnet");
-  let depCtrl = "";
+  const w = ownerWorld(world, paths);
 
   await step(
     "topology, an owners provider exporting Networks and Projects bound by a consumer, webhook and controller",
     async () => {
       const [topo] = await Promise.all([
         buildTopology(kcp, {
-          networkPath: NETWORK,
-          computePath: COMPUTE,
-          consumerPaths: [C1],
+          networkPath: w.network,
+          computePath: w.compute,
+          consumerPaths: [w.c1],
         }),
-        ownersProvider(kcp, OWNERS),
+        ownersProvider(kcp, w.owners),
       ]);
-      depCtrl = topo.depCtrl.path;
-      await bindOwners(kcp, { consumer: C1, ownersPath: OWNERS });
-      await applyObjects(kcp, C1, [namespaceObject("team-a")]);
+      w.depCtrl = topo.depCtrl.path;
+      await bindOwners(kcp, { consumer: w.c1, ownersPath: w.owners });
+      await applyObjects(kcp, w.c1, [namespaceObject("team-a")]);
       await world.startComponents();
     },
   );
@@ -90,17 +79,17 @@ export async function ownersWhenSteps(
   await step(
     "an owner rule by a label without when or protectWhile (Exists), which the protectWhile step compares with",
     async () => {
-      await applyObjects(kcp, OWNERS, [
+      await applyObjects(kcp, w.owners, [
         ownerRule("subnet-owner", {
-          networkPath: NETWORK,
+          networkPath: w.network,
           owner: "Network",
-          fieldRef: { from: "Target", path: labelPath(OWNER) },
+          fieldRef: { from: "Target", path: labelPath(OWNER_LABEL) },
         }),
       ]);
       const role = await grantWebhookReads(kcp);
       assert.match(role, /- networks\n\s+verbs:\n\s+- get\n/);
       await waitForRuleEnforced(kcp, {
-        workspace: OWNERS,
+        workspace: w.owners,
         name: "subnet-owner",
       });
     },
@@ -109,41 +98,41 @@ export async function ownersWhenSteps(
   await step(
     "when: a Network with deletionProtection on holds its Subnets, off lets go, on again holds; one the condition cannot evaluate holds, saying so",
     async () => {
-      await applyObjects(kcp, OWNERS, [
+      await applyObjects(kcp, w.owners, [
         ownerRule("subnet-guard", {
-          networkPath: NETWORK,
+          networkPath: w.network,
           owner: "Network",
           fieldRef: {
             from: "Target",
-            path: labelPath(GUARDED_BY),
+            path: labelPath(GUARDED_BY_LABEL),
           },
-          when: SWITCH,
+          when: PROTECTION_SWITCH,
         }),
       ]);
       const ready = await waitForRuleEnforced(kcp, {
-        workspace: OWNERS,
+        workspace: w.owners,
         name: "subnet-guard",
       });
       assert.match(
         ready.message,
         /^deleting subnets\.network\.example\.com is denied while the Network it names exists \(counting only one for which spec\.when is true\)/,
       );
-      await applyObjects(kcp, C1, [
+      await applyObjects(kcp, w.c1, [
         networkObject("team-a", "net-g", { deletionProtection: true }),
         subnetObject("team-a", "s-g1", {
-          labels: { [GUARDED_BY]: "net-g" },
+          labels: { [GUARDED_BY_LABEL]: "net-g" },
         }),
         subnetObject("team-a", "s-g2", {
-          labels: { [GUARDED_BY]: "net-g" },
+          labels: { [GUARDED_BY_LABEL]: "net-g" },
         }),
       ]);
       const on = (name: string) =>
         subnetOwnedBy(name, {
           owner: "Network/net-g",
-          field: `${labelPath(GUARDED_BY)}, with ${SWITCH}`,
+          field: `${labelPath(GUARDED_BY_LABEL)}, with ${PROTECTION_SWITCH}`,
         });
-      await waitForDeleteDenial(kcp, subnet("team-a", "s-g1"), on("s-g1"));
-      await assertDeleteDenied(kcp, subnet("team-a", "s-g1"), on("s-g1"));
+      await waitForDeleteDenial(kcp, w.subnet("team-a", "s-g1"), on("s-g1"));
+      await assertDeleteDenied(kcp, w.subnet("team-a", "s-g1"), on("s-g1"));
       const flip = (value: boolean) =>
         kcp.kubectlOk([
           "patch",
@@ -154,51 +143,51 @@ export async function ownersWhenSteps(
           "--type=merge",
           "-p",
           JSON.stringify({ spec: { deletionProtection: value } }),
-        ], { workspace: C1 });
+        ], { workspace: w.c1 });
       // The owner is read live at every delete: the switch acts at once.
       await flip(false);
-      await assertDeleteAllowed(kcp, subnet("team-a", "s-g1"));
+      await assertDeleteAllowed(kcp, w.subnet("team-a", "s-g1"));
       await flip(true);
-      await assertDeleteDenied(kcp, subnet("team-a", "s-g2"), on("s-g2"));
+      await assertDeleteDenied(kcp, w.subnet("team-a", "s-g2"), on("s-g2"));
 
       // A Network without the switch: object.spec.deletionProtection
       // cannot be read, so the condition cannot say, and the Network
       // holds (fail closed).
-      await applyObjects(kcp, C1, [
+      await applyObjects(kcp, w.c1, [
         networkObject("team-a", "net-u"),
         subnetObject("team-a", "s-u", {
-          labels: { [GUARDED_BY]: "net-u" },
+          labels: { [GUARDED_BY_LABEL]: "net-u" },
         }),
       ]);
       const unevaluated = new RegExp(
         `^cannot delete subnets/s-u: it belongs to Network/net-u \\(${
-          escape(labelPath(GUARDED_BY))
+          escape(labelPath(GUARDED_BY_LABEL))
         }; the rule's condition ${
-          escape(SWITCH)
+          escape(PROTECTION_SWITCH)
         } could not be evaluated \\(.+\\), so it protects\\), which still exists$`,
       );
-      await assertDeleteDenied(kcp, subnet("team-a", "s-u"), unevaluated);
+      await assertDeleteDenied(kcp, w.subnet("team-a", "s-u"), unevaluated);
       await flip(false);
-      await assertDeleteAllowed(kcp, subnet("team-a", "s-g2"));
+      await assertDeleteAllowed(kcp, w.subnet("team-a", "s-g2"));
     },
   );
 
   await step(
     "when that does not compile: the rule is Ready=False InvalidCondition and still holds, the denial says the condition does not compile",
     async () => {
-      await applyObjects(kcp, OWNERS, [
+      await applyObjects(kcp, w.owners, [
         ownerRule("subnet-bad-guard", {
-          networkPath: NETWORK,
+          networkPath: w.network,
           owner: "Network",
           fieldRef: {
             from: "Target",
-            path: labelPath(BADLY_GUARDED_BY),
+            path: labelPath(BADLY_GUARDED_BY_LABEL),
           },
           when: "object.spec.deletionProtection ==",
         }),
       ]);
       const ready = await waitForRuleReady(kcp, {
-        workspace: OWNERS,
+        workspace: w.owners,
         name: "subnet-bad-guard",
       }, {
         test: (ready) => ready.reason === "InvalidCondition",
@@ -215,81 +204,81 @@ export async function ownersWhenSteps(
         "subnet-bad-guard",
         "-o",
         'jsonpath={.status.conditions[?(@.type=="Ready")].status}/{.status.conditions[?(@.type=="Ready")].reason}',
-      ], { workspace: OWNERS });
+      ], { workspace: w.owners });
       assert.equal(shownReason, "False/InvalidCondition");
       // Its switch is off, and still it holds: the condition cannot say.
-      await applyObjects(kcp, C1, [
+      await applyObjects(kcp, w.c1, [
         networkObject("team-a", "net-b", { deletionProtection: false }),
         subnetObject("team-a", "s-b", {
-          labels: { [BADLY_GUARDED_BY]: "net-b" },
+          labels: { [BADLY_GUARDED_BY_LABEL]: "net-b" },
         }),
       ]);
       const doesNotCompile = new RegExp(
         `^cannot delete subnets/s-b: it belongs to Network/net-b \\(${
-          escape(labelPath(BADLY_GUARDED_BY))
+          escape(labelPath(BADLY_GUARDED_BY_LABEL))
         }; the rule's condition does not compile \\(.+\\), so it protects\\), which still exists$`,
       );
       await waitForDeleteDenial(
         kcp,
-        subnet("team-a", "s-b"),
+        w.subnet("team-a", "s-b"),
         doesNotCompile,
       );
       await assertDeleteDenied(
         kcp,
-        subnet("team-a", "s-b"),
+        w.subnet("team-a", "s-b"),
         doesNotCompile,
       );
       await kcp.kubectlOk(["delete", "network", "net-b", "-n", "team-a"], {
-        workspace: C1,
+        workspace: w.c1,
       });
-      await assertDeleteAllowed(kcp, subnet("team-a", "s-b"));
+      await assertDeleteAllowed(kcp, w.subnet("team-a", "s-b"));
     },
   );
 
   await step(
     "protectWhile: a Network being deleted (held by a finalizer) lets go of its Subnets under Active and holds them under Exists",
     async () => {
-      await applyObjects(kcp, OWNERS, [
+      await applyObjects(kcp, w.owners, [
         ownerRule("subnet-active-owner", {
-          networkPath: NETWORK,
+          networkPath: w.network,
           owner: "Network",
           fieldRef: {
             from: "Target",
-            path: labelPath(ACTIVE_OWNER),
+            path: labelPath(ACTIVE_OWNER_LABEL),
           },
           protectWhile: "Active",
         }),
       ]);
       const ready = await waitForRuleEnforced(kcp, {
-        workspace: OWNERS,
+        workspace: w.owners,
         name: "subnet-active-owner",
       });
       assert.match(
         ready.message,
         /^deleting subnets\.network\.example\.com is denied while the Network it names exists \(counting only one that is not being deleted\)/,
       );
-      await applyObjects(kcp, C1, [
+      await applyObjects(kcp, w.c1, [
         networkObject("team-a", "net-f", {
           finalizers: ["owners.example.com/hold"],
         }),
         subnetObject("team-a", "s-active", {
-          labels: { [ACTIVE_OWNER]: "net-f" },
+          labels: { [ACTIVE_OWNER_LABEL]: "net-f" },
         }),
         subnetObject("team-a", "s-exists", {
-          labels: { [OWNER]: "net-f" },
+          labels: { [OWNER_LABEL]: "net-f" },
         }),
       ]);
       const active = subnetOwnedBy("s-active", {
         owner: "Network/net-f",
-        field: labelPath(ACTIVE_OWNER),
+        field: labelPath(ACTIVE_OWNER_LABEL),
       });
       const existing = subnetOwnedBy("s-exists", {
         owner: "Network/net-f",
-        field: labelPath(OWNER),
+        field: labelPath(OWNER_LABEL),
       });
       // While the Network is active, both rules hold.
-      await waitForDeleteDenial(kcp, subnet("team-a", "s-active"), active);
-      await assertDeleteDenied(kcp, subnet("team-a", "s-exists"), existing);
+      await waitForDeleteDenial(kcp, w.subnet("team-a", "s-active"), active);
+      await assertDeleteDenied(kcp, w.subnet("team-a", "s-exists"), existing);
 
       await kcp.kubectlOk([
         "delete",
@@ -298,7 +287,7 @@ export async function ownersWhenSteps(
         "-n",
         "team-a",
         "--wait=false",
-      ], { workspace: C1 });
+      ], { workspace: w.c1 });
       const stamp = await kcp.kubectlOk([
         "get",
         "network",
@@ -307,10 +296,10 @@ export async function ownersWhenSteps(
         "team-a",
         "-o",
         "jsonpath={.metadata.deletionTimestamp}",
-      ], { workspace: C1 });
+      ], { workspace: w.c1 });
       assert.notEqual(stamp, "", "net-f has no deletionTimestamp");
-      await assertDeleteAllowed(kcp, subnet("team-a", "s-active"));
-      await assertDeleteDenied(kcp, subnet("team-a", "s-exists"), existing);
+      await assertDeleteAllowed(kcp, w.subnet("team-a", "s-active"));
+      await assertDeleteDenied(kcp, w.subnet("team-a", "s-exists"), existing);
 
       await kcp.kubectlOk([
         "patch",
@@ -321,15 +310,15 @@ export async function ownersWhenSteps(
         "--type=json",
         "-p",
         '[{"op":"remove","path":"/metadata/finalizers"}]',
-      ], { workspace: C1 });
+      ], { workspace: w.c1 });
       await waitFor("net-f to be gone", async () => {
         const r = await kcp.kubectl(
           ["get", "network", "net-f", "-n", "team-a"],
-          { workspace: C1 },
+          { workspace: w.c1 },
         );
         return /NotFound|not found/.test(r.stderr) || undefined;
       }, { timeoutMs: 30_000, intervalMs: 250 });
-      await assertDeleteAllowed(kcp, subnet("team-a", "s-exists"));
+      await assertDeleteAllowed(kcp, w.subnet("team-a", "s-exists"));
     },
   );
 
@@ -337,16 +326,16 @@ export async function ownersWhenSteps(
     "status truth: every rule that says Ready=True Enforced denies a delete of what it covers, the one with a when through a Network for which it is true",
     async () => {
       const truth = await assertStatusTruth(kcp, {
-        workspaces: [depCtrl, NETWORK, COMPUTE, OWNERS, C1],
+        workspaces: [w.depCtrl, w.network, w.compute, w.owners, w.c1],
         minimum: { rules: 3 },
       });
       assert.deepEqual(truth.rulesProven.sort(), [
-        `${OWNERS}/subnet-active-owner`,
-        `${OWNERS}/subnet-guard`,
-        `${OWNERS}/subnet-owner`,
+        `${w.owners}/subnet-active-owner`,
+        `${w.owners}/subnet-guard`,
+        `${w.owners}/subnet-owner`,
       ]);
       assert.deepEqual(truth.notEnforced, [
-        `${OWNERS}/subnet-bad-guard (False/InvalidCondition)`,
+        `${w.owners}/subnet-bad-guard (False/InvalidCondition)`,
       ]);
       assert.deepEqual(truth.leftBehind, []);
     },

@@ -22,67 +22,21 @@ import {
   objectExists,
   type Step,
   subnetManifest,
-  targetsOf,
-  type Topology,
   validRules,
   vmManifest,
   vpcManifest,
   waitFor,
   waitForDryRunDelete,
   waitForRuleEnforced,
-  type WebhookProcess,
 } from "../../testing/mod.ts";
-
-const NETWORK = "root:providers:network";
-const COMPUTE = "root:providers:compute";
-const C1 = "root:consumers:c1";
-const CIDR = "10.0.0.0/16";
-
-/** A reference as the fixtures' schemas hold it: a name, maybe a namespace. */
-interface Ref {
-  name: string;
-  namespace?: string;
-}
-
-/** A VM whose NICs name the subnets `refs`, in order. */
-function vmWithNics(ns: string, name: string, refs: Ref[]): unknown {
-  return vmManifest(name, {
-    namespace: ns,
-    spec: { nics: refs.map((subnetRef) => ({ subnetRef })) },
-  });
-}
-
-/** A cluster-scoped VPCAttachment naming a VPC. */
-function attachment(name: string, vpcRef: Ref): unknown {
-  return {
-    apiVersion: "compute.example.com/v1alpha1",
-    kind: "VPCAttachment",
-    metadata: { name },
-    spec: { vpcRef },
-  };
-}
-
-async function waitForValidRules(
-  webhook: WebhookProcess,
-  count: number,
-): Promise<void> {
-  await waitFor(
-    `the webhook to hold ${count} valid rules`,
-    async () => (await validRules(webhook)) === count || undefined,
-    { timeoutMs: 30_000, intervalMs: 200 },
-  );
-}
-
-/** A subnet or a VPC in the consumer workspace. */
-const subnet = targetsOf(C1, "subnets");
-const vpc = targetsOf(C1, "vpcs");
-
-/** `.spec.nics[<index>].subnetRef.name` as a denial shows it, escaped for a RegExp. */
-function nic(index: number): string {
-  return `\\.spec\\.nics\\[${index}\\]\\.subnetRef\\.name`;
-}
-
-const VPC_REF = "\\(\\.spec\\.vpcRef\\.name\\)";
+import {
+  nicField,
+  referencesWorld,
+  vmWithNics,
+  VPC_REF_FIELD,
+  vpcAttachment,
+  waitForValidRules,
+} from "../../testing/references_world.ts";
 
 /**
  * The steps of "references: list paths name the element, namespace paths
@@ -94,62 +48,63 @@ export async function referencesSteps(
   step: Step,
 ): Promise<void> {
   const { kcp } = world;
-  let topo!: Topology;
-  let webhook!: WebhookProcess;
-  let c1 = "";
-
+  const w = referencesWorld(world);
   await step(
     "topology, webhook and controller start from the manifests users apply",
     async () => {
-      topo = await buildTopology(kcp, {
-        networkPath: NETWORK,
-        computePath: COMPUTE,
+      w.topo = await buildTopology(kcp, {
+        networkPath: w.network,
+        computePath: w.compute,
         consumerPaths: ["root:consumers:c1"],
       });
-      c1 = topo.consumers[0]!.path;
+      w.c1 = w.topo.consumers[0]!.path;
       await waitFor("vpcattachments and subnets to be served", async () => {
         const r = await kcp.kubectl(
           ["get", "vpcattachments,subnets", "-A"],
-          { workspace: c1 },
+          { workspace: w.c1 },
         );
         return r.code === 0 || undefined;
       });
-      await applyObjects(kcp, c1, [
+      await applyObjects(kcp, w.c1, [
         namespaceObject("team-a"),
         namespaceObject("shared"),
       ]);
-      ({ webhook } = await world.startComponents());
-      assert.equal(await validRules(webhook), 0);
+      await world.startComponents();
+      assert.equal(await validRules(w.webhook), 0);
     },
   );
 
   await step(
     "a rule with a list path is Enforced, and controller grants grants what it names",
     async () => {
-      await applyObjects(kcp, COMPUTE, [
+      await applyObjects(kcp, w.compute, [
         dependencyRule("vm-nics", {
           dependencies: [{
-            path: NETWORK,
+            path: w.network,
             resource: "subnets",
             field: ".spec.nics[*].subnetRef.name",
           }],
         }),
       ]);
-      await waitForValidRules(webhook!, 1);
+      await waitForValidRules(w.webhook, 1);
       const stored = await kcp.kubectlOk([
         "get",
         "dependencyrules",
         "vm-nics",
         "-o",
         "jsonpath={.spec.dependencies[0].fieldRef.path}",
-      ], { workspace: COMPUTE });
+      ], { workspace: w.compute });
       assert.equal(stored, ".spec.nics[*].subnetRef.name");
       const role = await grantWebhookReads(kcp);
       // Enforced only once the webhook may read what the rule names.
-      await waitForRuleEnforced(kcp, { workspace: COMPUTE, name: "vm-nics" }, {
-        timeoutMs: 30_000,
-        intervalMs: 200,
-      });
+      await waitForRuleEnforced(
+        kcp,
+        { workspace: w.compute, name: "vm-nics" },
+        {
+          timeoutMs: 30_000,
+          intervalMs: 200,
+        },
+      );
       assert.match(
         role,
         /- virtualmachines\n\s+verbs:\n\s+- get\n\s+- list/,
@@ -161,11 +116,11 @@ export async function referencesSteps(
   await step(
     "a VM with three NICs blocks the delete of each Subnet, naming the NIC's index",
     async () => {
-      await applyObjects(kcp, c1, [
-        subnetManifest("subnet-a", { namespace: "default", cidr: CIDR }),
-        subnetManifest("subnet-b", { namespace: "default", cidr: CIDR }),
-        subnetManifest("subnet-c", { namespace: "default", cidr: CIDR }),
-        subnetManifest("subnet-free", { namespace: "default", cidr: CIDR }),
+      await applyObjects(kcp, w.c1, [
+        subnetManifest("subnet-a", { namespace: "default", cidr: w.cidr }),
+        subnetManifest("subnet-b", { namespace: "default", cidr: w.cidr }),
+        subnetManifest("subnet-c", { namespace: "default", cidr: w.cidr }),
+        subnetManifest("subnet-free", { namespace: "default", cidr: w.cidr }),
         vmWithNics("default", "vm-nics", [
           { name: "subnet-a" },
           { name: "subnet-b" },
@@ -176,9 +131,11 @@ export async function referencesSteps(
         const [index, name] of ["subnet-a", "subnet-b", "subnet-c"]
           .entries()
       ) {
-        const target = subnet("default", name);
+        const target = w.subnet("default", name);
         const denial = new RegExp(
-          `still referenced by VirtualMachine/vm-nics \\(${nic(index)}\\)$`,
+          `still referenced by VirtualMachine/vm-nics \\(${
+            nicField(index)
+          }\\)$`,
           "m",
         );
         const dryRun = await waitForDryRunDelete(kcp, target, denial);
@@ -188,7 +145,7 @@ export async function referencesSteps(
       // A subnet no NIC names is not protected (a dry run deletes nothing).
       const free = await kubectlDelete(
         kcp,
-        subnet("default", "subnet-free"),
+        w.subnet("default", "subnet-free"),
         { dryRun: true },
       );
       assert.equal(free.code, 0, free.stderr);
@@ -196,15 +153,15 @@ export async function referencesSteps(
         free.stdout,
         /"subnet-free" deleted.*\(server dry run\)/,
       );
-      assert.ok(await objectExists(kcp, subnet("default", "subnet-free")));
+      assert.ok(await objectExists(kcp, w.subnet("default", "subnet-free")));
     },
   );
 
   await step(
     "a VM naming one Subnet in two NICs is named once, with both fields",
     async () => {
-      await applyObjects(kcp, c1, [
-        subnetManifest("subnet-d", { namespace: "default", cidr: CIDR }),
+      await applyObjects(kcp, w.c1, [
+        subnetManifest("subnet-d", { namespace: "default", cidr: w.cidr }),
         vmWithNics("default", "vm-twice", [
           { name: "subnet-d" },
           { name: "subnet-free" },
@@ -213,10 +170,10 @@ export async function referencesSteps(
       ]);
       const stderr = await assertDenied(
         kcp,
-        subnet("default", "subnet-d"),
+        w.subnet("default", "subnet-d"),
         new RegExp(
-          `still referenced by VirtualMachine/vm-twice \\(${nic(0)}, ${
-            nic(2)
+          `still referenced by VirtualMachine/vm-twice \\(${nicField(0)}, ${
+            nicField(2)
           }\\)$`,
           "m",
         ),
@@ -224,9 +181,9 @@ export async function referencesSteps(
       assert.doesNotMatch(stderr, /vm-nics|nics\[1\]/);
       await kcp.kubectlOk(
         ["delete", "virtualmachine", "vm-twice", "-n", "default"],
-        { workspace: c1 },
+        { workspace: w.c1 },
       );
-      await assertDeleteAllowed(kcp, subnet("default", "subnet-d"));
+      await assertDeleteAllowed(kcp, w.subnet("default", "subnet-d"));
     },
   );
 
@@ -242,7 +199,7 @@ export async function referencesSteps(
         "--type=json",
         "-p",
         '[{"op":"remove","path":"/spec/nics/1"}]',
-      ], { workspace: c1 });
+      ], { workspace: w.c1 });
       const nics = await kcp.kubectlOk([
         "get",
         "virtualmachine",
@@ -251,23 +208,23 @@ export async function referencesSteps(
         "default",
         "-o",
         "jsonpath={.spec.nics[*].subnetRef.name}",
-      ], { workspace: c1 });
+      ], { workspace: w.c1 });
       assert.equal(nics, "subnet-a subnet-c");
-      await assertDeleteAllowed(kcp, subnet("default", "subnet-b"));
+      await assertDeleteAllowed(kcp, w.subnet("default", "subnet-b"));
       // The others stay blocked; subnet-c's NIC is now the second one.
       await assertDenied(
         kcp,
-        subnet("default", "subnet-a"),
+        w.subnet("default", "subnet-a"),
         new RegExp(
-          `still referenced by VirtualMachine/vm-nics \\(${nic(0)}\\)$`,
+          `still referenced by VirtualMachine/vm-nics \\(${nicField(0)}\\)$`,
           "m",
         ),
       );
       await assertDenied(
         kcp,
-        subnet("default", "subnet-c"),
+        w.subnet("default", "subnet-c"),
         new RegExp(
-          `still referenced by VirtualMachine/vm-nics \\(${nic(1)}\\)$`,
+          `still referenced by VirtualMachine/vm-nics \\(${nicField(1)}\\)$`,
           "m",
         ),
       );
@@ -277,26 +234,26 @@ export async function referencesSteps(
   await step(
     "with a namespace path, a VM in team-a referring to shared/core blocks its delete, named with its namespace",
     async () => {
-      await applyObjects(kcp, COMPUTE, [
+      await applyObjects(kcp, w.compute, [
         dependencyRule("vm-vpc", {
           dependencies: [{
-            path: NETWORK,
+            path: w.network,
             resource: "vpcs",
             field: ".spec.vpcRef.name",
             namespacePath: ".spec.vpcRef.namespace",
           }],
         }),
       ]);
-      await waitForValidRules(webhook!, 2);
+      await waitForValidRules(w.webhook, 2);
       const role = await grantWebhookReads(kcp);
-      await waitForRuleEnforced(kcp, { workspace: COMPUTE, name: "vm-vpc" }, {
+      await waitForRuleEnforced(kcp, { workspace: w.compute, name: "vm-vpc" }, {
         timeoutMs: 30_000,
         intervalMs: 200,
       });
       assert.match(role, /- vpcs\n\s+verbs:\n\s+- get\n/);
-      await applyObjects(kcp, c1, [
-        vpcManifest("core", { namespace: "shared", cidr: CIDR }),
-        vpcManifest("core", { namespace: "team-a", cidr: CIDR }),
+      await applyObjects(kcp, w.c1, [
+        vpcManifest("core", { namespace: "shared", cidr: w.cidr }),
+        vpcManifest("core", { namespace: "team-a", cidr: w.cidr }),
         vmManifest("vm-cross", {
           namespace: "team-a",
           spec: {
@@ -315,11 +272,11 @@ export async function referencesSteps(
         }),
       ]);
       const cross = new RegExp(
-        `still referenced by VirtualMachine/team-a/vm-cross ${VPC_REF}$`,
+        `still referenced by VirtualMachine/team-a/vm-cross ${VPC_REF_FIELD}$`,
         "m",
       );
-      await waitForDryRunDelete(kcp, vpc("shared", "core"), cross);
-      const stderr = await assertDenied(kcp, vpc("shared", "core"), cross);
+      await waitForDryRunDelete(kcp, w.vpc("shared", "core"), cross);
+      const stderr = await assertDenied(kcp, w.vpc("shared", "core"), cross);
       // Neither the VM without a namespace nor the one with an empty
       // namespace refers to shared/core.
       assert.doesNotMatch(stderr, /vm-local|vm-empty/);
@@ -332,21 +289,21 @@ export async function referencesSteps(
       // Same namespace as the VPC: named without it, sorted by name.
       const local = await assertDenied(
         kcp,
-        vpc("team-a", "core"),
+        w.vpc("team-a", "core"),
         new RegExp(
-          `still referenced by VirtualMachine/vm-empty ${VPC_REF}, VirtualMachine/vm-local ${VPC_REF}$`,
+          `still referenced by VirtualMachine/vm-empty ${VPC_REF_FIELD}, VirtualMachine/vm-local ${VPC_REF_FIELD}$`,
           "m",
         ),
       );
       assert.doesNotMatch(local, /vm-cross|team-a\//);
       await kcp.kubectlOk(
         ["delete", "virtualmachine", "vm-cross", "-n", "team-a"],
-        { workspace: c1 },
+        { workspace: w.c1 },
       );
-      await assertDeleteAllowed(kcp, vpc("shared", "core"));
+      await assertDeleteAllowed(kcp, w.vpc("shared", "core"));
       await assertDenied(
         kcp,
-        vpc("team-a", "core"),
+        w.vpc("team-a", "core"),
         /still referenced by VirtualMachine\/vm-empty .*VirtualMachine\/vm-local/,
       );
     },
@@ -355,23 +312,27 @@ export async function referencesSteps(
   await step(
     "a namespace path with [*] is read from the same NIC as the name",
     async () => {
-      await applyObjects(kcp, COMPUTE, [
+      await applyObjects(kcp, w.compute, [
         dependencyRule("vm-nics", {
           dependencies: [{
-            path: NETWORK,
+            path: w.network,
             resource: "subnets",
             field: ".spec.nics[*].subnetRef.name",
             namespacePath: ".spec.nics[*].subnetRef.namespace",
           }],
         }),
       ]);
-      await waitForRuleEnforced(kcp, { workspace: COMPUTE, name: "vm-nics" }, {
-        timeoutMs: 30_000,
-        intervalMs: 200,
-      });
-      await applyObjects(kcp, c1, [
-        subnetManifest("net", { namespace: "shared", cidr: CIDR }),
-        subnetManifest("net", { namespace: "team-a", cidr: CIDR }),
+      await waitForRuleEnforced(
+        kcp,
+        { workspace: w.compute, name: "vm-nics" },
+        {
+          timeoutMs: 30_000,
+          intervalMs: 200,
+        },
+      );
+      await applyObjects(kcp, w.c1, [
+        subnetManifest("net", { namespace: "shared", cidr: w.cidr }),
+        subnetManifest("net", { namespace: "team-a", cidr: w.cidr }),
         vmWithNics("team-a", "vm-pair", [
           { name: "net", namespace: "shared" },
           { name: "net" },
@@ -380,25 +341,27 @@ export async function referencesSteps(
       // Under the old rule, vm-pair's first NIC would name team-a/net;
       // once shared/net is blocked, the webhook reads the new one.
       const shared = new RegExp(
-        `still referenced by VirtualMachine/team-a/vm-pair \\(${nic(0)}\\)$`,
+        `still referenced by VirtualMachine/team-a/vm-pair \\(${
+          nicField(0)
+        }\\)$`,
         "m",
       );
-      await waitForDryRunDelete(kcp, subnet("shared", "net"), shared);
-      await assertDenied(kcp, subnet("shared", "net"), shared);
+      await waitForDryRunDelete(kcp, w.subnet("shared", "net"), shared);
+      await assertDenied(kcp, w.subnet("shared", "net"), shared);
       await assertDenied(
         kcp,
-        subnet("team-a", "net"),
+        w.subnet("team-a", "net"),
         new RegExp(
-          `still referenced by VirtualMachine/vm-pair \\(${nic(1)}\\)$`,
+          `still referenced by VirtualMachine/vm-pair \\(${nicField(1)}\\)$`,
           "m",
         ),
       );
       // NICs without a namespace still refer to their VM's own namespace.
       await assertDenied(
         kcp,
-        subnet("default", "subnet-a"),
+        w.subnet("default", "subnet-a"),
         new RegExp(
-          `still referenced by VirtualMachine/vm-nics \\(${nic(0)}\\)$`,
+          `still referenced by VirtualMachine/vm-nics \\(${nicField(0)}\\)$`,
           "m",
         ),
       );
@@ -408,25 +371,25 @@ export async function referencesSteps(
   await step(
     "a cluster-scoped VPCAttachment protects nothing without a namespace path, and a namespaced VPC with one",
     async () => {
-      await applyObjects(kcp, c1, [
-        vpcManifest("edge", { namespace: "shared", cidr: CIDR }),
-        attachment("att-edge", { name: "edge", namespace: "shared" }),
-        attachment("att-bare", { name: "edge" }),
+      await applyObjects(kcp, w.c1, [
+        vpcManifest("edge", { namespace: "shared", cidr: w.cidr }),
+        vpcAttachment("att-edge", { name: "edge", namespace: "shared" }),
+        vpcAttachment("att-bare", { name: "edge" }),
       ]);
-      await applyObjects(kcp, COMPUTE, [
+      await applyObjects(kcp, w.compute, [
         dependencyRule("attachment-vpc", {
           dependent: "VPCAttachment",
           dependencies: [{
-            path: NETWORK,
+            path: w.network,
             resource: "vpcs",
             field: ".spec.vpcRef.name",
           }],
         }),
       ]);
-      await waitForValidRules(webhook!, 3);
+      await waitForValidRules(w.webhook, 3);
       const role = await grantWebhookReads(kcp);
       await waitForRuleEnforced(kcp, {
-        workspace: COMPUTE,
+        workspace: w.compute,
         name: "attachment-vpc",
       }, { timeoutMs: 30_000, intervalMs: 200 });
       assert.match(
@@ -438,11 +401,11 @@ export async function referencesSteps(
       // namespace, does not refer to shared/edge.
       const allowed = await waitForDryRunDelete(
         kcp,
-        vpc("shared", "edge"),
+        w.vpc("shared", "edge"),
         undefined,
       );
       assert.match(allowed, /"edge" deleted.*\(server dry run\)/);
-      assert.ok(await objectExists(kcp, vpc("shared", "edge")));
+      assert.ok(await objectExists(kcp, w.vpc("shared", "edge")));
 
       await kcp.kubectlOk([
         "patch",
@@ -451,23 +414,23 @@ export async function referencesSteps(
         "--type=json",
         "-p",
         '[{"op":"add","path":"/spec/dependencies/0/fieldRef/namespacePath","value":".spec.vpcRef.namespace"}]',
-      ], { workspace: COMPUTE });
+      ], { workspace: w.compute });
       await waitForRuleEnforced(kcp, {
-        workspace: COMPUTE,
+        workspace: w.compute,
         name: "attachment-vpc",
       }, { timeoutMs: 30_000, intervalMs: 200 });
       const denial = new RegExp(
-        `still referenced by VPCAttachment/att-edge ${VPC_REF}$`,
+        `still referenced by VPCAttachment/att-edge ${VPC_REF_FIELD}$`,
         "m",
       );
-      await waitForDryRunDelete(kcp, vpc("shared", "edge"), denial);
-      const stderr = await assertDenied(kcp, vpc("shared", "edge"), denial);
+      await waitForDryRunDelete(kcp, w.vpc("shared", "edge"), denial);
+      const stderr = await assertDenied(kcp, w.vpc("shared", "edge"), denial);
       // An attachment without a namespace names a VPC in no namespace.
       assert.doesNotMatch(stderr, /att-bare/);
       await kcp.kubectlOk(["delete", "vpcattachment", "att-edge"], {
-        workspace: c1,
+        workspace: w.c1,
       });
-      await assertDeleteAllowed(kcp, vpc("shared", "edge"));
+      await assertDeleteAllowed(kcp, w.vpc("shared", "edge"));
     },
   );
 
@@ -477,13 +440,13 @@ export async function referencesSteps(
       // A list path with a namespace path, a namespace path, and a
       // cluster-scoped dependent naming a namespaced VPC.
       const truth = await assertStatusTruth(kcp, {
-        workspaces: [topo.depCtrl.path, NETWORK, COMPUTE, c1],
+        workspaces: [w.topo.depCtrl.path, w.network, w.compute, w.c1],
         minimum: { rules: 3 },
       });
       assert.deepEqual(truth.rulesProven.sort(), [
-        `${COMPUTE}/attachment-vpc`,
-        `${COMPUTE}/vm-nics`,
-        `${COMPUTE}/vm-vpc`,
+        `${w.compute}/attachment-vpc`,
+        `${w.compute}/vm-nics`,
+        `${w.compute}/vm-vpc`,
       ]);
     },
   );

@@ -29,32 +29,7 @@ import {
   waitForRuleReady,
   type WorldPaths,
 } from "../../testing/mod.ts";
-
-/**
- * The day-2 rule, as the provider writes it: VPCAttachments refer to the VPCs
- * of the network provider at `network`.
- */
-const attachmentRule = (network: string) =>
-  `apiVersion: dependencies.opendefense.cloud/v1alpha1
-kind: DependencyRule
-metadata:
-  name: vpcattachment-vpc
-spec:
-  dependent:
-    apiExportName: compute.example.com
-    group: compute.example.com
-    version: v1alpha1
-    kind: VPCAttachment
-    resource: vpcattachments
-  dependencies:
-    - apiExportRef: { path: ${network}, name: network.example.com }
-      group: network.example.com
-      version: v1alpha1
-      resource: vpcs
-      fieldRef:
-        path: .spec.vpcRef.name
-        namespacePath: .spec.vpcRef.namespace
-`;
+import { day2World } from "../../testing/provider_rules_world.ts";
 
 /**
  * The steps of "day 2: a provider adds a rule for a new type; the shipped
@@ -69,42 +44,32 @@ export async function day2Steps(
   paths: WorldPaths,
 ): Promise<void> {
   const { kcp } = world;
-  const NETWORK = paths.network;
-  const COMPUTE = paths.compute;
-  const C1 = paths.consumer("c1");
-  /** The VPC the day-2 rule protects, as a user deletes it. */
-  const CORE = {
-    workspace: C1,
-    type: "vpc",
-    namespace: "default",
-    name: "core",
-  };
-  const ATTACHMENT_RULE = attachmentRule(NETWORK);
+  const w = day2World(paths);
   await step(
     "day 1: the VM rule is granted and Enforced",
     async () => {
       await buildTopology(kcp, {
-        networkPath: NETWORK,
-        computePath: COMPUTE,
-        consumerPaths: [C1],
+        networkPath: w.network,
+        computePath: w.compute,
+        consumerPaths: [w.c1],
       });
       await world.startComponents();
-      await applyObjects(kcp, COMPUTE, [
-        vmVpcRule(NETWORK),
+      await applyObjects(kcp, w.compute, [
+        vmVpcRule(w.network),
       ]);
       await grantWebhookReads(kcp);
       await waitForRuleReady(
         kcp,
-        { workspace: COMPUTE, name: "vm-vpc" },
+        { workspace: w.compute, name: "vm-vpc" },
         { test: (r) => r.reason === "Enforced", description: "Enforced" },
       );
       await waitFor("vpcattachments to be served in c1", async () => {
         const r = await kcp.kubectl(["get", "vpcattachments"], {
-          workspace: C1,
+          workspace: w.c1,
         });
         return r.code === 0 || undefined;
       });
-      await applyObjects(kcp, C1, [
+      await applyObjects(kcp, w.c1, [
         vpcManifest("core"),
         {
           apiVersion: "compute.example.com/v1alpha1",
@@ -116,7 +81,7 @@ export async function day2Steps(
       // Nothing day 1 knows refers to it.
       await waitFor(
         "the VPC delete to be allowed",
-        async () => await dryRunDelete(kcp, CORE) === "" || undefined,
+        async () => await dryRunDelete(kcp, w.core) === "" || undefined,
       );
     },
   );
@@ -125,11 +90,11 @@ export async function day2Steps(
     "day 2: the provider applies a rule for VPCAttachments; it says WebhookCannotRead and how to grant, and deletes of VPCs are denied naming the permission",
     async () => {
       await kcp.kubectlOk(["apply", "-f", "-"], {
-        workspace: COMPUTE,
-        stdin: ATTACHMENT_RULE,
+        workspace: w.compute,
+        stdin: w.attachmentRule,
       });
       const { message } = await waitForRuleReady(kcp, {
-        workspace: COMPUTE,
+        workspace: w.compute,
         name: "vpcattachment-vpc",
       }, {
         test: (r) => r.reason === "WebhookCannotRead",
@@ -140,7 +105,7 @@ export async function day2Steps(
         /dependency-webhook may not list vpcattachments\.compute\.example\.com.*controller grants --kubeconfig=<webhook kubeconfig> \| kubectl apply -f -/,
       );
       const error = await waitFor("the delete to be denied", async () => {
-        const e = await dryRunDelete(kcp, CORE);
+        const e = await dryRunDelete(kcp, w.core);
         return e === "" ? undefined : e;
       }) as string;
       assert.match(
@@ -153,18 +118,18 @@ export async function day2Steps(
   await step(
     "while VPCAttachments cannot be read, a Lock's denial names the Lock, the VM that refers, and the type it could not list",
     async () => {
-      await bindExport(kcp, C1, {
+      await bindExport(kcp, w.c1, {
         exportPath: "root:dep-ctrl",
         exportName: DEP_CTRL_EXPORT,
         acceptClaims: [VWC_CLAIM],
       });
       await waitFor("Locks to be served in c1", async () => {
         const r = await kcp.kubectl(["get", "locks", "-n", "default"], {
-          workspace: C1,
+          workspace: w.c1,
         });
         return r.code === 0 || undefined;
       });
-      await applyObjects(kcp, C1, [
+      await applyObjects(kcp, w.c1, [
         {
           apiVersion: "compute.example.com/v1alpha1",
           kind: "VirtualMachine",
@@ -177,7 +142,7 @@ export async function day2Steps(
           metadata: { name: "hold", namespace: "default" },
           spec: {
             target: {
-              apiExportRef: { path: NETWORK, name: "network.example.com" },
+              apiExportRef: { path: w.network, name: "network.example.com" },
               group: "network.example.com",
               version: "v1alpha1",
               resource: "vpcs",
@@ -191,7 +156,7 @@ export async function day2Steps(
       await waitFor(
         "the denial to name the Lock, the VM and what it could not read",
         async () => {
-          last = await dryRunDelete(kcp, CORE);
+          last = await dryRunDelete(kcp, w.core);
           return /locked by Lock default\/hold/.test(last) &&
               /still referenced by VirtualMachine\/web \(\.spec\.vpcRef\.name\)/
                 .test(last) &&
@@ -204,12 +169,12 @@ export async function day2Steps(
       });
       // Unlocked, the tenant meets the reference and what was not read.
       await kcp.kubectlOk(["delete", "lock", "hold", "-n", "default"], {
-        workspace: C1,
+        workspace: w.c1,
       });
       await waitFor(
         "the denial to name the VM without the Lock",
         async () => {
-          last = await dryRunDelete(kcp, CORE);
+          last = await dryRunDelete(kcp, w.core);
           return !/Lock default\/hold/.test(last) &&
               /still referenced by VirtualMachine\/web/.test(last) &&
               /could not list vpcattachments\.compute\.example\.com/.test(
@@ -226,7 +191,7 @@ export async function day2Steps(
         "-n",
         "default",
       ], {
-        workspace: C1,
+        workspace: w.c1,
       });
     },
   );
@@ -242,14 +207,14 @@ export async function day2Steps(
       );
       assert.match(role, /- vpcattachments/);
       await waitForRuleReady(kcp, {
-        workspace: COMPUTE,
+        workspace: w.compute,
         name: "vpcattachment-vpc",
       }, { test: (r) => r.reason === "Enforced", description: "Enforced" });
       await waitFor(
         "the denial to name the attachment",
         async () =>
           /still referenced by VPCAttachment\/edge \(\.spec\.vpcRef\.name\)/
-            .test(await dryRunDelete(kcp, CORE)) || undefined,
+            .test(await dryRunDelete(kcp, w.core)) || undefined,
       );
     },
   );
@@ -274,13 +239,13 @@ export async function day2Steps(
         ], { workspace: "system:admin", identity: "shardAdmin" });
         assert.match(rules, /vpcattachments/);
         assert.match(
-          await dryRunDelete(kcp, CORE),
+          await dryRunDelete(kcp, w.core),
           /still referenced by VPCAttachment\/edge/,
         );
         await new Promise((r) => setTimeout(r, 500));
       }
       await waitForRuleReady(kcp, {
-        workspace: COMPUTE,
+        workspace: w.compute,
         name: "vpcattachment-vpc",
       }, { test: (r) => r.reason === "Enforced", description: "Enforced" });
     },
@@ -290,7 +255,7 @@ export async function day2Steps(
     "kubectl get dependencies lists rules and Locks; the columns say what each protects and why",
     async () => {
       const rules = await kcp.kubectlOk(["get", "dependencies"], {
-        workspace: COMPUTE,
+        workspace: w.compute,
       });
       assert.match(
         rules,
@@ -301,7 +266,7 @@ export async function day2Steps(
         /dependencyrule\.dependencies\.opendefense\.cloud\/vpcattachment-vpc/,
       );
       const table = await kcp.kubectlOk(["get", "deprule"], {
-        workspace: COMPUTE,
+        workspace: w.compute,
       });
       assert.match(
         table,
@@ -311,26 +276,26 @@ export async function day2Steps(
         table,
         /^vpcattachment-vpc\s+vpcattachments\s+vpcs\s+\.spec\.vpcRef\.name\s+True\s+Enforced\s/m,
       );
-      await bindExport(kcp, C1, {
+      await bindExport(kcp, w.c1, {
         exportPath: "root:dep-ctrl",
         exportName: DEP_CTRL_EXPORT,
         acceptClaims: [VWC_CLAIM],
       });
       await waitFor("Locks to be served in c1", async () => {
         const r = await kcp.kubectl(["get", "locks", "-n", "default"], {
-          workspace: C1,
+          workspace: w.c1,
         });
         return r.code === 0 || undefined;
       });
-      await applyObjects(kcp, C1, [
+      await applyObjects(kcp, w.c1, [
         lockManifest("keep", {
-          target: exportedTarget(NETWORK, { resource: "vpcs", name: "core" }),
+          target: exportedTarget(w.network, { resource: "vpcs", name: "core" }),
           reason: "in use by the edge team",
         }),
       ]);
       const locks = await kcp.kubectlOk(
         ["get", "dependencies", "-n", "default"],
-        { workspace: C1 },
+        { workspace: w.c1 },
       );
       assert.match(
         locks,
@@ -339,7 +304,7 @@ export async function day2Steps(
       await waitFor("the Lock's columns", async () => {
         const out = await kcp.kubectlOk(
           ["get", "deplock", "-n", "default"],
-          { workspace: C1 },
+          { workspace: w.c1 },
         );
         return /^NAME\s+TARGET\s+RESOURCE\s+REASON\s+READY\s+STATUS\s+EXPIRES\s+AGE$/m
               .test(out) &&
@@ -354,10 +319,10 @@ export async function day2Steps(
     "status truth: every rule and Lock whose Ready is True/Enforced denies a delete of what it covers",
     async () => {
       const truth = await assertStatusTruth(kcp, {
-        workspaces: ["root:dep-ctrl", NETWORK, COMPUTE, C1],
+        workspaces: ["root:dep-ctrl", w.network, w.compute, w.c1],
         minimum: { locks: 1 },
       });
-      assert.deepEqual(truth.locksProven, [`${C1}/default/keep`]);
+      assert.deepEqual(truth.locksProven, [`${w.c1}/default/keep`]);
       assert.deepEqual(truth.leftBehind, []);
     },
   );

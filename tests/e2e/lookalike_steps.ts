@@ -27,9 +27,7 @@ import {
   waitForRuleReady,
   type WorldPaths,
 } from "../../testing/mod.ts";
-
-const FIXTURES = new URL("../../testing/fixtures/compute/", import.meta.url)
-  .pathname;
+import { lookalikeWorld } from "../../testing/provider_rules_world.ts";
 
 /**
  * The steps of "look-alike exports: a tenant's rule about its own copy of a
@@ -44,25 +42,22 @@ export async function lookalikeSteps(
   paths: WorldPaths,
 ): Promise<void> {
   const { kcp } = world;
-  const NETWORK = paths.network;
-  const COMPUTE = paths.compute;
-  const C1 = paths.consumer("c1");
-  const TENANT = `${paths.prefix}:tenants:t1`;
+  const w = lookalikeWorld(paths);
   await step(
     "the provider's rule is WebhookCannotRead until the webhook's reads are granted, then Enforced",
     async () => {
       await buildTopology(kcp, {
-        networkPath: NETWORK,
-        computePath: COMPUTE,
-        consumerPaths: [C1],
+        networkPath: w.network,
+        computePath: w.compute,
+        consumerPaths: [w.c1],
       });
       await world.startComponents();
-      await applyObjects(kcp, COMPUTE, [
-        vmVpcRule(NETWORK),
+      await applyObjects(kcp, w.compute, [
+        vmVpcRule(w.network),
       ]);
       // Until the webhook may read what the rule names, every such
       // delete would get 503: the status says so and how to grant it.
-      await waitForRuleReady(kcp, { workspace: COMPUTE, name: "vm-vpc" }, {
+      await waitForRuleReady(kcp, { workspace: w.compute, name: "vm-vpc" }, {
         test: (r) => r.reason === "WebhookCannotRead",
         description: "WebhookCannotRead",
         timeoutMs: 90_000,
@@ -74,13 +69,13 @@ export async function lookalikeSteps(
         "vm-vpc",
         "-o",
         'jsonpath={.status.conditions[?(@.type=="Ready")].message}',
-      ], { workspace: COMPUTE });
+      ], { workspace: w.compute });
       assert.match(
         message,
         /dependency-webhook may not list virtualmachines\.compute\.example\.com.*controller grants/,
       );
       await grantWebhookReads(kcp);
-      await waitForRuleReady(kcp, { workspace: COMPUTE, name: "vm-vpc" }, {
+      await waitForRuleReady(kcp, { workspace: w.compute, name: "vm-vpc" }, {
         test: (r) => r.reason === "Enforced",
         description: "Enforced",
         timeoutMs: 90_000,
@@ -92,7 +87,7 @@ export async function lookalikeSteps(
   await step(
     "a tenant exports its own virtualmachines.compute.example.com and declares a rule about them: it passes the checks",
     async () => {
-      await createWorkspace(kcp, TENANT);
+      await createWorkspace(kcp, w.tenant);
       for (
         const file of [
           "apiresourceschema-virtualmachines.yaml",
@@ -100,19 +95,19 @@ export async function lookalikeSteps(
           "apiexport.yaml",
         ]
       ) {
-        await kcp.kubectlOk(["apply", "-f", `${FIXTURES}${file}`], {
-          workspace: TENANT,
+        await kcp.kubectlOk(["apply", "-f", `${w.computeFixtures}${file}`], {
+          workspace: w.tenant,
         });
       }
-      await bindExport(kcp, TENANT, {
+      await bindExport(kcp, w.tenant, {
         exportPath: "root:dep-ctrl",
         exportName: DEP_CTRL_EXPORT,
         acceptClaims: [VWC_CLAIM],
       });
-      await applyObjects(kcp, TENANT, [
+      await applyObjects(kcp, w.tenant, [
         dependencyRule("look-alike", {
           dependencies: [{
-            path: NETWORK,
+            path: w.network,
             resource: "vpcs",
             field: ".metadata.name",
           }],
@@ -121,7 +116,7 @@ export async function lookalikeSteps(
       // Its own workspace exports its dependent type, and the webhook
       // may read it: by every check the rule is in effect, for the
       // consumers of the tenant's export (there are none).
-      await waitForRuleReady(kcp, { workspace: TENANT, name: "look-alike" }, {
+      await waitForRuleReady(kcp, { workspace: w.tenant, name: "look-alike" }, {
         test: (r) => r.reason === "Enforced",
         description: "Enforced",
         timeoutMs: 90_000,
@@ -133,7 +128,7 @@ export async function lookalikeSteps(
   await step(
     "another tenant's VPC, named like one of its VMs, is deleted: the look-alike rule does not see VMs bound from the provider",
     async () => {
-      await applyObjects(kcp, C1, [
+      await applyObjects(kcp, w.c1, [
         vpcManifest("shared"),
         vmManifest("shared", { vpc: "elsewhere" }),
         vpcManifest("used"),
@@ -146,17 +141,17 @@ export async function lookalikeSteps(
           "vpc",
           "used",
           "--dry-run=server",
-        ], { workspace: C1 });
+        ], { workspace: w.c1 });
         return /still referenced by VirtualMachine\/user \(\.spec\.vpcRef\.name\)/
           .test(r.stderr) || undefined;
       }, { timeoutMs: 60_000, intervalMs: 500 });
       // The look-alike rule's field matches VM "shared", which is not its.
       const r = await kcp.kubectl(["delete", "vpc", "shared"], {
-        workspace: C1,
+        workspace: w.c1,
       });
       assert.equal(r.code, 0, r.stderr);
       const gone = await kcp.kubectl(["get", "vpc", "shared"], {
-        workspace: C1,
+        workspace: w.c1,
       });
       assert.match(gone.stderr, /NotFound/);
     },

@@ -20,13 +20,12 @@ import {
   dryRunDelete,
   networkProvider,
   type Step,
-  type Topology,
   vmManifest,
   vpcManifest,
   waitFor,
-  type WebhookProcess,
   type WorldPaths,
 } from "../../testing/mod.ts";
+import { providersWorld } from "../../testing/provider_rules_world.ts";
 
 /**
  * The steps of "providers: a rule about one provider's type neither protects
@@ -40,31 +39,23 @@ export async function providersSteps(
   paths: WorldPaths,
 ): Promise<void> {
   const { kcp } = world;
-  const NETWORK = paths.network;
-  const NETWORK2 = `${paths.prefix}:providers:network2`;
-  const COMPUTE = paths.compute;
-  /** Bound to NETWORK's VPCs. */
-  const C1 = paths.consumer("c1");
-  /** Bound to NETWORK2's VPCs. */
-  const C3 = paths.consumer("c3");
-  let topo!: Topology;
-  let webhook!: WebhookProcess;
+  const w = providersWorld(world, paths);
   await step(
     "two network providers export vpcs.network.example.com; c1 binds the first, c3 the second",
     async () => {
-      topo = await buildTopology(kcp, {
-        networkPath: NETWORK,
-        computePath: COMPUTE,
-        consumerPaths: [C1],
+      w.topo = await buildTopology(kcp, {
+        networkPath: w.network,
+        computePath: w.compute,
+        consumerPaths: [w.c1],
       });
-      await networkProvider(kcp, NETWORK2);
-      await createWorkspace(kcp, C3);
-      await bindExport(kcp, C3, {
-        exportPath: NETWORK2,
+      await networkProvider(kcp, w.network2);
+      await createWorkspace(kcp, w.c3);
+      await bindExport(kcp, w.c3, {
+        exportPath: w.network2,
         exportName: "network.example.com",
       });
-      await bindExport(kcp, C3, {
-        exportPath: COMPUTE,
+      await bindExport(kcp, w.c3, {
+        exportPath: w.compute,
         exportName: "compute.example.com",
       });
       await applySystemAdminOverlay(kcp, [
@@ -79,47 +70,49 @@ export async function providersSteps(
           verbs: ["get", "list"],
         },
       ]);
-      ({ webhook } = await world.startComponents());
-      assert.equal(topo.consumers[0]!.path, C1);
+      await world.startComponents();
+      assert.equal(w.topo.consumers[0]!.path, w.c1);
     },
   );
 
   await step(
     "one rule per provider: .spec.vpcRef.name names the first's VPCs, .spec.altVpcRef.name the second's",
     async () => {
-      await applyObjects(kcp, COMPUTE, [
+      await applyObjects(kcp, w.compute, [
         dependencyRule("vm-network", {
           dependencies: [{
-            path: NETWORK,
+            path: w.network,
             resource: "vpcs",
             field: ".spec.vpcRef.name",
           }],
         }),
         dependencyRule("vm-network2", {
           dependencies: [{
-            path: NETWORK2,
+            path: w.network2,
             resource: "vpcs",
             field: ".spec.altVpcRef.name",
           }],
         }),
       ]);
-      for (const ws of [C1, C3]) {
+      for (const ws of [w.c1, w.c3]) {
         await applyObjects(kcp, ws, [
           vpcManifest("by-own-rule"),
           vpcManifest("by-other-rule"),
           vmManifest("vm-1", {
             spec: {
-              vpcRef: { name: ws === C1 ? "by-own-rule" : "by-other-rule" },
+              vpcRef: { name: ws === w.c1 ? "by-own-rule" : "by-other-rule" },
               altVpcRef: {
-                name: ws === C1 ? "by-other-rule" : "by-own-rule",
+                name: ws === w.c1 ? "by-other-rule" : "by-own-rule",
               },
             },
           }),
         ]);
       }
       // Each provider's own rule protects its consumers' VPCs.
-      for (const ws of [C1, C3]) {
-        const field = ws === C1 ? ".spec.vpcRef.name" : ".spec.altVpcRef.name";
+      for (const ws of [w.c1, w.c3]) {
+        const field = ws === w.c1
+          ? ".spec.vpcRef.name"
+          : ".spec.altVpcRef.name";
         await waitFor(
           `protection in ${ws}`,
           async () =>
@@ -140,7 +133,7 @@ export async function providersSteps(
   await step(
     "the other provider's rule does not block: a VPC named only through it can be deleted",
     async () => {
-      for (const ws of [C1, C3]) {
+      for (const ws of [w.c1, w.c3]) {
         assert.equal(
           await dryRunDelete(kcp, {
             workspace: ws,
@@ -154,12 +147,12 @@ export async function providersSteps(
       }
       const r = await kcp.kubectl(
         ["delete", "vpc", "by-other-rule", "-n", "default"],
-        { workspace: C3 },
+        { workspace: w.c3 },
       );
       assert.equal(r.code, 0, r.stderr);
       const gone = await kcp.kubectl(
         ["get", "vpc", "by-other-rule", "-n", "default"],
-        { workspace: C3 },
+        { workspace: w.c3 },
       );
       assert.notEqual(gone.code, 0);
       assert.match(gone.stderr, /NotFound|not found/);
@@ -169,7 +162,7 @@ export async function providersSteps(
   await step(
     "each provider's configuration calls the webhook for its own workspace",
     async () => {
-      for (const path of [NETWORK, NETWORK2]) {
+      for (const path of [w.network, w.network2]) {
         const config = await kcp.request<{
           webhooks: { clientConfig: { url: string } }[];
         }>(
@@ -178,7 +171,7 @@ export async function providersSteps(
         );
         assert.equal(
           config.webhooks[0]!.clientConfig.url,
-          `${webhook!.url}/${path}`,
+          `${w.webhook.url}/${path}`,
         );
       }
     },
@@ -190,12 +183,19 @@ export async function providersSteps(
       // Each rule is proven where its provider's VPCs are bound: c1
       // for the first, c3 for the second.
       const truth = await assertStatusTruth(kcp, {
-        workspaces: [topo.depCtrl.path, NETWORK, NETWORK2, COMPUTE, C1, C3],
+        workspaces: [
+          w.topo.depCtrl.path,
+          w.network,
+          w.network2,
+          w.compute,
+          w.c1,
+          w.c3,
+        ],
         minimum: { rules: 2 },
       });
       assert.deepEqual(truth.rulesProven.sort(), [
-        `${COMPUTE}/vm-network`,
-        `${COMPUTE}/vm-network2`,
+        `${w.compute}/vm-network`,
+        `${w.compute}/vm-network2`,
       ]);
     },
   );

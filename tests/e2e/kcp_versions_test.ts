@@ -16,48 +16,34 @@ import {
   assertDeleteAllowed,
   assertDeleteDenied,
   assertStatusTruth,
-  bindExport,
-  bindOwners,
-  buildTopology,
   componentTest,
-  DEP_CTRL_EXPORT,
   dryRunDelete,
   exportedTarget,
   grantWebhookReads,
   labelPath,
   lockManifest,
-  namespaceObject,
   networkObject,
   ownerRule,
-  ownersProvider,
   subnetObject,
   subnetOwnedBy,
-  targetsOf,
   vmManifest,
   vmVpcRule,
   vpcManifest,
-  VWC_CLAIM,
   waitFor,
   waitForDeleteDenial,
   waitForRuleEnforced,
 } from "../../testing/mod.ts";
-import { KCP_VERSIONS, kcpVersionFromEnv } from "../../testing/kcp/binaries.ts";
-
-/** The release the rest of the suite does not run on. */
-const OTHER = KCP_VERSIONS.find((v) => v !== kcpVersionFromEnv())!;
-
-const NETWORK = "root:providers:network";
-const COMPUTE = "root:providers:compute";
-const OWNERS = "root:providers:owners";
-const C1 = "root:consumers:c1";
-const OWNER = "network.example.com/owner";
-const vpc = targetsOf(C1, "vpc");
+import {
+  kcpVersionsWorld,
+  OTHER_KCP_VERSION as OTHER,
+} from "../../testing/kcp_versions_world.ts";
 
 componentTest(
   `kcp ${OTHER}: a reference rule, an owner rule and a Lock deny through kubectl, and every Enforced status proves itself`,
   { kcp: { version: OTHER }, sigterm: true },
   async (world, step) => {
-    const { kcp } = world;
+    const { kcp, network, compute, owners, c1, ownerLabel, vpc, build } =
+      kcpVersionsWorld(world);
     await step(`the kcp under test is ${OTHER}`, async () => {
       const version = await kcp.request<{ gitVersion: string }>(
         "GET",
@@ -70,37 +56,24 @@ componentTest(
     await step(
       "providers, an owners provider and a consumer bound to all of them and to dep-ctrl (for Locks); webhook and controller as processes",
       async () => {
-        await buildTopology(kcp, {
-          networkPath: NETWORK,
-          computePath: COMPUTE,
-          consumerPaths: [C1],
-        });
-        await ownersProvider(kcp, OWNERS);
-        await bindOwners(kcp, { consumer: C1, ownersPath: OWNERS });
-        await bindExport(kcp, C1, {
-          exportPath: "root:dep-ctrl",
-          exportName: DEP_CTRL_EXPORT,
-          acceptClaims: [VWC_CLAIM],
-        });
-        await applyObjects(kcp, C1, [namespaceObject("team-a")]);
-        await world.startComponents();
+        await build();
       },
     );
 
     await step(
       "a reference rule: a VPC a VM names cannot be deleted until the VM is gone",
       async () => {
-        await applyObjects(kcp, COMPUTE, [
-          vmVpcRule(NETWORK),
+        await applyObjects(kcp, compute, [
+          vmVpcRule(network),
         ]);
         await grantWebhookReads(kcp, {
           lockTypes: ["vpcs.network.example.com"],
         });
         await waitForRuleEnforced(kcp, {
-          workspace: COMPUTE,
+          workspace: compute,
           name: "vm-vpc",
         });
-        await applyObjects(kcp, C1, [
+        await applyObjects(kcp, c1, [
           vpcManifest("vpc-a", { namespace: "team-a" }),
           vmManifest("vm-1", { namespace: "team-a", vpc: "vpc-a" }),
         ]);
@@ -110,7 +83,7 @@ componentTest(
         await assertDeleteDenied(kcp, vpc("team-a", "vpc-a"), message);
         await kcp.kubectlOk(
           ["delete", "virtualmachine", "vm-1", "-n", "team-a"],
-          { workspace: C1 },
+          { workspace: c1 },
         );
         await assertDeleteAllowed(kcp, vpc("team-a", "vpc-a"));
       },
@@ -119,32 +92,32 @@ componentTest(
     await step(
       "an owner rule: a Subnet cannot be deleted while the Network its label names exists",
       async () => {
-        await applyObjects(kcp, OWNERS, [
+        await applyObjects(kcp, owners, [
           ownerRule("subnet-owner", {
             owner: "Network",
-            fieldRef: { from: "Target", path: labelPath(OWNER) },
+            fieldRef: { from: "Target", path: labelPath(ownerLabel) },
           }),
         ]);
         await grantWebhookReads(kcp, {
           lockTypes: ["vpcs.network.example.com"],
         });
         await waitForRuleEnforced(kcp, {
-          workspace: OWNERS,
+          workspace: owners,
           name: "subnet-owner",
         });
-        await applyObjects(kcp, C1, [
+        await applyObjects(kcp, c1, [
           networkObject("team-a", "net-a"),
-          subnetObject("team-a", "s-1", { labels: { [OWNER]: "net-a" } }),
+          subnetObject("team-a", "s-1", { labels: { [ownerLabel]: "net-a" } }),
         ]);
         const subnet = {
-          workspace: C1,
+          workspace: c1,
           type: "subnet",
           namespace: "team-a",
           name: "s-1",
         };
         const message = subnetOwnedBy("s-1", {
           owner: "Network/net-a",
-          field: labelPath(OWNER),
+          field: labelPath(ownerLabel),
         });
         await waitForDeleteDenial(kcp, subnet, message);
         await assertDeleteDenied(kcp, subnet, message);
@@ -154,11 +127,11 @@ componentTest(
     await step(
       "a Lock: a VPC is kept with its reason until the Lock is deleted",
       async () => {
-        await applyObjects(kcp, C1, [
+        await applyObjects(kcp, c1, [
           vpcManifest("core", { namespace: "team-a" }),
           lockManifest("prod", {
             namespace: "team-a",
-            target: exportedTarget(NETWORK, {
+            target: exportedTarget(network, {
               resource: "vpcs",
               name: "core",
             }),
@@ -178,7 +151,7 @@ componentTest(
       "status truth: every Enforced rule and Lock is proven by a denial",
       async () => {
         await assertStatusTruth(kcp, {
-          workspaces: [COMPUTE, OWNERS, NETWORK, C1],
+          workspaces: [compute, owners, network, c1],
           minimum: { rules: 2, locks: 1 },
         });
       },
@@ -186,7 +159,7 @@ componentTest(
 
     await step("the Lock deleted, the VPC can be deleted", async () => {
       await kcp.kubectlOk(["delete", "lock", "prod", "-n", "team-a"], {
-        workspace: C1,
+        workspace: c1,
       });
       const core = vpc("team-a", "core");
       // The webhook learns of the deletion from its watch of Locks.

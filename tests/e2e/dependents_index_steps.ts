@@ -22,7 +22,6 @@ import {
   KcpRequestError,
   namespaceObject,
   type Step,
-  targetsOf,
   vmManifest,
   vmVpcRule,
   vpcManifest,
@@ -32,20 +31,12 @@ import {
   waitForRuleEnforced,
   type WorldPaths,
 } from "../../testing/mod.ts";
+import {
+  applyIndexManifest,
+  feedSynced,
+  indexWorld,
+} from "../../testing/index_world.ts";
 import { sample } from "../../testing/metrics_text.ts";
-
-const ROOT = new URL("../../", import.meta.url).pathname;
-/** Back-to-back creates and deletes per consumer. */
-const ROUNDS = 250;
-
-/** Whether the metrics `text` show a synced feed of the index named `key`. */
-function feedSynced(text: string, key: string): boolean {
-  return text.split("\n").some((line) =>
-    line.startsWith("dependency_webhook_index_feeds{") &&
-    line.includes(`index="${key}"`) &&
-    /state="synced"\} [1-9]/.test(line)
-  );
-}
 
 /**
  * The steps of "the dependents index: a VM created and its VPC deleted back
@@ -58,15 +49,11 @@ export async function dependentsIndexSteps(
   step: Step,
   paths: WorldPaths,
 ): Promise<void> {
-  const { kcp } = world;
-  const CONSUMERS = ["c1", "c2", "c3", "c4"].map((c) => paths.consumer(c));
-  const metrics = async () => {
-    const { webhook } = world.components();
-    const response = await fetch(
-      `http://127.0.0.1:${webhook.metricsPort}/metrics`,
-    );
-    return await response.text();
-  };
+  const w = indexWorld(world, paths, {
+    consumers: ["c1", "c2", "c3", "c4"],
+    rounds: 250,
+  });
+  const { kcp } = w;
 
   await step(
     "providers, four consumers; the webhook with --dependents-index and its grants",
@@ -74,15 +61,12 @@ export async function dependentsIndexSteps(
       await buildTopology(kcp, {
         networkPath: paths.network,
         computePath: paths.compute,
-        consumerPaths: CONSUMERS,
+        consumerPaths: w.consumers,
       });
-      for (const consumer of CONSUMERS) {
+      for (const consumer of w.consumers) {
         await applyObjects(kcp, consumer, [namespaceObject("team-a")]);
       }
-      await kcp.kubectlOk(
-        ["apply", "-k", `${ROOT}manifests/kcp/system-admin/dependents-index`],
-        { workspace: "system:admin", identity: "shardAdmin" },
-      );
+      await applyIndexManifest(kcp);
       await world.startComponents({
         webhook: { args: ["--dependents-index"] },
       });
@@ -106,7 +90,7 @@ export async function dependentsIndexSteps(
       );
       const key = `compute.example.com/v1alpha1/virtualmachines:${identity}`;
       await waitFor("the index feed to sync", async () => {
-        return feedSynced(await metrics(), key) || undefined;
+        return feedSynced(await w.metrics(), key) || undefined;
       }, { timeoutMs: 60_000 });
     },
   );
@@ -114,16 +98,12 @@ export async function dependentsIndexSteps(
   await step(
     "a denial through kubectl names the VM, as the list does",
     async () => {
-      const [c1] = CONSUMERS as [string];
-      await applyObjects(kcp, c1, [
+      await applyObjects(kcp, w.c1, [
         vpcManifest("vpc-a", { namespace: "team-a" }),
         vmManifest("vm-1", { namespace: "team-a", vpc: "vpc-a" }),
       ]);
-      const vpc = targetsOf(c1, "vpc")("team-a", "vpc-a");
-      const message =
-        "cannot delete vpcs/vpc-a: still referenced by VirtualMachine/vm-1 (.spec.vpcRef.name)";
-      await waitForDeleteDenial(kcp, vpc, message);
-      await assertDeleteDenied(kcp, vpc, message);
+      await waitForDeleteDenial(kcp, w.vpc, w.denial);
+      await assertDeleteDenied(kcp, w.vpc, w.denial);
       await kcp.kubectlOk([
         "delete",
         "virtualmachine",
@@ -131,14 +111,14 @@ export async function dependentsIndexSteps(
         "-n",
         "team-a",
       ], {
-        workspace: c1,
+        workspace: w.c1,
       });
-      await assertDeleteAllowed(kcp, vpc);
+      await assertDeleteAllowed(kcp, w.vpc);
     },
   );
 
   await step(
-    `${ROUNDS} times in each of ${CONSUMERS.length} consumers at once: a VM created, then its VPC deleted at once, is denied`,
+    `${w.rounds} times in each of ${w.consumers.length} consumers at once: a VM created, then its VPC deleted at once, is denied`,
     async () => {
       const api = (consumer: string, resource: string) =>
         `/clusters/${consumer}/apis/${
@@ -146,8 +126,8 @@ export async function dependentsIndexSteps(
         }.example.com/v1alpha1/namespaces/team-a/${resource}`;
       const wrongAllows: string[] = [];
       let unavailable = 0;
-      await Promise.all(CONSUMERS.map(async (consumer) => {
-        for (let i = 0; i < ROUNDS; i++) {
+      await Promise.all(w.consumers.map(async (consumer) => {
+        for (let i = 0; i < w.rounds; i++) {
           const vpc = `race-${i}`;
           await kcp.request("POST", api(consumer, "vpcs"), {
             body: vpcManifest(vpc, { namespace: "team-a" }),
@@ -202,7 +182,7 @@ export async function dependentsIndexSteps(
       assert.deepEqual(wrongAllows, [], "deletes the list would deny");
       console.log(
         `${
-          CONSUMERS.length * ROUNDS
+          w.consumers.length * w.rounds
         } back-to-back deletes: 0 allowed, ${unavailable} denied 503 (fail closed)`,
       );
     },
@@ -211,14 +191,14 @@ export async function dependentsIndexSteps(
   await step(
     "the index answered reviews, and a denial from it confirmed the VM live",
     async () => {
-      const text = await metrics();
+      const text = await w.metrics();
       const confirmed = sample(
         text,
         'dependency_webhook_index_answers_total{outcome="confirmed"}',
       ) ?? 0;
       // Most denials came from the index (the rest listed, or failed
       // closed on a slow machine).
-      assert.ok(confirmed >= (CONSUMERS.length * ROUNDS) / 2, text);
+      assert.ok(confirmed >= (w.consumers.length * w.rounds) / 2, text);
       console.log(
         text.split("\n").filter((l) =>
           l.startsWith("dependency_webhook_index_answers_total{")

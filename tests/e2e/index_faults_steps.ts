@@ -32,7 +32,6 @@ import {
   indexMetrics,
   namespaceObject,
   type Step,
-  targetsOf,
   vmManifest,
   vmVpcRule,
   vpcManifest,
@@ -41,13 +40,7 @@ import {
   waitForRuleEnforced,
   type WorldPaths,
 } from "../../testing/mod.ts";
-
-const ROOT = new URL("../../", import.meta.url).pathname;
-const NAMESPACE = "team-a";
-/** Back-to-back rounds per consumer in the steady steps. */
-const ROUNDS = 15;
-const DENIAL =
-  "cannot delete vpcs/vpc-a: still referenced by VirtualMachine/vm-1 (.spec.vpcRef.name)";
+import { applyIndexManifest, indexWorld } from "../../testing/index_world.ts";
 
 /**
  * The steps of "the dependents index under faults: no watch granted, kcp
@@ -61,11 +54,8 @@ export async function indexFaultsSteps(
   step: Step,
   paths: WorldPaths,
 ): Promise<void> {
-  const CONSUMERS = ["c1", "c2"].map((c) => paths.consumer(c));
-  const [C1] = CONSUMERS as [string];
-  const VPC = targetsOf(C1, "vpc")(NAMESPACE, "vpc-a");
-  const { kcp } = world;
-  const webhook = () => world.components().webhook;
+  const w = indexWorld(world, paths, { consumers: ["c1", "c2"], rounds: 15 });
+  const { kcp } = w;
 
   await step(
     "providers, two consumers; the webhook with --dependents-index, granted WITHOUT the index's watch",
@@ -73,15 +63,12 @@ export async function indexFaultsSteps(
       await buildTopology(kcp, {
         networkPath: paths.network,
         computePath: paths.compute,
-        consumerPaths: CONSUMERS,
+        consumerPaths: w.consumers,
       });
-      for (const consumer of CONSUMERS) {
-        await applyObjects(kcp, consumer, [namespaceObject(NAMESPACE)]);
+      for (const consumer of w.consumers) {
+        await applyObjects(kcp, consumer, [namespaceObject(w.namespace)]);
       }
-      await kcp.kubectlOk(
-        ["apply", "-k", `${ROOT}manifests/kcp/system-admin/dependents-index`],
-        { workspace: "system:admin", identity: "shardAdmin" },
-      );
+      await applyIndexManifest(kcp);
       // The other worlds' rules lose the index's watch an earlier suite
       // may have granted: no index of this webhook's is ever fed.
       assert.doesNotMatch(await grantWebhookReads(kcp), /watch/);
@@ -103,35 +90,35 @@ export async function indexFaultsSteps(
     "no watch granted: the feeds fail and never sync; deletes are denied through the list path, with the same message",
     async () => {
       await waitFor("an index feed to fail", async () => {
-        const { feeds } = await indexMetrics(webhook());
+        const { feeds } = await indexMetrics(w.webhook());
         return (feeds.failed ?? 0) > 0 || undefined;
       }, { timeoutMs: 60_000, intervalMs: 500 });
-      await applyObjects(kcp, C1, [
-        vpcManifest("vpc-a", { namespace: NAMESPACE }),
-        vmManifest("vm-1", { namespace: NAMESPACE, vpc: "vpc-a" }),
+      await applyObjects(kcp, w.c1, [
+        vpcManifest("vpc-a", { namespace: w.namespace }),
+        vmManifest("vm-1", { namespace: w.namespace, vpc: "vpc-a" }),
       ]);
-      await waitForDeleteDenial(kcp, VPC, DENIAL);
-      assert.equal(await assertDeleteDenied(kcp, VPC, DENIAL), DENIAL);
+      await waitForDeleteDenial(kcp, w.vpc, w.denial);
+      assert.equal(await assertDeleteDenied(kcp, w.vpc, w.denial), w.denial);
       const tally = await backToBackDeletes(kcp, {
-        consumers: CONSUMERS,
-        namespace: NAMESPACE,
+        consumers: w.consumers,
+        namespace: w.namespace,
         prefix: "nowatch",
-        rounds: ROUNDS,
+        rounds: w.rounds,
       });
       console.log("no watch granted:", JSON.stringify(tally));
       assert.deepEqual(tally.wrongAllows, [], "deletes the list would deny");
-      assert.equal(tally.denied, CONSUMERS.length * ROUNDS);
-      const { answers, feeds, lines } = await indexMetrics(webhook());
+      assert.equal(tally.denied, w.consumers.length * w.rounds);
+      const { answers, feeds, lines } = await indexMetrics(w.webhook());
       console.log(lines.join("\n"));
       assert.equal(feeds.synced ?? 0, 0, lines.join("\n"));
       assert.ok((feeds.failed ?? 0) + (feeds.syncing ?? 0) > 0);
       assert.ok(
-        (answers.not_synced ?? 0) >= CONSUMERS.length * ROUNDS,
+        (answers.not_synced ?? 0) >= w.consumers.length * w.rounds,
         lines.join("\n"),
       );
       assert.equal(answers.confirmed ?? 0, 0, lines.join("\n"));
       assert.match(
-        await webhook().log(),
+        await w.webhook().log(),
         /dependents index feed failed, listing again.*403/,
       );
     },
@@ -143,21 +130,21 @@ export async function indexFaultsSteps(
       const role = await grantWebhookReads(kcp, { dependentsIndex: true });
       assert.match(role, /apiexports\/content/);
       await waitFor("the index feeds to sync", async () => {
-        const { feeds } = await indexMetrics(webhook());
+        const { feeds } = await indexMetrics(w.webhook());
         return ((feeds.synced ?? 0) > 0 && (feeds.failed ?? 0) === 0) ||
           undefined;
       }, { timeoutMs: 90_000, intervalMs: 500 });
-      const before = (await indexMetrics(webhook())).answers;
+      const before = (await indexMetrics(w.webhook())).answers;
       const tally = await backToBackDeletes(kcp, {
-        consumers: CONSUMERS,
-        namespace: NAMESPACE,
+        consumers: w.consumers,
+        namespace: w.namespace,
         prefix: "granted",
-        rounds: ROUNDS,
+        rounds: w.rounds,
       });
       console.log("granted:", JSON.stringify(tally));
       assert.deepEqual(tally.wrongAllows, [], "deletes the list would deny");
-      assert.equal(tally.denied, CONSUMERS.length * ROUNDS);
-      const { answers, lines } = await indexMetrics(webhook());
+      assert.equal(tally.denied, w.consumers.length * w.rounds);
+      const { answers, lines } = await indexMetrics(w.webhook());
       console.log(lines.join("\n"));
       // Under load a VM may reach the index later than the freshness
       // wait: that review lists (not_fresh), and still denies.
@@ -165,7 +152,7 @@ export async function indexFaultsSteps(
         (answers.confirmed ?? 0) > (before.confirmed ?? 0),
         lines.join("\n"),
       );
-      assert.equal(await assertDeleteDenied(kcp, VPC, DENIAL), DENIAL);
+      assert.equal(await assertDeleteDenied(kcp, w.vpc, w.denial), w.denial);
     },
   );
 
@@ -176,8 +163,8 @@ export async function indexFaultsSteps(
       const race = new AbortController();
       const tally = emptyTally();
       const running = backToBackDeletes(kcp, {
-        consumers: CONSUMERS,
-        namespace: NAMESPACE,
+        consumers: w.consumers,
+        namespace: w.namespace,
         prefix: "restart",
         signal: race.signal,
         outage: () => away,
@@ -188,17 +175,17 @@ export async function indexFaultsSteps(
         await waitFor("the race to run", () => {
           return Promise.resolve(tally.rounds >= 10 || undefined);
         }, { timeoutMs: 60_000, intervalMs: 200 });
-        const logBefore = (await webhook().log()).length;
+        const logBefore = (await w.webhook().log()).length;
         away = true;
         const atStop = { ...tally };
         await kcp.stop({ keepRootDir: true });
         await kcp.start();
         console.log(`kcp back after ${kcp.lastStartupMs.toFixed(0)} ms`);
         const back = performance.now();
-        const atStart = (await indexMetrics(webhook())).answers;
+        const atStart = (await indexMetrics(w.webhook())).answers;
         // Back: the race goes on, and the index answers it again.
         await waitFor("the index feeds to sync again", async () => {
-          const { feeds } = await indexMetrics(webhook());
+          const { feeds } = await indexMetrics(w.webhook());
           return ((feeds.synced ?? 0) > 0 && (feeds.failed ?? 0) === 0) ||
             undefined;
         }, { timeoutMs: 120_000, intervalMs: 250 });
@@ -208,7 +195,7 @@ export async function indexFaultsSteps(
           } s after kcp was back`,
         );
         await waitFor("the index to confirm dependents again", async () => {
-          const { answers, feeds } = await indexMetrics(webhook());
+          const { answers, feeds } = await indexMetrics(w.webhook());
           return ((answers.confirmed ?? 0) >= (atStart.confirmed ?? 0) + 20 &&
             (feeds.synced ?? 0) > 0 && (feeds.failed ?? 0) === 0) ||
             undefined;
@@ -233,7 +220,7 @@ export async function indexFaultsSteps(
           "deletes the list would deny",
         );
         assert.ok(tally.denied >= tally.rounds, JSON.stringify(tally));
-        const { answers, feeds, lines } = await indexMetrics(webhook());
+        const { answers, feeds, lines } = await indexMetrics(w.webhook());
         console.log(lines.join("\n"));
         assert.ok((answers.confirmed ?? 0) > (atStart.confirmed ?? 0));
         console.log(
@@ -244,13 +231,13 @@ export async function indexFaultsSteps(
           } confirmed by the index`,
         );
         assert.equal(feeds.failed ?? 0, 0);
-        const log = (await webhook().log()).slice(logBefore);
+        const log = (await w.webhook().log()).slice(logBefore);
         // The restart broke the index's watches: each feed listed again.
         assert.match(
           log,
           /dependents index feed failed, listing again|resource version expired, listing again|listed into the dependents index/,
         );
-        assert.equal(await assertDeleteDenied(kcp, VPC, DENIAL), DENIAL);
+        assert.equal(await assertDeleteDenied(kcp, w.vpc, w.denial), w.denial);
       } finally {
         race.abort();
         await running.catch(() => {});

@@ -19,10 +19,8 @@ import {
   buildTopology,
   type ComponentWorld,
   grantWebhookReads,
-  type KcpApi,
   namespaceObject,
   type Step,
-  targetsOf,
   vmManifest,
   vmVpcRule,
   vpcManifest,
@@ -31,56 +29,13 @@ import {
   waitForRuleEnforced,
   type WorldPaths,
 } from "../../testing/mod.ts";
-
-const ROOT = new URL("../../", import.meta.url).pathname;
-
-/** A rule's condition as kubectl shows it. */
-interface ShownCondition {
-  type: string;
-  status: string;
-  reason: string;
-  message: string;
-}
-
-/** A rule, by its workspace and name. */
-interface RuleRef {
-  workspace: string;
-  name: string;
-}
-
-/** The rule's conditions, for its current generation (else none). */
-async function conditionsOf(
-  kcp: KcpApi,
-  rule: RuleRef,
-): Promise<ShownCondition[]> {
-  const object = JSON.parse(
-    await kcp.kubectlOk(
-      ["get", "dependencyrules", rule.name, "-o", "json"],
-      { workspace: rule.workspace },
-    ),
-  ) as {
-    metadata: { generation: number };
-    status?: { observedGeneration?: number; conditions?: ShownCondition[] };
-  };
-  return object.status?.observedGeneration === object.metadata.generation
-    ? object.status?.conditions ?? []
-    : [];
-}
-
-/** Waits until the rule's Indexed condition has `reason`, and returns it. */
-function waitForIndexed(
-  kcp: KcpApi,
-  rule: RuleRef,
-  reason: string,
-): Promise<ShownCondition> {
-  return waitFor(`rule ${rule.name} to say Indexed ${reason}`, async () => {
-    const indexed = (await conditionsOf(kcp, rule)).find((c) =>
-      c.type === "Indexed"
-    );
-    if (indexed?.reason === reason) return indexed;
-    throw new Error(`Indexed is ${JSON.stringify(indexed)}`);
-  }, { timeoutMs: 90_000, intervalMs: 500 });
-}
+import {
+  anyFeedSynced,
+  applyIndexManifest,
+  conditionsOf,
+  indexWorld,
+  waitForIndexed,
+} from "../../testing/index_world.ts";
 
 /**
  * The steps of "the Indexed condition: WebhookCannotWatch, naming the
@@ -93,29 +48,23 @@ export async function indexStatusSteps(
   step: Step,
   paths: WorldPaths,
 ): Promise<void> {
-  const { kcp } = world;
-  const NETWORK = paths.network;
-  const COMPUTE = paths.compute;
-  const C1 = paths.consumer("c1");
-  const RULE = { workspace: COMPUTE, name: "vm-vpc" };
-  const vpc = targetsOf(C1, "vpc")("team-a", "vpc-a");
-  const message =
-    "cannot delete vpcs/vpc-a: still referenced by VirtualMachine/vm-1 (.spec.vpcRef.name)";
+  const w = indexWorld(world, paths, { consumers: ["c1"] });
+  const { kcp } = w;
 
   await step(
     "providers and a consumer; webhook and controller with --dependents-index; the rule, with the reads granted without watch",
     async () => {
       await buildTopology(kcp, {
-        networkPath: NETWORK,
-        computePath: COMPUTE,
-        consumerPaths: [C1],
+        networkPath: w.network,
+        computePath: w.compute,
+        consumerPaths: [w.c1],
       });
-      await applyObjects(kcp, C1, [namespaceObject("team-a")]);
+      await applyObjects(kcp, w.c1, [namespaceObject("team-a")]);
       await world.startComponents({
         webhook: { args: ["--dependents-index"] },
         controller: { args: ["--dependents-index"] },
       });
-      await applyObjects(kcp, COMPUTE, [vmVpcRule(NETWORK)]);
+      await applyObjects(kcp, w.compute, [vmVpcRule(w.network)]);
       const role = await grantWebhookReads(kcp);
       assert.doesNotMatch(role, /apiexports\/content/);
     },
@@ -124,8 +73,8 @@ export async function indexStatusSteps(
   await step(
     "the rule is Enforced and says Indexed=False WebhookCannotWatch, naming what to grant and how",
     async () => {
-      await waitForRuleEnforced(kcp, RULE, { timeoutMs: 90_000 });
-      const indexed = await waitForIndexed(kcp, RULE, "WebhookCannotWatch");
+      await waitForRuleEnforced(kcp, w.rule, { timeoutMs: 90_000 });
+      const indexed = await waitForIndexed(kcp, w.rule, "WebhookCannotWatch");
       assert.equal(indexed.status, "False");
       for (
         const text of [
@@ -145,7 +94,7 @@ export async function indexStatusSteps(
         );
       }
       // Ready is what it is without the index: the webhook lists.
-      const ready = (await conditionsOf(kcp, RULE)).find((c) =>
+      const ready = (await conditionsOf(kcp, w.rule)).find((c) =>
         c.type === "Ready"
       );
       assert.deepEqual([ready?.status, ready?.reason], ["True", "Enforced"]);
@@ -155,12 +104,12 @@ export async function indexStatusSteps(
   await step(
     "status truth: the Enforced rule proves itself, a delete of a VPC a VM names is denied",
     async () => {
-      await applyObjects(kcp, C1, [
+      await applyObjects(kcp, w.c1, [
         vpcManifest("vpc-a", { namespace: "team-a" }),
         vmManifest("vm-1", { namespace: "team-a", vpc: "vpc-a" }),
       ]);
-      await waitForDeleteDenial(kcp, vpc, message);
-      await assertDeleteDenied(kcp, vpc, message);
+      await waitForDeleteDenial(kcp, w.vpc, w.denial);
+      await assertDeleteDenied(kcp, w.vpc, w.denial);
     },
   );
 
@@ -169,32 +118,23 @@ export async function indexStatusSteps(
     async () => {
       const role = await grantWebhookReads(kcp, { dependentsIndex: true });
       assert.match(role, /apiexports\/content/);
-      await kcp.kubectlOk(
-        ["apply", "-k", `${ROOT}manifests/kcp/system-admin/dependents-index`],
-        { workspace: "system:admin", identity: "shardAdmin" },
-      );
-      const indexed = await waitForIndexed(kcp, RULE, "Indexed");
+      await applyIndexManifest(kcp);
+      const indexed = await waitForIndexed(kcp, w.rule, "Indexed");
       assert.equal(indexed.status, "True");
       assert.match(
         indexed.message,
         /dependency-webhook may watch virtualmachines\.compute\.example\.com and the content of the APIExport compute\.example\.com/,
       );
-      const ready = (await conditionsOf(kcp, RULE)).find((c) =>
+      const ready = (await conditionsOf(kcp, w.rule)).find((c) =>
         c.type === "Ready"
       );
       assert.deepEqual([ready?.status, ready?.reason], ["True", "Enforced"]);
       // What it says is so: the webhook's index of VMs syncs.
-      const { webhook } = world.components();
       await waitFor("the index feed to sync", async () => {
-        const response = await fetch(
-          `http://127.0.0.1:${webhook.metricsPort}/metrics`,
-        );
-        const text = await response.text();
-        return /^dependency_webhook_index_feeds\{[^}]*state="synced"\} [1-9]/m
-          .test(text) || undefined;
+        return anyFeedSynced(await w.metrics()) || undefined;
       }, { timeoutMs: 90_000 });
       // And deletes are denied all the same.
-      await assertDeleteDenied(kcp, vpc, message);
+      await assertDeleteDenied(kcp, w.vpc, w.denial);
     },
   );
 }

@@ -15,130 +15,26 @@ import {
   KcpRequestError,
   type KcpServer,
   MANIFESTS,
+  objectExists,
   startWebhook,
   type Step,
-  type Topology,
   validRules,
   vmManifest,
   vpcManifest,
   waitFor,
   waitForDryRunDelete,
-  type WebhookProcess,
   type WorldPaths,
 } from "../../testing/mod.ts";
-
-const RULE = new URL(
-  "../../testing/fixtures/compute/dependencyrule-vm-vpc.yaml",
-  import.meta.url,
-)
-  .pathname;
-const CIDR = "10.0.0.0/16";
-
-async function exists(
-  kcp: KcpServer,
-  workspace: string,
-  kind: string,
-  name: string,
-): Promise<boolean> {
-  const r = await kcp.kubectl([
-    "get",
-    kind,
-    name,
-    "-n",
-    "default",
-    "-o",
-    "name",
-  ], { workspace });
-  return r.code === 0;
-}
-
-/** POSTs an AdmissionReview straight to the webhook, as anyone on its network could. */
-async function postReview(
-  webhook: WebhookProcess,
-  review: unknown,
-): Promise<{ allowed: boolean; status?: { code: number; message: string } }> {
-  const client = Deno.createHttpClient({ caCerts: [webhook.cert.caPem] });
-  try {
-    const response = await fetch(webhook.url, {
-      method: "POST",
-      body: JSON.stringify(review),
-      client,
-    });
-    assert.equal(response.status, 200);
-    return (await response.json() as {
-      response: {
-        allowed: boolean;
-        status?: { code: number; message: string };
-      };
-    }).response;
-  } finally {
-    client.close();
-  }
-}
-
-/** The DELETE review kcp would send for `object`, a live VPC as kubectl shows it. */
-function deleteReviewOf(object: {
-  metadata: { name: string; namespace: string };
-}): unknown {
-  return {
-    apiVersion: "admission.k8s.io/v1",
-    kind: "AdmissionReview",
-    request: {
-      uid: crypto.randomUUID(),
-      kind: { group: "network.example.com", version: "v1alpha1", kind: "VPC" },
-      resource: {
-        group: "network.example.com",
-        version: "v1alpha1",
-        resource: "vpcs",
-      },
-      name: object.metadata.name,
-      namespace: object.metadata.namespace,
-      operation: "DELETE",
-      userInfo: { username: "mallory", groups: ["system:authenticated"] },
-      oldObject: object,
-      dryRun: false,
-    },
-  };
-}
-
-/** A ClusterRole in a workspace. */
-function clusterRole(name: string, rules: unknown[]): unknown {
-  return {
-    apiVersion: "rbac.authorization.k8s.io/v1",
-    kind: "ClusterRole",
-    metadata: { name },
-    rules,
-  };
-}
-
-/** Binds the ClusterRole `role` to `user` in a workspace. */
-function bindUser(role: string, user: string): unknown {
-  return {
-    apiVersion: "rbac.authorization.k8s.io/v1",
-    kind: "ClusterRoleBinding",
-    metadata: { name: `${role}-${user}` },
-    roleRef: {
-      apiGroup: "rbac.authorization.k8s.io",
-      kind: "ClusterRole",
-      name: role,
-    },
-    subjects: [{
-      apiGroup: "rbac.authorization.k8s.io",
-      kind: "User",
-      name: user,
-    }],
-  };
-}
-
-/** How many reviews the webhook has answered, whatever the outcome. */
-async function reviewsAnswered(webhook: WebhookProcess): Promise<number> {
-  const { text } = await webhook.get(webhook.metricsPort, "/metrics");
-  return [
-    ...text.matchAll(
-      /^dependency_webhook_admission_reviews_total\{[^}]*\} (\d+)$/gm,
-    ),
-  ].reduce((sum, m) => sum + Number(m[1]), 0);
-}
+import {
+  clusterRole,
+  deleteReviewOf,
+  postReview,
+  reviewsAnswered,
+  userRoleBinding,
+  VM_VPC_RULE_FILE,
+  VPC_CIDR,
+  WebhookWorld,
+} from "../../testing/webhook_world.ts";
 
 /**
  * The steps of "webhook: protects referenced objects across workspaces,
@@ -151,67 +47,59 @@ export async function webhookSteps(
   step: Step,
   paths: WorldPaths,
 ): Promise<void> {
-  let topo!: Topology;
-  let webhook!: WebhookProcess;
-  let c1 = "";
-  let c2 = "";
+  const w = new WebhookWorld();
 
   await step(
     "the topology is built from the manifests users apply",
     async () => {
-      topo = await buildTopology(kcp, {
+      w.topo = await buildTopology(kcp, {
         networkPath: paths.network,
         computePath: paths.compute,
         consumerPaths: [paths.consumer("c1"), paths.consumer("c2")],
       });
-      c1 = topo.consumers[0]!.path;
-      c2 = topo.consumers[1]!.path;
-      assert.equal(topo.endpointUrls.length, 1);
+      w.c1 = w.topo.consumers[0]!.path;
+      w.c2 = w.topo.consumers[1]!.path;
+      assert.equal(w.topo.endpointUrls.length, 1);
     },
   );
 
   await step(
     "the webhook starts as its own identity and is ready with no rules",
     async () => {
-      webhook = await startWebhook(kcp);
+      w.webhook = await startWebhook(kcp);
       assert.equal(
-        (await webhook.get(webhook.healthPort, "/healthz")).status,
+        (await w.webhook.get(w.webhook.healthPort, "/healthz")).status,
         200,
       );
-      assert.equal(await validRules(webhook), 0);
+      assert.equal(await validRules(w.webhook), 0);
     },
   );
 
   await step(
     "a rule created after start is loaded without a restart",
     async () => {
-      await kcp.kubectlOk(["apply", "-f", RULE], {
-        workspace: topo.compute.path,
+      await kcp.kubectlOk(["apply", "-f", VM_VPC_RULE_FILE], {
+        workspace: w.topo.compute.path,
       });
       await waitFor(
         "the webhook to load the rule",
-        async () => (await validRules(webhook)) === 1 || undefined,
+        async () => (await validRules(w.webhook)) === 1 || undefined,
       );
-      await installWebhookConfig(kcp, topo.network.path, {
-        url: webhook.url,
-        caPem: webhook.cert.caPem,
+      await installWebhookConfig(kcp, w.topo.network.path, {
+        url: w.webhook.url,
+        caPem: w.webhook.cert.caPem,
         resources: [{
           group: "network.example.com",
           version: "v1alpha1",
           resource: "vpcs",
         }],
       });
-      await applyObjects(kcp, c1, [
-        vpcManifest("vpc-a", { cidr: CIDR }),
-        vpcManifest("vpc-b", { cidr: CIDR }),
+      await applyObjects(kcp, w.c1, [
+        vpcManifest("vpc-a", { cidr: VPC_CIDR }),
+        vpcManifest("vpc-b", { cidr: VPC_CIDR }),
         vmManifest("vm-1", { vpc: "vpc-a" }),
       ]);
-      await waitForDryRunDelete(kcp, {
-        workspace: c1,
-        type: "vpc",
-        namespace: "default",
-        name: "vpc-a",
-      }, ANY_DENIAL);
+      await waitForDryRunDelete(kcp, w.inC1("vpc", "vpc-a"), ANY_DENIAL);
     },
   );
 
@@ -220,7 +108,7 @@ export async function webhookSteps(
     async () => {
       const r = await kcp.kubectl(
         ["delete", "vpc", "vpc-a", "-n", "default"],
-        { workspace: c1 },
+        { workspace: w.c1 },
       );
       assert.notEqual(r.code, 0);
       assert.match(
@@ -228,8 +116,8 @@ export async function webhookSteps(
         /the webhook's identity may not (get vpcs\.network\.example\.com|list virtualmachines\.compute\.example\.com) in this workspace \(403 Forbidden\): grant/,
       );
       assert.match(r.stderr, /system:admin of every shard/);
-      assert.ok(await exists(kcp, c1, "vpc", "vpc-a"));
-      const { text } = await webhook.get(webhook.metricsPort, "/metrics");
+      assert.ok(await objectExists(kcp, w.inC1("vpc", "vpc-a")));
+      const { text } = await w.webhook.get(w.webhook.metricsPort, "/metrics");
       assert.match(
         text,
         /^dependency_webhook_forbidden_total\{verb="(get|list)",group="(network|compute)\.example\.com",resource="(vpcs|virtualmachines)"\} [1-9]/m,
@@ -253,7 +141,7 @@ export async function webhookSteps(
           "-n",
           "default",
           "--dry-run=server",
-        ], { workspace: c1 });
+        ], { workspace: w.c1 });
         return /still referenced by VirtualMachine\/vm-1/.test(r.stderr) ||
           undefined;
       }, { timeoutMs: 30_000, intervalMs: 200 });
@@ -263,7 +151,7 @@ export async function webhookSteps(
   await step(
     "the webhook's identity can read no Secret or ConfigMap in a consumer workspace",
     async () => {
-      const cluster = topo.consumers[0]!.cluster;
+      const cluster = w.topo.consumers[0]!.cluster;
       for (const resource of ["secrets", "configmaps"]) {
         const error = await kcp.request(
           "GET",
@@ -281,7 +169,7 @@ export async function webhookSteps(
     async () => {
       const r = await kcp.kubectl(
         ["delete", "vpc", "vpc-a", "-n", "default"],
-        { workspace: c1 },
+        { workspace: w.c1 },
       );
       assert.notEqual(r.code, 0);
       assert.match(
@@ -289,7 +177,7 @@ export async function webhookSteps(
         /still referenced by VirtualMachine\/vm-1 \(\.spec\.vpcRef\.name\)/,
       );
       assert.match(r.stderr, /cannot delete vpcs\/vpc-a/);
-      assert.ok(await exists(kcp, c1, "vpc", "vpc-a"));
+      assert.ok(await objectExists(kcp, w.inC1("vpc", "vpc-a")));
     },
   );
 
@@ -306,16 +194,16 @@ export async function webhookSteps(
           "-o",
           "json",
         ], {
-          workspace: c1,
+          workspace: w.c1,
         }),
       );
-      const genuine = await postReview(webhook, deleteReviewOf(live));
+      const genuine = await postReview(w.webhook, deleteReviewOf(live));
       assert.equal(genuine.allowed, false);
       assert.match(genuine.status?.message ?? "", /VirtualMachine\/vm-1/);
 
       const forged = structuredClone(live);
       forged.metadata.uid = crypto.randomUUID();
-      const changed = await postReview(webhook, deleteReviewOf(forged));
+      const changed = await postReview(w.webhook, deleteReviewOf(forged));
       assert.equal(changed.allowed, false);
       assert.equal(changed.status?.code, 409);
       assert.doesNotMatch(changed.status?.message ?? "", /vm-1|vpc-a/);
@@ -323,8 +211,8 @@ export async function webhookSteps(
       // The same object claimed in c2, where nobody named vpc-a exists.
       const elsewhere = structuredClone(forged);
       elsewhere.metadata.annotations["kcp.io/cluster"] =
-        topo.consumers[1]!.cluster;
-      const other = await postReview(webhook, deleteReviewOf(elsewhere));
+        w.topo.consumers[1]!.cluster;
+      const other = await postReview(w.webhook, deleteReviewOf(elsewhere));
       assert.equal(other.allowed, false);
       assert.deepEqual(other.status, changed.status);
     },
@@ -341,7 +229,7 @@ export async function webhookSteps(
         "default",
         "--dry-run=server",
       ], {
-        workspace: c1,
+        workspace: w.c1,
       });
       assert.notEqual(denied.code, 0);
       assert.match(denied.stderr, /still referenced by VirtualMachine\/vm-1/);
@@ -353,11 +241,11 @@ export async function webhookSteps(
         "default",
         "--dry-run=server",
       ], {
-        workspace: c1,
+        workspace: w.c1,
       });
       assert.match(allowed, /"vpc-b" deleted.*\(server dry run\)/);
-      assert.ok(await exists(kcp, c1, "vpc", "vpc-a"));
-      assert.ok(await exists(kcp, c1, "vpc", "vpc-b"));
+      assert.ok(await objectExists(kcp, w.inC1("vpc", "vpc-a")));
+      assert.ok(await objectExists(kcp, w.inC1("vpc", "vpc-b")));
     },
   );
 
@@ -370,19 +258,19 @@ export async function webhookSteps(
         "--all",
         "-n",
         "default",
-      ], { workspace: c1 });
+      ], { workspace: w.c1 });
       assert.notEqual(r.code, 0);
       assert.match(r.stderr, /still referenced by VirtualMachine\/vm-1/);
-      assert.ok(await exists(kcp, c1, "vpc", "vpc-a"));
+      assert.ok(await objectExists(kcp, w.inC1("vpc", "vpc-a")));
     },
   );
 
   await step(
     "with two VMs, removing one still blocks; removing both allows",
     async () => {
-      await applyObjects(kcp, c1, [vmManifest("vm-2", { vpc: "vpc-a" })]);
+      await applyObjects(kcp, w.c1, [vmManifest("vm-2", { vpc: "vpc-a" })]);
       let r = await kcp.kubectl(["delete", "vpc", "vpc-a", "-n", "default"], {
-        workspace: c1,
+        workspace: w.c1,
       });
       assert.match(
         r.stderr,
@@ -395,10 +283,10 @@ export async function webhookSteps(
         "-n",
         "default",
       ], {
-        workspace: c1,
+        workspace: w.c1,
       });
       r = await kcp.kubectl(["delete", "vpc", "vpc-a", "-n", "default"], {
-        workspace: c1,
+        workspace: w.c1,
       });
       assert.notEqual(r.code, 0);
       assert.match(
@@ -413,29 +301,29 @@ export async function webhookSteps(
         "-n",
         "default",
       ], {
-        workspace: c1,
+        workspace: w.c1,
       });
       await kcp.kubectlOk(["delete", "vpc", "vpc-a", "-n", "default"], {
-        workspace: c1,
+        workspace: w.c1,
       });
-      assert.ok(!(await exists(kcp, c1, "vpc", "vpc-a")));
+      assert.ok(!(await objectExists(kcp, w.inC1("vpc", "vpc-a"))));
     },
   );
 
   await step(
     "another consumer's objects of the same names are unaffected",
     async () => {
-      await applyObjects(kcp, c1, [
-        vpcManifest("vpc-x", { cidr: CIDR }),
+      await applyObjects(kcp, w.c1, [
+        vpcManifest("vpc-x", { cidr: VPC_CIDR }),
         vmManifest("vm-3", { vpc: "vpc-x" }),
       ]);
-      await applyObjects(kcp, c2, [vpcManifest("vpc-x", { cidr: CIDR })]);
+      await applyObjects(kcp, w.c2, [vpcManifest("vpc-x", { cidr: VPC_CIDR })]);
       await kcp.kubectlOk(["delete", "vpc", "vpc-x", "-n", "default"], {
-        workspace: c2,
+        workspace: w.c2,
       });
       const r = await kcp.kubectl(
         ["delete", "vpc", "vpc-x", "-n", "default"],
-        { workspace: c1 },
+        { workspace: w.c1 },
       );
       assert.match(r.stderr, /still referenced by VirtualMachine\/vm-3/);
     },
@@ -451,18 +339,18 @@ export async function webhookSteps(
         "-n",
         "default",
         "dependencies.opendefense.cloud/skip-protection=true",
-      ], { workspace: c1 });
+      ], { workspace: w.c1 });
       await kcp.kubectlOk(["delete", "vpc", "vpc-x", "-n", "default"], {
-        workspace: c1,
+        workspace: w.c1,
       });
-      assert.ok(await exists(kcp, c1, "virtualmachine", "vm-3"));
-      const audit = (await webhook.log()).split("\n")
+      assert.ok(await objectExists(kcp, w.inC1("virtualmachine", "vm-3")));
+      const audit = (await w.webhook.log()).split("\n")
         .filter((line) => line.includes("skip-protection annotation"))
         .map((line) => JSON.parse(line));
       assert.equal(audit.length, 1);
       assert.equal(audit[0].level, "info");
       assert.equal(audit[0].user, "admin");
-      assert.equal(audit[0].workspace, topo.consumers[0]!.cluster);
+      assert.equal(audit[0].workspace, w.topo.consumers[0]!.cluster);
       assert.equal(audit[0].resource, "vpcs.network.example.com");
       assert.equal(audit[0].name, "vpc-x");
     },
@@ -472,7 +360,7 @@ export async function webhookSteps(
     "a tenant breaks glass with the annotation alone by default, and in authorized mode only with 'bypass'",
     async () => {
       // A tenant who may edit and delete VPCs and VMs in c1, nothing more.
-      await applyObjects(kcp, c1, [
+      await applyObjects(kcp, w.c1, [
         clusterRole("tenant", [
           { nonResourceURLs: ["/"], verbs: ["access"] },
           {
@@ -481,14 +369,14 @@ export async function webhookSteps(
             verbs: ["get", "list", "create", "update", "patch", "delete"],
           },
         ]),
-        bindUser("tenant", "user-1"),
-        vpcManifest("vpc-t1", { cidr: CIDR }),
+        userRoleBinding("tenant", "user-1"),
+        vpcManifest("vpc-t1", { cidr: VPC_CIDR }),
         vmManifest("vm-t1", { vpc: "vpc-t1" }),
-        vpcManifest("vpc-t2", { cidr: CIDR }),
+        vpcManifest("vpc-t2", { cidr: VPC_CIDR }),
         vmManifest("vm-t2", { vpc: "vpc-t2" }),
       ]);
       const asTenant = (args: string[]) =>
-        kcp.kubectl(args, { workspace: c1, identity: "user" });
+        kcp.kubectl(args, { workspace: w.c1, identity: "user" });
       const annotate = (name: string) =>
         asTenant([
           "annotate",
@@ -516,11 +404,11 @@ export async function webhookSteps(
         { workspace: "system:admin", identity: "shardAdmin" },
       );
       const strict = await startWebhook(kcp, {
-        cert: webhook.cert,
+        cert: w.webhook.cert,
         args: ["--skip-protection-mode=authorized"],
       });
       try {
-        await installWebhookConfig(kcp, topo.network.path, {
+        await installWebhookConfig(kcp, w.topo.network.path, {
           url: strict.url,
           caPem: strict.cert.caPem,
           resources: [{
@@ -548,15 +436,15 @@ export async function webhookSteps(
           denial,
           /allowed "bypass" on protections\.dependencies\.opendefense\.cloud in this workspace, and "user-1" is not/,
         );
-        assert.ok(await exists(kcp, c1, "vpc", "vpc-t2"));
+        assert.ok(await objectExists(kcp, w.inC1("vpc", "vpc-t2")));
 
-        await applyObjects(kcp, c1, [
+        await applyObjects(kcp, w.c1, [
           clusterRole("break-glass", [{
             apiGroups: ["dependencies.opendefense.cloud"],
             resources: ["protections"],
             verbs: ["bypass"],
           }]),
-          bindUser("break-glass", "user-1"),
+          userRoleBinding("break-glass", "user-1"),
         ]);
         await waitFor(
           "the tenant's bypass grant to let the delete through",
@@ -572,8 +460,8 @@ export async function webhookSteps(
           },
           { timeoutMs: 30_000, intervalMs: 200 },
         );
-        assert.ok(!(await exists(kcp, c1, "vpc", "vpc-t2")));
-        assert.ok(await exists(kcp, c1, "virtualmachine", "vm-t2"));
+        assert.ok(!(await objectExists(kcp, w.inC1("vpc", "vpc-t2"))));
+        assert.ok(await objectExists(kcp, w.inC1("virtualmachine", "vm-t2")));
         const audit = (await strict.log()).split("\n")
           .filter((line) => line.includes("skip-protection annotation"))
           .map((line) => JSON.parse(line));
@@ -583,23 +471,23 @@ export async function webhookSteps(
         for (const line of audit) {
           assert.equal(line.user, "user-1");
           assert.equal(line.name, "vpc-t2");
-          assert.equal(line.workspace, topo.consumers[0]!.cluster);
+          assert.equal(line.workspace, w.topo.consumers[0]!.cluster);
         }
       } finally {
         // Back to the first webhook: wait until kcp calls it again.
-        await installWebhookConfig(kcp, topo.network.path, {
-          url: webhook.url,
-          caPem: webhook.cert.caPem,
+        await installWebhookConfig(kcp, w.topo.network.path, {
+          url: w.webhook.url,
+          caPem: w.webhook.cert.caPem,
           resources: [{
             group: "network.example.com",
             version: "v1alpha1",
             resource: "vpcs",
           }],
         });
-        await applyObjects(kcp, c2, [
-          vpcManifest("vpc-probe", { cidr: CIDR }),
+        await applyObjects(kcp, w.c2, [
+          vpcManifest("vpc-probe", { cidr: VPC_CIDR }),
         ]);
-        const before = await reviewsAnswered(webhook);
+        const before = await reviewsAnswered(w.webhook);
         await waitFor("kcp to call the first webhook again", async () => {
           await kcp.kubectl([
             "delete",
@@ -608,8 +496,8 @@ export async function webhookSteps(
             "-n",
             "default",
             "--dry-run=server",
-          ], { workspace: c2 });
-          return (await reviewsAnswered(webhook)) > before || undefined;
+          ], { workspace: w.c2 });
+          return (await reviewsAnswered(w.webhook)) > before || undefined;
         }, { timeoutMs: 30_000, intervalMs: 200 });
         await strict.stop();
       }
@@ -619,18 +507,13 @@ export async function webhookSteps(
   await step(
     "an in-place edit of the rule's field path is followed without a restart",
     async () => {
-      await applyObjects(kcp, c1, [
-        vpcManifest("vpc-y", { cidr: CIDR }),
-        vpcManifest("vpc-z", { cidr: CIDR }),
+      await applyObjects(kcp, w.c1, [
+        vpcManifest("vpc-y", { cidr: VPC_CIDR }),
+        vpcManifest("vpc-z", { cidr: VPC_CIDR }),
         vmManifest("vm-4", { vpc: "vpc-y" }),
         vmManifest("vm-5", { altVpc: "vpc-z" }),
       ]);
-      await waitForDryRunDelete(kcp, {
-        workspace: c1,
-        type: "vpc",
-        namespace: "default",
-        name: "vpc-y",
-      }, ANY_DENIAL);
+      await waitForDryRunDelete(kcp, w.inC1("vpc", "vpc-y"), ANY_DENIAL);
       await kcp.kubectlOk([
         "patch",
         "dependencyrule",
@@ -638,16 +521,11 @@ export async function webhookSteps(
         "--type=json",
         "-p",
         '[{"op":"replace","path":"/spec/dependencies/0/fieldRef/path","value":".spec.altVpcRef.name"}]',
-      ], { workspace: topo.compute.path });
-      await waitForDryRunDelete(kcp, {
-        workspace: c1,
-        type: "vpc",
-        namespace: "default",
-        name: "vpc-y",
-      }, undefined);
+      ], { workspace: w.topo.compute.path });
+      await waitForDryRunDelete(kcp, w.inC1("vpc", "vpc-y"), undefined);
       const r = await kcp.kubectl(
         ["delete", "vpc", "vpc-z", "-n", "default"],
-        { workspace: c1 },
+        { workspace: w.c1 },
       );
       assert.match(
         r.stderr,
@@ -660,14 +538,14 @@ export async function webhookSteps(
     "a deleted rule stops protecting, without a restart",
     async () => {
       await kcp.kubectlOk(["delete", "dependencyrule", "vm-dependencies"], {
-        workspace: topo.compute.path,
+        workspace: w.topo.compute.path,
       });
       await waitFor(
         "the webhook to drop the rule",
-        async () => (await validRules(webhook)) === 0 || undefined,
+        async () => (await validRules(w.webhook)) === 0 || undefined,
       );
       await kcp.kubectlOk(["delete", "vpc", "vpc-z", "-n", "default"], {
-        workspace: c1,
+        workspace: w.c1,
       });
     },
   );
@@ -675,7 +553,7 @@ export async function webhookSteps(
   await step(
     "a malformed review sent straight to the webhook gets a 400 naming the problem",
     async () => {
-      const client = Deno.createHttpClient({ caCerts: [webhook.cert.caPem] });
+      const client = Deno.createHttpClient({ caCerts: [w.webhook.cert.caPem] });
       try {
         for (
           const body of [
@@ -685,7 +563,7 @@ export async function webhookSteps(
             '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}',
           ]
         ) {
-          const response = await fetch(webhook.url, {
+          const response = await fetch(w.webhook.url, {
             method: "POST",
             body,
             client,
@@ -709,32 +587,27 @@ export async function webhookSteps(
     async () => {
       await kcp.stop({ keepRootDir: true });
       await kcp.start();
-      await kcp.kubectlOk(["apply", "-f", RULE], {
-        workspace: topo.compute.path,
+      await kcp.kubectlOk(["apply", "-f", VM_VPC_RULE_FILE], {
+        workspace: w.topo.compute.path,
       });
       await waitFor(
         "the webhook to see the rule again",
-        async () => (await validRules(webhook)) === 1 || undefined,
+        async () => (await validRules(w.webhook)) === 1 || undefined,
         {
           timeoutMs: 90_000,
         },
       );
-      await applyObjects(kcp, c1, [
-        vpcManifest("vpc-r", { cidr: CIDR }),
+      await applyObjects(kcp, w.c1, [
+        vpcManifest("vpc-r", { cidr: VPC_CIDR }),
         vmManifest("vm-r", { vpc: "vpc-r" }),
       ]);
-      await waitForDryRunDelete(kcp, {
-        workspace: c1,
-        type: "vpc",
-        namespace: "default",
-        name: "vpc-r",
-      }, ANY_DENIAL);
+      await waitForDryRunDelete(kcp, w.inC1("vpc", "vpc-r"), ANY_DENIAL);
       const r = await kcp.kubectl(
         ["delete", "vpc", "vpc-r", "-n", "default"],
-        { workspace: c1 },
+        { workspace: w.c1 },
       );
       assert.match(r.stderr, /still referenced by VirtualMachine\/vm-r/);
-      assert.match(await webhook.log(), /list or watch failed, retrying/);
+      assert.match(await w.webhook.log(), /list or watch failed, retrying/);
     },
   );
 
@@ -777,7 +650,7 @@ export async function webhookSteps(
                   metadata: {
                     name: "vpc-q",
                     annotations: {
-                      "kcp.io/cluster": topo.consumers[0]!.cluster,
+                      "kcp.io/cluster": w.topo.consumers[0]!.cluster,
                     },
                   },
                 },
@@ -820,11 +693,11 @@ export async function webhookSteps(
       // is listed and nothing is to prove.
       const truth = await assertStatusTruth(kcp, {
         workspaces: [
-          topo.depCtrl.path,
-          topo.network.path,
-          topo.compute.path,
-          c1,
-          c2,
+          w.topo.depCtrl.path,
+          w.topo.network.path,
+          w.topo.compute.path,
+          w.c1,
+          w.c2,
         ],
       });
       assert.equal(truth.rulesListed, 1);
@@ -833,7 +706,7 @@ export async function webhookSteps(
   );
 
   await step("SIGTERM stops the webhook with exit code 0", async () => {
-    assert.equal(await webhook.stop("SIGTERM"), 0);
-    assert.match(await webhook.log(), /"msg":"stopped"/);
+    assert.equal(await w.webhook.stop("SIGTERM"), 0);
+    assert.match(await w.webhook.log(), /"msg":"stopped"/);
   });
 }

@@ -16,27 +16,11 @@ import {
   type WorkspaceRef,
   type WorldPaths,
 } from "../../testing/mod.ts";
-
-const FIXTURES =
-  new URL("../../testing/fixtures/network/", import.meta.url).pathname;
-
-interface Vpc {
-  metadata: { name: string; annotations?: Record<string, string> };
-  spec: { cidr: string };
-}
-
-/** Reads a VPC in `default` the way a user does, with kubectl. */
-async function getVpc(
-  kcp: KcpServer,
-  workspace: string,
-  name: string,
-): Promise<Vpc> {
-  return JSON.parse(
-    await kcp.kubectlOk(["get", "vpc", name, "-n", "default", "-o", "json"], {
-      workspace,
-    }),
-  ) as Vpc;
-}
+import {
+  getVpc,
+  NETWORK_FIXTURES,
+  type Vpc,
+} from "../../testing/harness_world.ts";
 
 /**
  * The steps of "harness: a consumer creates a provider's VPC and reads it by
@@ -69,9 +53,9 @@ export async function harnessSteps(
     "the provider exports VPCs from the files users apply",
     async () => {
       const out = await applyFiles(kcp, network!.path, [
-        `${FIXTURES}apiresourceschema-vpcs.yaml`,
-        `${FIXTURES}apiresourceschema-subnets.yaml`,
-        `${FIXTURES}apiexport.yaml`,
+        `${NETWORK_FIXTURES}apiresourceschema-vpcs.yaml`,
+        `${NETWORK_FIXTURES}apiresourceschema-subnets.yaml`,
+        `${NETWORK_FIXTURES}apiexport.yaml`,
       ]);
       assert.match(out, /apiexport.apis.kcp.io\/network.example.com created/);
       assert.match(
@@ -115,7 +99,7 @@ export async function harnessSteps(
       return r.code === 0 || undefined;
     });
     const out = await kcp.kubectlOk(
-      ["create", "-f", `${FIXTURES}vpc-a.yaml`],
+      ["create", "-f", `${NETWORK_FIXTURES}vpc-a.yaml`],
       {
         workspace: consumer!.path,
       },

@@ -29,6 +29,7 @@ import {
 import { resolveType, workspaceOf } from "./discovery.ts";
 import { type HttpAnswer, objectUrl } from "./dry_run.ts";
 import { decide } from "./why_decision.ts";
+import { withObjectDeletions } from "./why_owners.ts";
 import { renderWhy, WHY_OUTPUTS, type WhyOutput } from "./why_render.ts";
 import {
   DEFAULT_MAX_HELD,
@@ -59,6 +60,10 @@ nothing is deleted, and it takes your own permission to delete the object.
 For a namespace (or the workspace) it asks the same about every object in it
 of the types the workspace binds or defines, and names those held, with how
 long the namespace (or workspace) has been being deleted.
+
+For an object held, it also says since when the object is being deleted, and
+which of its owners are being deleted and since when: an owner deleted in the
+foreground waits for the objects it owns, a held one too.
 
 Flags:
   -R, --recursive        Ask the same about each object that holds it, in turn,
@@ -290,8 +295,12 @@ export async function whyCommand(
     concurrency: options.concurrency ?? WALK_CONCURRENCY,
   });
   if (node.state === "error") throw new PluginError(node.error ?? "failed");
+  // Held: since when it is being deleted, and whether an owner waits for it.
+  const shown = node.held === true
+    ? await withObjectDeletions(context, node)
+    : node;
   context.io.out(
-    renderWhy(node, parsed.output, {
+    renderWhy(shown, parsed.output, {
       color: context.io.color,
       limit,
       now: Date.now(),

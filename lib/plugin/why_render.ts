@@ -16,6 +16,7 @@ import type { Cause, CauseObject } from "../causes/mod.ts";
 import { dotString } from "../graph/mod.ts";
 import { printable } from "../runtime/mod.ts";
 import { typeName } from "../rules/mod.ts";
+import { deletionNotes } from "./deletion_text.ts";
 import { sinceText } from "./since_text.ts";
 import { jsonText, yamlText } from "./why_data.ts";
 import { WEBHOOK_DENIAL_PREFIX } from "./why_decision.ts";
@@ -87,7 +88,10 @@ export function renderTree(node: WhyNode, options: RenderOptions = {}): string {
     ? (style, text) => `\x1b[${SGR[style]}m${text}\x1b[0m`
     : (_style, text) => text;
   const show: Show = { paint, now: options.now };
-  const lines = [rootLine(node, paint), ...causeLines(node, "", show)];
+  const lines = [
+    `${rootLine(node, paint)}${deletionNotes(node, show.now)}`,
+    ...causeLines(node, "", show),
+  ];
   const cut = [...nodesOf(node)].filter((n) => n.state === "cut").length;
   if (cut > 0) {
     lines.push(paint(

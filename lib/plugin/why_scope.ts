@@ -7,30 +7,47 @@
  * types the workspace binds from providers and its own CRDs, found through
  * discovery as the user ({@linkcode scopeTypes}: every group but the
  * built-in ones, kcp's and the Locks' own), listed in pages of at most
- * {@linkcode LIST_PAGE} metadata-only items. Each is asked about with the
- * dry-run delete `why` sends, {@linkcode SCOPE_CONCURRENCY} at a time, at
- * most `maxObjects` in all; the held ones are named, at most `maxHeld`,
- * the others counted. A namespace that is not being deleted is asked about
- * itself too (a Lock may hold it); one being deleted would only answer
- * that it is. A Namespace the user may not read is taken as not being
- * deleted.
+ * {@linkcode LIST_PAGE} metadata-only items (`why_scope_list.ts`). Each is
+ * asked about with the dry-run delete `why` sends,
+ * {@linkcode SCOPE_CONCURRENCY} at a time, at most `maxObjects` in all; the
+ * held ones are named, at most `maxHeld`, the others counted, each with
+ * its owners being deleted (`why_owners.ts`: under foreground deletion an
+ * owner waits for a held dependent). A namespace that is not being deleted
+ * is asked about itself too (a Lock may hold it); one being deleted would
+ * only answer that it is. A Namespace the user may not read is taken as
+ * not being deleted.
  *
  * @module
  */
 import type { Cause, CauseObject } from "../causes/mod.ts";
-import { sinceOf } from "../causes/mod.ts";
 import { KubeApiError, pathSegment } from "../kcp/mod.ts";
-import { GROUP } from "../rules/mod.ts";
-import { compareStrings, errorText, isRecord } from "../runtime/mod.ts";
+import { errorText } from "../runtime/mod.ts";
 import { type PluginContext, PluginError } from "./context.ts";
-import { apiFailure, parseGroupList, workspaceOf } from "./discovery.ts";
+import { apiFailure, workspaceOf } from "./discovery.ts";
 import { type HttpAnswer, objectUrl } from "./dry_run.ts";
 import { decide } from "./why_decision.ts";
+import {
+  type DeletingOwner,
+  deletionOf,
+  withDeletingOwners,
+} from "./why_owners.ts";
+import {
+  discoverTypes,
+  type Listed,
+  listType,
+  type NotListed,
+  type WhyScope,
+} from "./why_scope_list.ts";
 
-/** What `why` looks into: one namespace, or the whole workspace. */
-export type WhyScope =
-  | { kind: "namespace"; name: string }
-  | { kind: "workspace" };
+export {
+  isBuiltinGroup,
+  LIST_PAGE,
+  MAX_GROUPS,
+  type NotListed,
+  type ScopeType,
+  scopeTypes,
+  type WhyScope,
+} from "./why_scope_list.ts";
 
 /** The most objects asked about by default (`--max-objects`). */
 export const DEFAULT_MAX_OBJECTS = 1_000;
@@ -38,25 +55,6 @@ export const DEFAULT_MAX_OBJECTS = 1_000;
 export const DEFAULT_MAX_HELD = 20;
 /** Dry runs in flight at once. */
 export const SCOPE_CONCURRENCY = 8;
-/** The most items of one list page. */
-export const LIST_PAGE = 500;
-/** The most API groups read through discovery. */
-export const MAX_GROUPS = 200;
-
-/** A type whose objects are asked about. */
-export interface ScopeType {
-  /** API group. */
-  group: string;
-  /** Version (the group's preferred one). */
-  version: string;
-  /** Plural resource. */
-  resource: string;
-  /** Kind. */
-  kind: string;
-  /** Whether its objects are namespaced. */
-  namespaced: boolean;
-}
-
 /** What became of one object of the scope that a delete would not go through for. */
 export interface ScopeObject {
   /** The object. */
@@ -71,14 +69,10 @@ export interface ScopeObject {
   error?: string;
   /** Its `deletionTimestamp`, when it is being deleted (foreground, or with its namespace). */
   deletionTimestamp?: string;
-}
-
-/** A type whose objects could not be listed, or discovered. */
-export interface NotListed {
-  /** `<resource>.<group>`, or the group version whose discovery failed. */
-  type: string;
-  /** Why, in words. */
-  why: string;
+  /** Its owners being deleted (`why_owners.ts`), when it is named and any is. */
+  deletingOwners?: DeletingOwner[];
+  /** Its owners not read (malformed, past a bound, unreadable), when any. */
+  ownersNotRead?: number;
 }
 
 /** The answer of `why namespace/<ns>` and `why workspace`. */
@@ -122,52 +116,6 @@ export interface WhyScopeOptions {
   concurrency?: number;
 }
 
-/** Groups whose types our webhook never guards: built-in, kcp's, the Locks' own. */
-export function isBuiltinGroup(group: string): boolean {
-  return group === "" || !group.includes(".") || group.endsWith(".k8s.io") ||
-    group === "kcp.io" || group.endsWith(".kcp.io") || group === GROUP;
-}
-
-/**
- * The types of a group version's discovery answer whose objects `scope`
- * asks about: no subresource, `list` and `delete` allowed, namespaced for a
- * namespace.
- */
-export function scopeTypes(
-  answer: unknown,
-  options: { group: string; version: string; scope: WhyScope },
-): ScopeType[] {
-  const resources = isRecord(answer) && Array.isArray(answer.resources)
-    ? answer.resources
-    : [];
-  const types: ScopeType[] = [];
-  for (const entry of resources) {
-    if (!isRecord(entry)) continue;
-    const { name, kind, verbs } = entry;
-    if (typeof name !== "string" || name === "" || name.includes("/")) {
-      continue;
-    }
-    if (typeof kind !== "string" || !Array.isArray(verbs)) continue;
-    if (!verbs.includes("list") || !verbs.includes("delete")) continue;
-    const namespaced = entry.namespaced === true;
-    if (options.scope.kind === "namespace" && !namespaced) continue;
-    types.push({
-      group: options.group,
-      version: options.version,
-      resource: name,
-      kind,
-      namespaced,
-    });
-  }
-  return types.sort((a, b) => compareStrings(a.resource, b.resource));
-}
-
-/** An object a list named, with its deletion if any. */
-interface Listed {
-  object: CauseObject;
-  deletionTimestamp?: string;
-}
-
 /**
  * Lists, discovers and asks, as the user: the {@linkcode ScopeReport} of
  * `scope`.
@@ -199,7 +147,7 @@ export async function whyScope(
   const asked: Listed[] = [...listed];
   if (head.askItself !== undefined) asked.unshift(head.askItself);
   const answers = await askAll(context, asked, options);
-  return scopeReport({
+  const report = scopeReport({
     scope: head.scope,
     answers,
     asked: asked.length,
@@ -207,6 +155,16 @@ export async function whyScope(
     notListed,
     maxHeld: options.maxHeld ?? DEFAULT_MAX_HELD,
   });
+  // The owners of the objects named: which are being deleted, and since when.
+  const owners = new Map<ScopeObject | undefined, unknown>(
+    answers.map((answer, i) => [answer, asked[i]!.ownerReferences]),
+  );
+  const objects = await withDeletingOwners(
+    context,
+    report.objects,
+    (o) => o.state === "error" ? undefined : owners.get(o),
+  );
+  return { ...report, objects };
 }
 
 /**
@@ -300,14 +258,6 @@ async function scopeHead(
   };
 }
 
-/** `{ deletionTimestamp }` of an object being deleted, when RFC 3339; else `{}`. */
-function deletionOf(object: unknown): { deletionTimestamp?: string } {
-  const metadata = isRecord(object) ? object.metadata : undefined;
-  const stamp = isRecord(metadata) ? metadata.deletionTimestamp : undefined;
-  const valid = sinceOf({ metadata: { creationTimestamp: stamp } });
-  return valid === undefined ? {} : { deletionTimestamp: valid };
-}
-
 /** An object, or `undefined` when it cannot be read (best effort). */
 async function readOptional(
   context: PluginContext,
@@ -318,125 +268,6 @@ async function readOptional(
   } catch {
     return undefined;
   }
-}
-
-/** The types of every group but the built-in ones, through discovery. */
-async function discoverTypes(
-  context: PluginContext,
-  found: { scope: WhyScope; notListed: NotListed[] },
-): Promise<ScopeType[]> {
-  let groups;
-  try {
-    groups = parseGroupList(await context.client.get(`${context.server}/apis`));
-  } catch (error) {
-    throw apiFailure(error, context, { verb: "discover", what: "the APIs" });
-  }
-  const wanted = groups.filter((g) => !isBuiltinGroup(g.name))
-    .sort((a, b) => compareStrings(a.name, b.name));
-  if (wanted.length > MAX_GROUPS) {
-    found.notListed.push({
-      type: `${wanted.length - MAX_GROUPS} more API groups`,
-      why: `at most ${MAX_GROUPS} groups are read`,
-    });
-  }
-  const lists = await Promise.all(
-    wanted.slice(0, MAX_GROUPS).map(async (g) => {
-      const gv = { group: g.name, version: g.preferredVersion };
-      try {
-        const answer = await context.client.get(
-          `${context.server}/apis/${pathSegment(gv.group)}/${
-            pathSegment(gv.version)
-          }`,
-        );
-        return scopeTypes(answer, { ...gv, scope: found.scope });
-      } catch (error) {
-        found.notListed.push({
-          type: `${gv.group}/${gv.version}`,
-          why: `discovery failed: ${errorText(error)}`,
-        });
-        return [];
-      }
-    }),
-  );
-  return lists.flat();
-}
-
-/** Metadata only: a list of `PartialObjectMetadata`, else the objects whole. */
-const METADATA_LIST =
-  "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
-
-/**
- * The objects of `type` in the scope, up to `room` of them, page by page,
- * and how many more the list said it had; or why it could not be listed.
- */
-async function listType(
-  context: PluginContext,
-  where: { type: ScopeType; scope: WhyScope; room: number },
-): Promise<{ items: Listed[]; beyond: number } | { why: string }> {
-  const { type, scope } = where;
-  const base = `${context.server}/apis/${pathSegment(type.group)}/${
-    pathSegment(type.version)
-  }/${
-    scope.kind === "namespace" ? `namespaces/${pathSegment(scope.name)}/` : ""
-  }${pathSegment(type.resource)}`;
-  const items: Listed[] = [];
-  let next: string | undefined;
-  do {
-    const limit = Math.max(1, Math.min(LIST_PAGE, where.room - items.length));
-    const url = `${base}?limit=${limit}${
-      next === undefined ? "" : `&continue=${encodeURIComponent(next)}`
-    }`;
-    let answer: unknown;
-    try {
-      answer = await context.client.get(url, { accept: METADATA_LIST });
-    } catch (error) {
-      return { why: errorText(error) };
-    }
-    const page = pageOf(answer, type);
-    const room = Math.max(0, where.room - items.length);
-    items.push(...page.items.slice(0, room));
-    const over = Math.max(0, page.items.length - room);
-    if (items.length >= where.room && (over > 0 || page.next !== undefined)) {
-      return { items, beyond: over + Math.max(page.remaining, 0) || 1 };
-    }
-    next = page.next;
-  } while (next !== undefined);
-  return { items, beyond: 0 };
-}
-
-/** The objects of one list page, its continue token and its remaining count. */
-function pageOf(
-  answer: unknown,
-  type: ScopeType,
-): { items: Listed[]; next?: string; remaining: number } {
-  const list = isRecord(answer) ? answer : {};
-  const metadata = isRecord(list.metadata) ? list.metadata : {};
-  const items: Listed[] = [];
-  for (const item of Array.isArray(list.items) ? list.items : []) {
-    const meta = isRecord(item) && isRecord(item.metadata)
-      ? item.metadata
-      : undefined;
-    if (typeof meta?.name !== "string" || meta.name === "") continue;
-    items.push({
-      object: {
-        group: type.group,
-        version: type.version,
-        resource: type.resource,
-        kind: type.kind,
-        namespace: typeof meta.namespace === "string" ? meta.namespace : "",
-        name: meta.name,
-      },
-      ...deletionOf(item),
-    });
-  }
-  const next = typeof metadata.continue === "string" &&
-      metadata.continue !== ""
-    ? metadata.continue
-    : undefined;
-  const remaining = typeof metadata.remainingItemCount === "number"
-    ? metadata.remainingItemCount
-    : 0;
-  return { items, ...(next === undefined ? {} : { next }), remaining };
 }
 
 /** Asks about each object, a few at a time: what holds it, `undefined` when nothing does. */

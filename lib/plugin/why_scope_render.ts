@@ -1,8 +1,9 @@
 /**
  * The answer of `why namespace/<ns>` and `why workspace` as text
  * ({@linkcode renderScope}): a tree for people, each held object drawn as
- * `why` draws one (its causes and their since), under a line that says
- * how long the namespace's deletion has been going on; JSON and YAML (the
+ * `why` draws one (its causes and their since, its own deletion and its
+ * owners' being deleted), under a line that says how long the namespace's
+ * deletion has been going on; JSON and YAML (the
  * {@linkcode ScopeReport} itself); and one Graphviz graph of every held
  * object named. Tenant text is made safe as `why` makes it: the tree with
  * `printable`, JSON and YAML with escapes, DOT with `dotString`.
@@ -11,6 +12,7 @@
  */
 import { dotString } from "../graph/mod.ts";
 import { printable } from "../runtime/mod.ts";
+import { deletionNotes } from "./deletion_text.ts";
 import { durationText, sinceText } from "./since_text.ts";
 import { jsonText, yamlText } from "./why_data.ts";
 import { renderDot, renderTree, type WhyOutput } from "./why_render.ts";
@@ -62,9 +64,7 @@ function scopeTree(report: ScopeReport, options: ScopeRenderOptions): string {
       ...(options.now === undefined ? {} : { now: options.now }),
     }).replace(/\n$/, "").split("\n");
     const [first, ...rest] = drawn;
-    const deleting = entry.deletionTimestamp === undefined
-      ? ""
-      : ` [being deleted ${sinceText(entry.deletionTimestamp, options.now)}]`;
+    const deleting = deletionNotes(entry, options.now);
     lines.push(`${last ? LAST_BRANCH : BRANCH}${first}${deleting}`);
     for (const line of rest) lines.push(`${last ? GAP : STEM}${line}`);
   }

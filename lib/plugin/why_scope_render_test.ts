@@ -137,3 +137,49 @@ Deno.test("renderScope json, yaml, dot: the report as data, one graph of every h
   );
   assert.doesNotMatch(dot, /[\u0000-\u0009\u000b-\u001f\u202a-\u202e]/);
 });
+
+Deno.test("renderScope: an owner being deleted in the foreground, since when, in the tree, JSON and YAML; its tenant text escaped", () => {
+  const owned: ScopeReport = {
+    ...REPORT,
+    scope: { kind: "Namespace", name: "team-a" },
+    heldCount: 1,
+    notNamed: 0,
+    objects: [{
+      object: object("subnets", "Subnet", "s-1"),
+      state: "held",
+      causes: [LOCK],
+      deletingOwners: [{
+        object: {
+          group: "owners.example.com",
+          version: "v1alpha1",
+          resource: "projects",
+          kind: "Project",
+          namespace: "",
+          name: "p\u202e1",
+        },
+        deletionTimestamp: "2026-11-29T15:00:00Z",
+        foreground: true,
+        blockOwnerDeletion: true,
+      }],
+      ownersNotRead: 1,
+    }],
+  };
+  assert.equal(
+    renderScope(owned, "tree", { now: NOW }),
+    [
+      "Namespace team-a: 1 of 12 objects asked about is held:",
+      "\u2514\u2500\u2500 Subnet team-a/s-1 is held by: [owner Project p\\u{202e}1 being deleted since 2026-11-29T15:00:00Z (for 10m), waiting for it] [1 owner not read]",
+      "    \u2514\u2500\u2500 locked by Lock team-a/keep (reason: keep it; since 2026-11-29T12:00:00Z (3h ago))",
+      "",
+    ].join("\n"),
+  );
+  const text = renderScope(owned, "json");
+  assert.deepEqual(JSON.parse(text), owned);
+  assert.match(text, /"name": "p\\u202e1"/);
+  assert.doesNotMatch(text, /\u202e/);
+  const yaml = renderScope(owned, "yaml");
+  assert.deepEqual(parseYaml(yaml), owned);
+  assert.match(yaml, /^ {8}deletionTimestamp: 2026-11-29T15:00:00Z$/m);
+  assert.match(yaml, /^ {8}foreground: true$/m);
+  assert.doesNotMatch(yaml, /\u202e/);
+});

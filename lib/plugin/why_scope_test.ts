@@ -11,12 +11,7 @@ import {
 import type { PluginContext, PluginIo } from "./context.ts";
 import { PluginError } from "./context.ts";
 import type { HttpAnswer } from "./dry_run.ts";
-import {
-  isBuiltinGroup,
-  scopeReport,
-  scopeTypes,
-  whyScope,
-} from "./why_scope.ts";
+import { scopeReport, whyScope } from "./why_scope.ts";
 
 const WORKSPACE = "/clusters/root:consumers:c1";
 const GV = `${WORKSPACE}/apis/network.example.com/v1alpha1`;
@@ -136,40 +131,6 @@ function dryRuns(held: readonly string[]) {
     },
   };
 }
-
-Deno.test("isBuiltinGroup(): core, unqualified, *.k8s.io, kcp's and the Locks' own groups", () => {
-  for (
-    const g of [
-      "",
-      "apps",
-      "rbac.authorization.k8s.io",
-      "core.kcp.io",
-      "dependencies.opendefense.cloud",
-    ]
-  ) assert.equal(isBuiltinGroup(g), true, g);
-  assert.equal(isBuiltinGroup("network.example.com"), false);
-});
-
-Deno.test("scopeTypes(): types that may be listed and deleted, namespaced only for a namespace", () => {
-  const gv = { group: "network.example.com", version: "v1alpha1" };
-  assert.deepEqual(
-    scopeTypes(RESOURCES, {
-      ...gv,
-      scope: { kind: "namespace", name: "a" },
-    }).map((t) => t.resource),
-    ["vpcs"],
-  );
-  assert.deepEqual(
-    scopeTypes(RESOURCES, { ...gv, scope: { kind: "workspace" } }).map((t) =>
-      t.resource
-    ),
-    ["vpcattachments", "vpcs"],
-  );
-  assert.deepEqual(
-    scopeTypes("nonsense", { ...gv, scope: { kind: "workspace" } }),
-    [],
-  );
-});
 
 Deno.test("whyScope(): a namespace being deleted, its held objects named and counted, bounded", async () => {
   await withContext(
@@ -310,5 +271,90 @@ Deno.test("whyScope(): a Namespace the user may not read is taken as not being d
     assert.deepEqual(report.scope, { kind: "Namespace", name: "team-a" });
     assert.equal(asks.urls[0], `${WORKSPACE}/api/v1/namespaces/team-a`);
     assert.equal(report.state, "free");
+  });
+});
+
+Deno.test("whyScope(): a held object whose owner (cluster-scoped, not asked about) is being deleted in the foreground: the owner and since when; only named objects' owners are read", async () => {
+  const OWNERS = `${WORKSPACE}/apis/owners.example.com/v1alpha1`;
+  const owned = (name: string, project: string) => ({
+    metadata: {
+      name,
+      namespace: "team-a",
+      ownerReferences: [{
+        apiVersion: "owners.example.com/v1alpha1",
+        kind: "Project",
+        name: project,
+        uid: `uid-${project}`,
+        blockOwnerDeletion: true,
+      }],
+    },
+  });
+  const inner = api({ count: 0, deleting: false });
+  const handler = (request: SeenRequest): Response => {
+    const path = request.url.pathname;
+    if (path === `${GV}/namespaces/team-a/vpcs`) {
+      return json({
+        kind: "PartialObjectMetadataList",
+        metadata: {},
+        items: [
+          owned("vpc-0", "p-1"),
+          owned("vpc-1", "p-2"),
+          owned("vpc-2", "p-3"),
+        ],
+      });
+    }
+    if (path === OWNERS) {
+      return json({
+        kind: "APIResourceList",
+        resources: [{
+          name: "projects",
+          namespaced: false,
+          kind: "Project",
+          verbs: ["get", "list", "delete"],
+        }],
+      });
+    }
+    const project = /\/projects\/([^/]+)$/.exec(path);
+    if (project !== null) {
+      return json({
+        kind: "PartialObjectMetadata",
+        metadata: {
+          name: project[1],
+          uid: `uid-${project[1]}`,
+          deletionTimestamp: DELETED,
+          finalizers: ["foregroundDeletion"],
+        },
+      });
+    }
+    return inner(request);
+  };
+  await withContext(handler, async (context, fake) => {
+    const report = await whyScope(context, {
+      kind: "namespace",
+      name: "team-a",
+    }, { dryRun: dryRuns(["vpc-0", "vpc-1"]).dryRun, maxHeld: 1 });
+    assert.equal(report.heldCount, 2);
+    assert.deepEqual(report.objects.map((o) => o.object.name), ["vpc-0"]);
+    assert.deepEqual(report.objects[0]!.deletingOwners, [{
+      object: {
+        group: "owners.example.com",
+        version: "v1alpha1",
+        resource: "projects",
+        kind: "Project",
+        namespace: "",
+        name: "p-1",
+      },
+      deletionTimestamp: DELETED,
+      foreground: true,
+      blockOwnerDeletion: true,
+    }]);
+    assert.equal(report.objects[0]!.ownersNotRead, undefined);
+    // vpc-1 is held but not named, vpc-2 free: their owners are not read.
+    assert.deepEqual(
+      fake.requests.map((r) => r.url.pathname).filter((p) =>
+        p.includes("/projects/")
+      ),
+      [`${OWNERS}/projects/p-1`],
+    );
   });
 });

@@ -79,14 +79,20 @@ function capture(color = false): Captured {
   return io;
 }
 
-/** A context on a fake API serving {@linkcode discovery}, in the namespace team-a. */
+/**
+ * A context on a fake API serving {@linkcode discovery}, and what `objects`
+ * answers, in the namespace team-a.
+ */
 async function withContext(
   test: (
     context: PluginContext & { io: Captured },
     api: FakeApi,
   ) => Promise<void>,
+  objects: (path: string) => Response | undefined = () => undefined,
 ): Promise<void> {
-  const api = new FakeApi((request) => discovery(request.url.pathname));
+  const api = new FakeApi((request) =>
+    objects(request.url.pathname) ?? discovery(request.url.pathname)
+  );
   const server = `${api.url}${WORKSPACE}`;
   const client = new KubeClient(connection(server));
   try {
@@ -447,4 +453,88 @@ Deno.test("parseWhyArgs: namespace/<ns> and workspace are scopes, bounded by --m
   ) {
     assert.throws(() => parseWhyArgs(args), PluginError, args.join(" "));
   }
+});
+
+Deno.test("whyCommand: a held VPC being deleted, whose owner is deleted in the foreground: its own deletion and the owner's, since when, in the tree and JSON", async () => {
+  const DELETED = "2026-11-29T12:00:00Z";
+  const CM_PATH = `${WORKSPACE}/api/v1/namespaces/team-a/configmaps/cm-1`;
+  const objects = (path: string): Response | undefined => {
+    if (path === VPC_PATH) {
+      return json({
+        kind: "PartialObjectMetadata",
+        metadata: {
+          name: "core",
+          deletionTimestamp: DELETED,
+          ownerReferences: [
+            {
+              apiVersion: "v1",
+              kind: "ConfigMap",
+              name: "cm-1",
+              uid: "u-1",
+              blockOwnerDeletion: true,
+            },
+            { apiVersion: "v1", kind: "ConfigMap", name: "../../x" },
+          ],
+        },
+      });
+    }
+    if (path === CM_PATH) {
+      return json({
+        kind: "PartialObjectMetadata",
+        metadata: {
+          name: "cm-1",
+          uid: "u-1",
+          deletionTimestamp: DELETED,
+          finalizers: ["foregroundDeletion"],
+        },
+      });
+    }
+    return undefined;
+  };
+  await withContext(async (context, api) => {
+    const { dryRun } = dryRuns({ [VPC_PATH]: held(vm("vm-1")) });
+    assert.equal(await whyCommand(["vpc/core"], context, { dryRun }), 1);
+    assert.match(
+      context.io.stdout,
+      /^VPC team-a\/core is held by: \[being deleted since 2026-11-29T12:00:00Z \(\d+[smhd] ago\)\] \[owner ConfigMap team-a\/cm-1 being deleted since 2026-11-29T12:00:00Z \(for \d+[smhd]\), waiting for it\] \[1 owner not read\]\n\u2514\u2500\u2500 referenced by VirtualMachine team-a\/vm-1 /,
+    );
+    assert.ok(api.requests.every((r) => !r.url.pathname.endsWith("/x")));
+  }, objects);
+  await withContext(async (context) => {
+    const { dryRun } = dryRuns({ [VPC_PATH]: held(vm("vm-1")) });
+    await whyCommand(["vpc/core", "-o", "json"], context, { dryRun });
+    const parsed = JSON.parse(context.io.stdout);
+    assert.equal(parsed.deletionTimestamp, DELETED);
+    assert.deepEqual(parsed.deletingOwners, [{
+      object: {
+        group: "",
+        version: "v1",
+        resource: "configmaps",
+        kind: "ConfigMap",
+        namespace: "team-a",
+        name: "cm-1",
+      },
+      deletionTimestamp: DELETED,
+      foreground: true,
+      blockOwnerDeletion: true,
+    }]);
+    assert.equal(parsed.ownersNotRead, 1);
+  }, objects);
+});
+
+Deno.test("whyCommand: a VPC nothing holds is not read; one that cannot be read is shown as the dry run says", async () => {
+  await withContext(async (context, api) => {
+    const { dryRun } = dryRuns({});
+    assert.equal(await whyCommand(["vpc/core"], context, { dryRun }), 0);
+    assert.ok(api.requests.every((r) => r.url.pathname !== VPC_PATH));
+  });
+  await withContext(async (context, api) => {
+    const { dryRun } = dryRuns({ [VPC_PATH]: held(vm("vm-1")) });
+    assert.equal(await whyCommand(["vpc/core"], context, { dryRun }), 1);
+    assert.ok(api.requests.some((r) => r.url.pathname === VPC_PATH));
+    assert.equal(
+      context.io.stdout,
+      "VPC team-a/core is held by:\n\u2514\u2500\u2500 referenced by VirtualMachine team-a/vm-1 (.spec.vpcRef.name; rule c/vm-vpc)\n",
+    );
+  });
 });

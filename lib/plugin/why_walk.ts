@@ -11,6 +11,7 @@
 import type { Cause, CauseObject } from "../causes/mod.ts";
 import { errorText } from "../runtime/mod.ts";
 import type { Decision } from "./why_decision.ts";
+import type { DeletingOwner } from "./why_owners.ts";
 
 /** The most objects one walk asks about, the first included. */
 export const MAX_WALK_OBJECTS = 200;
@@ -67,6 +68,12 @@ export interface WhyNode {
   causes?: Cause[];
   /** With `--recursive`: a node per blocker that is an object (`free`, `held`, `denied`). */
   children?: WhyNode[];
+  /** The object asked about (the root), held: its `deletionTimestamp`, when being deleted. */
+  deletionTimestamp?: string;
+  /** The root, held: its owners being deleted (`why_owners.ts`), when any is. */
+  deletingOwners?: DeletingOwner[];
+  /** The root, held: its owners not read, when any. */
+  ownersNotRead?: number;
 }
 
 /** Asks whether `object` could be deleted now. */

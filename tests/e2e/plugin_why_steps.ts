@@ -8,7 +8,11 @@
  * at a cycle of objects; it exits 0 when nothing holds the object and 2 for
  * a missing object or one the tenant may not delete; `-o json` parses.
  * `why namespace/<ns>` names what keeps a namespace the tenant deleted in
- * Terminating, the deletion's duration and each blocker's since.
+ * Terminating, the deletion's duration and each blocker's since; it and
+ * `why <object>` name an owner deleted in the foreground (a cluster-scoped
+ * Project) that waits for a Subnet a Lock holds, and since when. `why
+ * workspace` names every held object of the workspace with its causes
+ * (exit 1), and exits 0 in a workspace where nothing is held.
  */
 import assert from "node:assert/strict";
 import {
@@ -28,6 +32,7 @@ import {
   networkObject,
   ownerRule,
   ownersProvider,
+  projectObject,
   type Step,
   subnetObject,
   vmManifest,
@@ -40,10 +45,19 @@ import {
   type WorldPaths,
 } from "../../testing/mod.ts";
 import { runPlugin } from "../../testing/plugin.ts";
+import {
+  networkConsumer,
+  projectReadRbac,
+  subnetOwnedByProject,
+} from "../../testing/plugin_why_world.ts";
 
 const NS = "team-a";
-/** The namespace a tenant deletes in the last step. */
+/** The namespace a tenant deletes in the namespace step. */
 const GONE = "team-gone";
+/** The namespace of a Subnet whose owner is deleted in the foreground. */
+const FOREGROUND = "team-fg";
+/** The cluster-scoped owner deleted in the foreground. */
+const PROJECT = "p-fg";
 
 /** The label the owner rule reads on a Subnet. */
 const OWNER = "network.example.com/owner";
@@ -133,6 +147,7 @@ export async function pluginWhySteps(
   const COMPUTE = paths.compute;
   const OWNERS = `${paths.prefix}:providers:owners`;
   const C1 = paths.consumer("c1");
+  const C2 = paths.consumer("c2");
   let tenant = "";
 
   await step(
@@ -658,14 +673,226 @@ export async function pluginWhySteps(
       }
     },
   );
+
+  await step(
+    "an owner deleted in the foreground waits for a Subnet a Lock holds: why namespace/<ns> and why <object> name the owner's deletion and since when",
+    async () => {
+      await applyObjects(kcp, C1, [
+        namespaceObject(FOREGROUND),
+        projectObject(PROJECT),
+        ...projectReadRbac(kcp.identity("user").user),
+      ]);
+      const uid = await kcp.kubectlOk(
+        ["get", "project", PROJECT, "-o", "jsonpath={.metadata.uid}"],
+        { workspace: C1 },
+      );
+      await applyObjects(kcp, C1, [
+        subnetOwnedByProject(FOREGROUND, "s-fg", { name: PROJECT, uid }),
+        lockManifest("keep-fg", {
+          namespace: FOREGROUND,
+          target: exportedTarget(NETWORK, {
+            resource: "subnets",
+            name: "s-fg",
+          }),
+          reason: REASON,
+          operations: ["Delete"],
+        }),
+      ]);
+      await waitForDeleteDenial(kcp, {
+        workspace: C1,
+        type: "subnet",
+        namespace: FOREGROUND,
+        name: "s-fg",
+      }, /locked by Lock team-fg\/keep-fg/);
+      await kcp.kubectlOk([
+        "delete",
+        "project",
+        PROJECT,
+        "--cascade=foreground",
+        "--wait=false",
+      ], { workspace: C1 });
+      const project = JSON.parse(
+        await kcp.kubectlOk(["get", "project", PROJECT, "-o", "json"], {
+          workspace: C1,
+        }),
+      ) as { metadata: { deletionTimestamp?: string; finalizers?: string[] } };
+      const deleted = project.metadata.deletionTimestamp ?? "";
+      assert.match(deleted, RFC3339);
+      assert.ok(project.metadata.finalizers?.includes("foregroundDeletion"));
+
+      const report = await waitFor(
+        "why namespace/<ns> to name the Project being deleted",
+        async () => {
+          const r = await why(tenant, [
+            `namespace/${FOREGROUND}`,
+            "-o",
+            "json",
+          ]);
+          const found = JSON.parse(r.stdout) as ScopeJson;
+          return r.code === 1 &&
+              found.objects[0]?.deletingOwners?.[0]?.object.name === PROJECT
+            ? found
+            : undefined;
+        },
+        { timeoutMs: 60_000, intervalMs: 2_000 },
+      );
+      assert.deepEqual(report.objects.map((o) => o.object.name), ["s-fg"]);
+      assert.deepEqual(report.objects[0]!.deletingOwners, [{
+        object: {
+          group: "owners.example.com",
+          version: "v1alpha1",
+          resource: "projects",
+          kind: "Project",
+          namespace: "",
+          name: PROJECT,
+        },
+        deletionTimestamp: deleted,
+        foreground: true,
+        blockOwnerDeletion: true,
+      }]);
+      assert.equal(report.objects[0]!.causes?.[0]?.type, "Lock");
+
+      const tree = await why(tenant, [`namespace/${FOREGROUND}`]);
+      assert.equal(tree.code, 1, shown(tree));
+      assert.match(
+        tree.stdout,
+        new RegExp(
+          [
+            "^Namespace team-fg: 1 of \\d+ objects asked about is held:",
+            `\u2514\u2500\u2500 Subnet team-fg/s-fg is held by: \\[owner Project p-fg being deleted since ${deleted} \\(for \\d+[smhd]\\), waiting for it\\]`,
+            `    \u2514\u2500\u2500 locked by Lock team-fg/keep-fg \\(reason: ${REASON}${SINCE}\\)`,
+            "$",
+          ].join("\n"),
+        ),
+        shown(tree),
+      );
+      const one = await why(tenant, ["subnet/s-fg", "-n", FOREGROUND]);
+      assert.equal(one.code, 1, shown(one));
+      assert.match(
+        one.stdout,
+        new RegExp(
+          [
+            `^Subnet team-fg/s-fg is held by: \\[owner Project p-fg being deleted since ${deleted} \\(for \\d+[smhd]\\), waiting for it\\]`,
+            `\u2514\u2500\u2500 locked by Lock team-fg/keep-fg \\(reason: ${REASON}${SINCE}\\)`,
+            "$",
+          ].join("\n"),
+        ),
+        shown(one),
+      );
+      const yaml = await why(tenant, [
+        "subnet/s-fg",
+        "-n",
+        FOREGROUND,
+        "-o",
+        "yaml",
+      ]);
+      assert.equal(yaml.code, 1, shown(yaml));
+      assert.match(yaml.stdout, /^deletingOwners:\n {2}- object:\n/m);
+      assert.match(yaml.stdout, /^ {4}foreground: true$/m);
+      // The owner still waits: the Lock holds what it owns.
+      await kcp.kubectlOk(["get", "project", PROJECT], { workspace: C1 });
+    },
+  );
+
+  await step(
+    "why workspace: every held object of the workspace with its causes, exit 1; exit 0 in a workspace where nothing is held",
+    async () => {
+      const tree = await why(tenant, ["workspace"]);
+      assert.equal(tree.code, 1, shown(tree));
+      assert.match(
+        tree.stdout,
+        new RegExp(
+          `^Workspace ${C1}: \\d+ of \\d+ objects asked about are held:\n`,
+        ),
+        shown(tree),
+      );
+      const held: [string, string][] = [
+        [
+          "VirtualMachine team-a/vm-1",
+          `locked by Lock team-a/keep-vm \\(reason: ${REASON}${SINCE}\\)`,
+        ],
+        [
+          "Subnet team-a/s-1",
+          `belongs to Network team-a/net-a \\(\\.metadata\\.labels\\["network\\.example\\.com/owner"\\]; when object\\.spec\\.deletionProtection == true; rule [a-z0-9]+/subnet-owner${SINCE}\\)`,
+        ],
+        [
+          "VPC team-a/core",
+          `referenced by VirtualMachine team-a/vm-1 \\(\\.spec\\.vpcRef\\.name; rule [a-z0-9]+/vm-vpc${SINCE}\\)`,
+        ],
+        [
+          "VPC team-a/loop-vpc",
+          `referenced by VirtualMachine team-a/loop-vm \\(\\.spec\\.vpcRef\\.name; rule [a-z0-9]+/vm-vpc${SINCE}\\)`,
+        ],
+      ];
+      for (const [object, cause] of held) {
+        assert.match(
+          tree.stdout,
+          new RegExp(
+            `\n\u251c\u2500\u2500 ${object} is held by:\n\u2502   \u2514\u2500\u2500 ${cause}\n`,
+          ),
+          shown(tree),
+        );
+      }
+      assert.match(
+        tree.stdout,
+        new RegExp(
+          `\n\u251c\u2500\u2500 Subnet team-fg/s-fg is held by: \\[owner Project p-fg being deleted since [^ ]+ \\(for \\d+[smhd]\\), waiting for it\\]\n\u2502   \u2514\u2500\u2500 locked by Lock team-fg/keep-fg `,
+        ),
+        shown(tree),
+      );
+
+      const json = await why(tenant, ["workspace", "-o", "json"]);
+      assert.equal(json.code, 1, shown(json));
+      const report = JSON.parse(json.stdout) as ScopeJson;
+      assert.deepEqual(report.scope, { kind: "Workspace", name: C1 });
+      assert.equal(report.state, "held");
+      const causes = new Map(
+        report.objects.filter((o) =>
+          o.state === "held" &&
+          [NS, FOREGROUND].includes(o.object.namespace)
+        ).map((o) => [
+          `${o.object.namespace}/${o.object.name}`,
+          o.causes!.map((c) => c.type).join(),
+        ]),
+      );
+      assert.deepEqual(Object.fromEntries(causes), {
+        "team-a/vm-1": "Lock",
+        "team-a/s-1": "Owner",
+        "team-fg/s-fg": "Lock",
+        "team-a/core": "Reference",
+        "team-a/loop-vpc": "Reference",
+      });
+      // The Network the tenant may not delete cannot be asked about.
+      const network = report.objects.find((o) => o.object.name === "net-a");
+      assert.equal(network?.state, "error");
+
+      await networkConsumer(kcp, { path: C2, networkPath: NETWORK });
+      await applyObjects(kcp, C2, [
+        namespaceObject(NS),
+        ...tenantRbac(kcp.identity("user").user),
+      ]);
+      await applyObjects(kcp, C2, [
+        vpcManifest("free", { namespace: NS, cidr: CIDR }),
+      ]);
+      const free = await why(await kcp.kubeconfig("user", C2), ["workspace"]);
+      assert.equal(free.code, 0, shown(free));
+      assert.equal(
+        free.stdout,
+        `Workspace ${C2}: nothing in it is held (1 object asked about)\n`,
+      );
+    },
+  );
 }
 
 /** The JSON of `why namespace/<ns> -o json`, as far as these tests read it. */
 interface ScopeJson {
   scope: { kind: string; name: string; deletionTimestamp?: string };
+  state: string;
   objects: {
-    object: { name: string };
+    object: { namespace: string; name: string };
+    state: string;
     causes?: Record<string, unknown>[];
+    deletingOwners?: { object: { name: string } }[];
   }[];
 }
 

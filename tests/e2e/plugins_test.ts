@@ -13,9 +13,10 @@
  * - `plugin_graph_steps.ts` (`root:graph`): a provider draws its
  *   DependencyRules as JSON, DOT, SVG and HTML.
  * - `plugin_why_steps.ts` (`root:why`): what holds an object, followed with
- *   `--recursive`, and what keeps a namespace the tenant deleted in
- *   Terminating (`why namespace/<ns>`, in a namespace of its own); ends with
- *   the SIGTERM step.
+ *   `--recursive`, what keeps a namespace the tenant deleted in Terminating
+ *   (`why namespace/<ns>`, in a namespace of its own), an owner deleted in
+ *   the foreground that waits for a held Subnet, and `why workspace` (held in
+ *   c1, nothing held in c2); ends with the SIGTERM step.
  * - `plugin_lock_steps.ts` (`root:lock`): a tenant locks and unlocks a bound
  *   VPC and a Namespace, and locks a VPC for 45 s, after which its delete
  *   goes through and the Lock shows Expired.

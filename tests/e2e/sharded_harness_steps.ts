@@ -11,8 +11,6 @@ import {
   applyFiles,
   bindExport,
   createWorkspace,
-  type KcpApi,
-  KcpRequestError,
   SHARD_NAME_LABEL,
   SHARD_NAMES,
   type ShardedKcp,
@@ -20,67 +18,20 @@ import {
   waitFor,
   waitForEndpointUrls,
   waitForExportIdentity,
-  type WorkspaceRef,
   workspaceShard,
 } from "../../testing/mod.ts";
-
-const FIXTURES =
-  new URL("../../testing/fixtures/network/", import.meta.url).pathname;
-const THIS_CLUSTER = "apis/core.kcp.io/v1alpha1/logicalclusters/cluster";
-const CONFIGMAPS = "api/v1/namespaces/default/configmaps";
-
-interface Named {
-  metadata: {
-    name: string;
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-  };
-}
-
-interface Shard extends Named {
-  spec: { baseURL: string; externalURL?: string };
-}
-
-interface ConfigMap extends Named {
-  data?: Record<string, string>;
-}
-
-interface SelfSubjectReview {
-  status: { userInfo: { username: string; groups?: string[] } };
-}
-
-/** Who kcp says the caller is, by a SelfSubjectReview in root. */
-async function whoAmI(
-  kcp: KcpApi,
-  identity: "admin" | "controller" | "webhook" | "user",
-): Promise<{ username: string; groups: string[] }> {
-  const review = await kcp.request<SelfSubjectReview>(
-    "POST",
-    "/clusters/root/apis/authentication.k8s.io/v1/selfsubjectreviews",
-    {
-      identity,
-      body: {
-        apiVersion: "authentication.k8s.io/v1",
-        kind: "SelfSubjectReview",
-      },
-    },
-  );
-  return {
-    username: review.status.userInfo.username,
-    groups: review.status.userInfo.groups ?? [],
-  };
-}
-
-/** The HTTP status a request fails with; fails the test if it succeeds. */
-async function failureStatus(call: Promise<unknown>): Promise<number> {
-  try {
-    await call;
-  } catch (error) {
-    if (error instanceof KcpRequestError) return error.status;
-    throw error;
-  }
-  assert.fail("the request succeeded");
-}
+import {
+  type ConfigMapObject,
+  CONFIGMAPS,
+  failureStatus,
+  type NamedObject,
+  NETWORK_FIXTURES,
+  type SelfSubjectReview,
+  shardedHarnessWorld,
+  type ShardObject,
+  THIS_CLUSTER,
+  whoAmI,
+} from "../../testing/sharded_harness_world.ts";
 
 /**
  * The steps of "sharded harness: placement, identities, a shard down and
@@ -91,10 +42,8 @@ export async function shardedHarnessSteps(
   kcp: ShardedKcp,
   step: Step,
 ): Promise<void> {
-  const started = performance.now();
-  const { front, shards } = kcp;
-  const placed: Partial<Record<(typeof SHARD_NAMES)[number], WorkspaceRef>> =
-    {};
+  const w = shardedHarnessWorld(kcp);
+  const { front, shards, placed } = w;
   try {
     await step(
       "four processes run; the shards register with the front-proxy's URL",
@@ -117,7 +66,7 @@ export async function shardedHarnessSteps(
         for (const name of SHARD_NAMES) {
           assert.equal(await shards[name].request("GET", "/readyz"), "ok");
         }
-        const list = await front.request<{ items: Shard[] }>(
+        const list = await front.request<{ items: ShardObject[] }>(
           "GET",
           "/clusters/root/apis/core.kcp.io/v1alpha1/shards",
         );
@@ -144,7 +93,7 @@ export async function shardedHarnessSteps(
           placed[name] = ws;
           assert.equal(await workspaceShard(front, ws.path), name);
           const other = SHARD_NAMES.find((n) => n !== name)!;
-          const here = await shards[name].request<Named>(
+          const here = await shards[name].request<NamedObject>(
             "GET",
             `/clusters/${ws.cluster}/${THIS_CLUSTER}`,
           );
@@ -174,7 +123,7 @@ export async function shardedHarnessSteps(
               [`shard ${name} by name`, shards[name], ws.cluster],
             ] as const
           ) {
-            const cm = await api.request<ConfigMap>(
+            const cm = await api.request<ConfigMapObject>(
               "GET",
               `/clusters/${address}/${CONFIGMAPS}/placed`,
             );
@@ -277,7 +226,7 @@ export async function shardedHarnessSteps(
           out,
         );
         for (const name of SHARD_NAMES) {
-          const got = await shards[name].request<Named>(
+          const got = await shards[name].request<NamedObject>(
             "GET",
             "/clusters/system:admin/apis/rbac.authorization.k8s.io/v1/clusterroles/sharded-harness-probe",
             { identity: "shardAdmin" },
@@ -310,9 +259,9 @@ export async function shardedHarnessSteps(
           shard: "root",
         });
         await applyFiles(front, provider.path, [
-          `${FIXTURES}apiresourceschema-vpcs.yaml`,
-          `${FIXTURES}apiresourceschema-subnets.yaml`,
-          `${FIXTURES}apiexport.yaml`,
+          `${NETWORK_FIXTURES}apiresourceschema-vpcs.yaml`,
+          `${NETWORK_FIXTURES}apiresourceschema-subnets.yaml`,
+          `${NETWORK_FIXTURES}apiexport.yaml`,
         ]);
         await waitForExportIdentity(
           front,
@@ -376,7 +325,7 @@ export async function shardedHarnessSteps(
           const listed = await waitFor(
             `the VPC of ${name} in its virtual workspace`,
             async () => {
-              const list = await shards[name].request<{ items: Named[] }>(
+              const list = await shards[name].request<{ items: NamedObject[] }>(
                 "GET",
                 `${
                   url.slice(shards[name].baseUrl.length)
@@ -404,7 +353,7 @@ export async function shardedHarnessSteps(
           ),
         );
         assert.equal(status, 502, "the front-proxy's Bad Gateway");
-        const onRootCm = await front.request<ConfigMap>(
+        const onRootCm = await front.request<ConfigMapObject>(
           "GET",
           `/clusters/${onRoot.path}/${CONFIGMAPS}/placed`,
         );
@@ -418,13 +367,13 @@ export async function shardedHarnessSteps(
         const cm = await waitFor(
           "shard-1's workspace through the front-proxy again",
           () =>
-            front.request<ConfigMap>(
+            front.request<ConfigMapObject>(
               "GET",
               `/clusters/${onShard1.path}/${CONFIGMAPS}/placed`,
             ),
         );
         assert.equal(cm.data?.shard, "shard-1");
-        const vpc = await front.request<Named>(
+        const vpc = await front.request<NamedObject>(
           "GET",
           `/clusters/${onShard1.path}/apis/network.example.com/v1alpha1/namespaces/default/vpcs/vpc-shard-1`,
         );
@@ -436,10 +385,6 @@ export async function shardedHarnessSteps(
       },
     );
   } finally {
-    console.log(
-      `sharded harness test wall time: ${
-        ((performance.now() - started) / 1000).toFixed(1)
-      } s`,
-    );
+    w.done();
   }
 }

@@ -18,17 +18,12 @@ import {
   assertDeleteDenied,
   backToBackDeletes,
   buildTopology,
-  type ComponentProcess,
   createWorkspace,
   grantWebhookReads,
   indexMetrics,
-  MANIFESTS,
   namespaceObject,
   type ShardedKcp,
-  startController,
-  startWebhook,
   type Step,
-  stopComponents,
   targetsOf,
   vmManifest,
   vmVpcRule,
@@ -36,14 +31,14 @@ import {
   waitFor,
   waitForDeleteDenial,
   waitForRuleEnforced,
-  type WebhookProcess,
   workspaceShard,
   type WorldPaths,
 } from "../../testing/mod.ts";
-
-const NAMESPACE = "team-a";
-/** Back-to-back rounds per consumer. */
-const ROUNDS = 250;
+import { applyIndexManifest } from "../../testing/index_world.ts";
+import {
+  shardedIndexWorld,
+  shardsOfUrls,
+} from "../../testing/sharded_world.ts";
 
 /**
  * The steps of "the dependents index on two shards behind the front-proxy:
@@ -58,54 +53,36 @@ export async function shardedIndexSteps(
   step: Step,
   paths: WorldPaths,
 ): Promise<void> {
-  const NETWORK = paths.network;
-  const COMPUTE = paths.compute;
-  const ON_ROOT = [paths.consumer("r1"), paths.consumer("r2")];
-  const ON_ONE = [paths.consumer("s1"), paths.consumer("s2")];
-  const CONSUMERS = [...ON_ROOT, ...ON_ONE];
-  const PLACEMENT: readonly [string, "root" | "shard-1"][] = [
-    ["root:dep-ctrl", "root"],
-    [NETWORK, "root"],
-    [COMPUTE, "shard-1"],
-    ...ON_ROOT.map((c) => [c, "root"] as [string, "root"]),
-    ...ON_ONE.map((c) => [c, "shard-1"] as [string, "shard-1"]),
-  ];
-  const { front } = kcp;
-  let webhook: WebhookProcess | undefined;
-  let controller: ComponentProcess | undefined;
-  let failed = true;
+  const w = shardedIndexWorld(kcp, paths);
+  const { front } = w;
   try {
     await step(
       "consumers on both shards; the webhook with --dependents-index through the front-proxy; the grants on every shard",
       async () => {
-        for (const [path, shard] of PLACEMENT) {
+        for (const [path, shard] of w.placement) {
           await createWorkspace(front, path, { shard });
         }
         await buildTopology(front, {
-          networkPath: NETWORK,
-          computePath: COMPUTE,
-          consumerPaths: CONSUMERS,
+          networkPath: w.network,
+          computePath: w.compute,
+          consumerPaths: w.consumers,
         });
-        for (const [path, shard] of PLACEMENT) {
+        for (const [path, shard] of w.placement) {
           assert.equal(await workspaceShard(front, path), shard, path);
         }
-        for (const consumer of CONSUMERS) {
-          await applyObjects(front, consumer, [namespaceObject(NAMESPACE)]);
+        for (const consumer of w.consumers) {
+          await applyObjects(front, consumer, [namespaceObject(w.namespace)]);
         }
         // As shardAdmin, the front applies it in system:admin of every shard.
-        await front.kubectlOk(
-          ["apply", "-k", `${MANIFESTS}kcp/system-admin/dependents-index`],
-          { workspace: "system:admin", identity: "shardAdmin" },
-        );
-        webhook = await startWebhook(front, { args: ["--dependents-index"] });
-        controller = await startController(front, { webhook });
-        await applyObjects(front, COMPUTE, [vmVpcRule(NETWORK)]);
+        await applyIndexManifest(front);
+        await w.startComponents();
+        await applyObjects(front, w.compute, [vmVpcRule(w.network)]);
         const role = await grantWebhookReads(front, {
           dependentsIndex: true,
         });
         assert.match(role, /apiexports\/content/);
         await waitForRuleEnforced(front, {
-          workspace: COMPUTE,
+          workspace: w.compute,
           name: "vm-vpc",
         });
       },
@@ -115,7 +92,7 @@ export async function shardedIndexSteps(
       "the index syncs from the compute export's virtual workspace on each shard",
       async () => {
         const synced = await waitFor("a synced feed per shard", async () => {
-          const { feeds } = await indexMetrics(webhook!);
+          const { feeds } = await indexMetrics(w.webhook());
           return ((feeds.synced ?? 0) >= 2 && (feeds.failed ?? 0) === 0)
             ? feeds
             : undefined;
@@ -125,14 +102,11 @@ export async function shardedIndexSteps(
           { status?: { endpoints?: { url: string }[] } }
         >(
           "GET",
-          `/clusters/${COMPUTE}/apis/apis.kcp.io/v1alpha1/apiexportendpointslices/compute.example.com`,
+          `/clusters/${w.compute}/apis/apis.kcp.io/v1alpha1/apiexportendpointslices/compute.example.com`,
         );
         const urls = (slice.status?.endpoints ?? []).map((e) => e.url);
         assert.deepEqual(
-          urls.map((u) =>
-            Object.values(kcp.shards).find((s) => u.startsWith(s.baseUrl))
-              ?.name
-          ).sort(),
+          shardsOfUrls(kcp.shards, urls),
           ["root", "shard-1"],
           urls.join(", "),
         );
@@ -143,12 +117,12 @@ export async function shardedIndexSteps(
     await step(
       "a denial through kubectl names the VM, in a consumer on each shard",
       async () => {
-        for (const consumer of [ON_ROOT[0]!, ON_ONE[0]!]) {
+        for (const consumer of [w.onRoot[0]!, w.onShard1[0]!]) {
           await applyObjects(front, consumer, [
-            vpcManifest("vpc-a", { namespace: NAMESPACE }),
-            vmManifest("vm-1", { namespace: NAMESPACE, vpc: "vpc-a" }),
+            vpcManifest("vpc-a", { namespace: w.namespace }),
+            vmManifest("vm-1", { namespace: w.namespace, vpc: "vpc-a" }),
           ]);
-          const vpc = targetsOf(consumer, "vpc")(NAMESPACE, "vpc-a");
+          const vpc = targetsOf(consumer, "vpc")(w.namespace, "vpc-a");
           const message =
             "cannot delete vpcs/vpc-a: still referenced by VirtualMachine/vm-1 (.spec.vpcRef.name)";
           await waitForDeleteDenial(front, vpc, message);
@@ -161,15 +135,15 @@ export async function shardedIndexSteps(
     );
 
     await step(
-      `${ROUNDS} times in each of ${CONSUMERS.length} consumers on two shards at once: a VM created, then its VPC deleted at once, is denied; the index answered`,
+      `${w.rounds} times in each of ${w.consumers.length} consumers on two shards at once: a VM created, then its VPC deleted at once, is denied; the index answered`,
       async () => {
-        const before = (await indexMetrics(webhook!)).answers;
+        const before = (await indexMetrics(w.webhook())).answers;
         const started = performance.now();
         const tally = await backToBackDeletes(front, {
-          consumers: CONSUMERS,
-          namespace: NAMESPACE,
+          consumers: w.consumers,
+          namespace: w.namespace,
           prefix: "race",
-          rounds: ROUNDS,
+          rounds: w.rounds,
         });
         console.log(
           `${tally.rounds} rounds in ${
@@ -182,8 +156,8 @@ export async function shardedIndexSteps(
           [],
           "deletes the list would deny",
         );
-        assert.equal(tally.denied, CONSUMERS.length * ROUNDS);
-        const { answers, feeds, lines } = await indexMetrics(webhook!);
+        assert.equal(tally.denied, w.consumers.length * w.rounds);
+        const { answers, feeds, lines } = await indexMetrics(w.webhook());
         console.log(lines.join("\n"));
         // Under load a VM may reach the index later than the freshness
         // wait: that review lists (not_fresh), and still denies.
@@ -205,8 +179,8 @@ export async function shardedIndexSteps(
         assert.equal(feeds.failed ?? 0, 0);
       },
     );
-    failed = false;
+    w.passed();
   } finally {
-    await stopComponents([controller, webhook], { showLogs: failed });
+    await w.stop();
   }
 }

@@ -21,107 +21,22 @@ import {
   assertStatusTruth,
   bindExport,
   buildTopology,
-  type ComponentProcess,
   createWorkspace,
   DEP_CTRL_EXPORT,
   dependencyRule,
   grantWebhookReads,
-  type KcpApi,
   MANIFESTS,
-  sample,
   type ShardedKcp,
-  startController,
-  startWebhook,
   type Step,
+  vmManifest,
   vmVpcRule,
+  vpcManifest,
   VWC_CLAIM,
   waitFor,
   waitForRuleEnforced,
-  type WebhookProcess,
   workspaceShard,
 } from "../../testing/mod.ts";
-
-const DEP_CTRL = "root:dep-ctrl";
-const NETWORK = "root:providers:network";
-const COMPUTE = "root:providers:compute";
-const C_ROOT = "root:consumers:on-root";
-const C_ONE = "root:consumers:on-shard-1";
-const PLACEMENT: readonly [string, "root" | "shard-1"][] = [
-  [DEP_CTRL, "root"],
-  [NETWORK, "root"],
-  [COMPUTE, "shard-1"],
-  [C_ROOT, "root"],
-  [C_ONE, "shard-1"],
-];
-
-/** A VPC and a VirtualMachine referring to it, in namespace `team`. */
-function vpcAndVm(vpc: string, vm: string, field = "vpcRef"): unknown[] {
-  return [
-    {
-      apiVersion: "network.example.com/v1alpha1",
-      kind: "VPC",
-      metadata: { name: vpc, namespace: "team" },
-      spec: {},
-    },
-    {
-      apiVersion: "compute.example.com/v1alpha1",
-      kind: "VirtualMachine",
-      metadata: { name: vm, namespace: "team" },
-      spec: { [field]: { name: vpc } },
-    },
-  ];
-}
-
-/** `kubectl delete --dry-run=server` in a consumer; its error text, `""` if allowed. */
-async function dryRunDelete(
-  kcp: KcpApi,
-  workspace: string,
-  what: string[],
-): Promise<string> {
-  const r = await kcp.kubectl(
-    ["delete", ...what, "-n", "team", "--dry-run=server"],
-    { workspace },
-  );
-  return r.code === 0 ? "" : r.stderr;
-}
-
-/** Waits until the dry-run delete fails with an error matching `expected`. */
-async function waitForDenial(
-  kcp: KcpApi,
-  workspace: string,
-  what: string[],
-  expected: RegExp,
-): Promise<string> {
-  return await waitFor(
-    `delete ${what.join(" ")} in ${workspace} to be denied with ${expected}`,
-    async () => {
-      const error = await dryRunDelete(kcp, workspace, what);
-      return expected.test(error) ? error : undefined;
-    },
-    { timeoutMs: 120_000, intervalMs: 500 },
-  ) as string;
-}
-
-/** The webhook's value of a metric series, or NaN. */
-async function metric(webhook: WebhookProcess, series: string) {
-  const { text } = await webhook.get(webhook.metricsPort, "/metrics");
-  return sample(text, series) ?? NaN;
-}
-
-/** The `clientConfig.url`s of our configuration in a provider workspace. */
-async function configurationUrls(
-  kcp: KcpApi,
-  workspace: string,
-): Promise<string[] | undefined> {
-  const r = await kcp.kubectl([
-    "get",
-    "validatingwebhookconfigurations",
-    "dependency-controller",
-    "-o",
-    "jsonpath={.webhooks[*].clientConfig.url}",
-  ], { workspace });
-  return r.code === 0 ? r.stdout.split(" ").filter((u) => u !== "") : undefined;
-}
+import { shardedWorld, shardsOfUrls } from "../../testing/sharded_world.ts";
 
 /**
  * The steps of "sharded: two shards behind kcp-front-proxy, components
@@ -133,30 +48,28 @@ export async function shardedSteps(
   kcp: ShardedKcp,
   step: Step,
 ): Promise<void> {
-  const started = performance.now();
-  const { front, shards } = kcp;
-  let webhook: WebhookProcess | undefined;
-  let controller: ComponentProcess | undefined;
+  const w = shardedWorld(kcp);
+  const { front, shards } = w;
   try {
     await step(
       "workspaces placed on both shards; the dep-ctrl endpoint slice lists both shards; the components start through the front-proxy",
       async () => {
-        for (const [path, shard] of PLACEMENT) {
+        for (const [path, shard] of w.placement) {
           await createWorkspace(front, path, { shard });
         }
         await buildTopology(front, {
-          networkPath: NETWORK,
-          computePath: COMPUTE,
-          consumerPaths: [C_ROOT, C_ONE],
+          networkPath: w.network,
+          computePath: w.compute,
+          consumerPaths: [w.onRoot, w.onShard1],
         });
-        for (const [path, shard] of PLACEMENT) {
+        for (const [path, shard] of w.placement) {
           assert.equal(await workspaceShard(front, path), shard, path);
         }
         // Each shard installs a bound API once and establishes it 5 s
         // later: the consumers bind side by side.
-        await Promise.all([C_ROOT, C_ONE].map(async (consumer) => {
+        await Promise.all([w.onRoot, w.onShard1].map(async (consumer) => {
           await bindExport(front, consumer, {
-            exportPath: DEP_CTRL,
+            exportPath: w.depCtrl,
             exportName: DEP_CTRL_EXPORT,
             acceptClaims: [VWC_CLAIM],
           });
@@ -169,23 +82,17 @@ export async function shardedSteps(
             { status?: { endpoints?: { url: string }[] } }
           >(
             "GET",
-            `/clusters/${DEP_CTRL}/apis/apis.kcp.io/v1alpha1/apiexportendpointslices/${DEP_CTRL_EXPORT}`,
+            `/clusters/${w.depCtrl}/apis/apis.kcp.io/v1alpha1/apiexportendpointslices/${DEP_CTRL_EXPORT}`,
           );
           const found = (slice.status?.endpoints ?? []).map((e) => e.url);
           return found.length === 2 ? found.sort() : undefined;
         }, { timeoutMs: 120_000, intervalMs: 500 }) as string[];
         // Straight at the shards, not at the front-proxy.
-        assert.deepEqual(
-          urls.map((u) =>
-            Object.values(shards).find((s) => u.startsWith(s.baseUrl))?.name
-          ).sort(),
-          ["root", "shard-1"],
-        );
+        assert.deepEqual(shardsOfUrls(shards, urls), ["root", "shard-1"]);
         assert.ok(urls.every((u) => !u.startsWith(front.baseUrl)));
-        webhook = await startWebhook(front);
-        controller = await startController(front, { webhook });
+        await w.startComponents();
         assert.equal(
-          await metric(webhook, "dependency_webhook_endpoints"),
+          await w.metric("dependency_webhook_endpoints"),
           2,
         );
       },
@@ -194,21 +101,23 @@ export async function shardedSteps(
     await step(
       "a rule on shard-1 protects VPCs in consumers on both shards; its status and the network provider's configuration converge",
       async () => {
-        await applyObjects(front, COMPUTE, [
-          vmVpcRule(NETWORK),
+        await applyObjects(front, w.compute, [
+          vmVpcRule(w.network),
         ]);
         // system:admin RBAC, applied on every shard; the rule is
         // Enforced only once the webhook may read what it names.
         await grantWebhookReads(front);
         await waitForRuleEnforced(
           front,
-          { workspace: COMPUTE, name: "vm-vpc" },
+          { workspace: w.compute, name: "vm-vpc" },
           { timeoutMs: 120_000, intervalMs: 500 },
         );
-        for (const consumer of [C_ROOT, C_ONE]) {
-          await applyObjects(front, consumer, vpcAndVm("core", "vm-1"));
-          const error = await waitForDenial(
-            front,
+        for (const consumer of [w.onRoot, w.onShard1]) {
+          await applyObjects(front, consumer, [
+            vpcManifest("core", { namespace: "team" }),
+            vmManifest("vm-1", { namespace: "team", vpc: "core" }),
+          ]);
+          const error = await w.waitForDenial(
             consumer,
             ["vpc", "core"],
             /still referenced/,
@@ -218,8 +127,8 @@ export async function shardedSteps(
             /cannot delete vpcs\/core: still referenced by VirtualMachine\/vm-1 \(\.spec\.vpcRef\.name\)/,
           );
         }
-        assert.deepEqual(await configurationUrls(front, NETWORK), [
-          `${webhook!.url}/${NETWORK}`,
+        assert.deepEqual(await w.configurationUrls(w.network), [
+          `${w.webhook().url}/${w.network}`,
         ]);
       },
     );
@@ -228,7 +137,7 @@ export async function shardedSteps(
       "an owner rule on shard-1: a VPC whose label names a live VirtualMachine is held on both shards, read through the front-proxy with no list",
       async () => {
         const label = "compute.example.com/vm";
-        await applyObjects(front, COMPUTE, [{
+        await applyObjects(front, w.compute, [{
           apiVersion: "dependencies.opendefense.cloud/v1alpha1",
           kind: "DependencyRule",
           metadata: { name: "vm-owns-vpc" },
@@ -241,7 +150,7 @@ export async function shardedSteps(
               resource: "virtualmachines",
             },
             dependencies: [{
-              apiExportRef: { path: NETWORK, name: "network.example.com" },
+              apiExportRef: { path: w.network, name: "network.example.com" },
               group: "network.example.com",
               version: "v1alpha1",
               resource: "vpcs",
@@ -254,10 +163,10 @@ export async function shardedSteps(
         }]);
         await grantWebhookReads(front);
         await waitForRuleEnforced(front, {
-          workspace: COMPUTE,
+          workspace: w.compute,
           name: "vm-owns-vpc",
         }, { timeoutMs: 120_000, intervalMs: 500 });
-        for (const consumer of [C_ROOT, C_ONE]) {
+        for (const consumer of [w.onRoot, w.onShard1]) {
           await applyObjects(front, consumer, [
             {
               apiVersion: "network.example.com/v1alpha1",
@@ -276,8 +185,7 @@ export async function shardedSteps(
               spec: {},
             },
           ]);
-          const error = await waitForDenial(
-            front,
+          const error = await w.waitForDenial(
             consumer,
             ["vpc", "owned"],
             /belongs to/,
@@ -290,21 +198,21 @@ export async function shardedSteps(
         // The owner gone, the VPC goes: in each consumer, only its own owner counts.
         await front.kubectlOk(
           ["delete", "virtualmachine", "vm-owner", "-n", "team"],
-          { workspace: C_ROOT },
+          { workspace: w.onRoot },
         );
         await waitFor(
           "the root consumer's VPC to be deletable",
           async () =>
-            await dryRunDelete(front, C_ROOT, ["vpc", "owned"]) === "" ||
+            await w.dryRunDelete(w.onRoot, ["vpc", "owned"]) === "" ||
             undefined,
           { timeoutMs: 60_000, intervalMs: 500 },
         );
         assert.match(
-          await dryRunDelete(front, C_ONE, ["vpc", "owned"]),
+          await w.dryRunDelete(w.onShard1, ["vpc", "owned"]),
           /belongs to VirtualMachine\/vm-owner/,
         );
         await front.kubectlOk(["delete", "vpc", "owned", "-n", "team"], {
-          workspace: C_ROOT,
+          workspace: w.onRoot,
         });
       },
     );
@@ -312,13 +220,13 @@ export async function shardedSteps(
     await step(
       "a Lock on a VirtualMachine puts a configuration in the compute provider on shard-1 and holds only its own object",
       async () => {
-        await applyObjects(front, C_ROOT, [{
+        await applyObjects(front, w.onRoot, [{
           apiVersion: "dependencies.opendefense.cloud/v1alpha1",
           kind: "Lock",
           metadata: { name: "keep-vm", namespace: "team" },
           spec: {
             target: {
-              apiExportRef: { path: COMPUTE, name: "compute.example.com" },
+              apiExportRef: { path: w.compute, name: "compute.example.com" },
               group: "compute.example.com",
               version: "v1alpha1",
               resource: "virtualmachines",
@@ -328,13 +236,12 @@ export async function shardedSteps(
           },
         }]);
         await waitFor("the compute provider's configuration", async () => {
-          const urls = await configurationUrls(front, COMPUTE);
-          return urls?.includes(`${webhook!.url}/${COMPUTE}`) || undefined;
+          const urls = await w.configurationUrls(w.compute);
+          return urls?.includes(`${w.webhook().url}/${w.compute}`) || undefined;
         }, { timeoutMs: 120_000, intervalMs: 500 });
         await grantWebhookReads(front);
-        const error = await waitForDenial(
-          front,
-          C_ROOT,
+        const error = await w.waitForDenial(
+          w.onRoot,
           ["virtualmachine", "vm-1"],
           /locked by Lock/,
         );
@@ -343,7 +250,7 @@ export async function shardedSteps(
           /locked by Lock team\/keep-vm \("runs the payroll"\)/,
         );
         assert.equal(
-          await dryRunDelete(front, C_ONE, ["virtualmachine", "vm-1"]),
+          await w.dryRunDelete(w.onShard1, ["virtualmachine", "vm-1"]),
           "",
         );
         await waitFor("the Lock to be Ready", async () => {
@@ -355,7 +262,7 @@ export async function shardedSteps(
             "team",
             "-o",
             "jsonpath={.status.conditions[?(@.type=='Ready')].status}",
-          ], { workspace: C_ROOT });
+          ], { workspace: w.onRoot });
           return out === "True" || undefined;
         }, { timeoutMs: 60_000, intervalMs: 500 });
       },
@@ -369,9 +276,8 @@ export async function shardedSteps(
           "clusterrolebinding",
           "dependency-webhook:dependents-reader",
         ], { workspace: "system:admin", identity: "shardAdmin" });
-        const error = await waitForDenial(
-          front,
-          C_ONE,
+        const error = await w.waitForDenial(
+          w.onShard1,
           ["vpc", "core"],
           /403 Forbidden/,
         );
@@ -380,7 +286,7 @@ export async function shardedSteps(
           /the webhook's identity may not (get vpcs\.network|list virtualmachines\.compute)\.example\.com in this workspace \(403 Forbidden\): grant/,
         );
         assert.match(
-          await dryRunDelete(front, C_ROOT, ["vpc", "core"]),
+          await w.dryRunDelete(w.onRoot, ["vpc", "core"]),
           /still referenced by VirtualMachine\/vm-1/,
         );
         // Restored as an operator does: the base on that shard, then the grants.
@@ -389,9 +295,8 @@ export async function shardedSteps(
           { workspace: "system:admin", identity: "shardAdmin" },
         );
         await grantWebhookReads(front);
-        await waitForDenial(
-          front,
-          C_ONE,
+        await w.waitForDenial(
+          w.onShard1,
           ["vpc", "core"],
           /still referenced by VirtualMachine\/vm-1/,
         );
@@ -401,66 +306,67 @@ export async function shardedSteps(
     await step(
       "shard-1 stopped: the root consumer keeps its protection; back again: protection returns there and a new rule on shard-1 is enforced, without restarting anything",
       async () => {
-        const pids = [webhook!.pid, controller!.pid];
+        const pids = [w.webhook().pid, w.controller().pid];
         await shards["shard-1"].stop();
         const down = await front.kubectl(
           ["delete", "vpc", "core", "-n", "team"],
-          { workspace: C_ONE },
+          { workspace: w.onShard1 },
         );
         assert.notEqual(down.code, 0, "shard-1's consumer is unreachable");
         await waitFor(
           "the webhook to see its shard-1 watch fail",
           async () =>
-            (await metric(webhook!, "dependency_webhook_watches_failing")) >
+            (await w.metric("dependency_webhook_watches_failing")) >
               0 || undefined,
           { timeoutMs: 120_000, intervalMs: 500 },
         );
         // The rules from shard-1 stay in force for the root consumer.
         assert.match(
-          await dryRunDelete(front, C_ROOT, ["vpc", "core"]),
+          await w.dryRunDelete(w.onRoot, ["vpc", "core"]),
           /still referenced by VirtualMachine\/vm-1/,
         );
         await shards["shard-1"].start();
         await waitFor(
           "the webhook's watches to recover",
           async () =>
-            (await metric(webhook!, "dependency_webhook_watches_failing")) ===
+            (await w.metric("dependency_webhook_watches_failing")) ===
               0 || undefined,
           { timeoutMs: 180_000, intervalMs: 500 },
         );
-        await waitForDenial(
-          front,
-          C_ONE,
+        await w.waitForDenial(
+          w.onShard1,
           ["vpc", "core"],
           /still referenced by VirtualMachine\/vm-1/,
         );
         // A rule written on shard-1 after its restart: seen by both components.
-        await applyObjects(front, COMPUTE, [
+        await applyObjects(front, w.compute, [
           dependencyRule("vm-alt-vpc", {
             dependencies: [{
-              path: NETWORK,
+              path: w.network,
               resource: "vpcs",
               field: ".spec.altVpcRef.name",
             }],
           }),
         ]);
         await waitForRuleEnforced(front, {
-          workspace: COMPUTE,
+          workspace: w.compute,
           name: "vm-alt-vpc",
         }, { timeoutMs: 120_000, intervalMs: 500 });
         await applyObjects(
           front,
-          C_ONE,
-          vpcAndVm("alt", "vm-2", "altVpcRef"),
+          w.onShard1,
+          [
+            vpcManifest("alt", { namespace: "team" }),
+            vmManifest("vm-2", { namespace: "team", altVpc: "alt" }),
+          ],
         );
-        await waitForDenial(
-          front,
-          C_ONE,
+        await w.waitForDenial(
+          w.onShard1,
           ["vpc", "alt"],
           /still referenced by VirtualMachine\/vm-2 \(\.spec\.altVpcRef\.name\)/,
         );
-        assert.deepEqual([webhook!.pid, controller!.pid], pids);
-        for (const c of [webhook!, controller!]) {
+        assert.deepEqual([w.webhook().pid, w.controller().pid], pids);
+        for (const c of [w.webhook(), w.controller()]) {
           assert.equal((await c.get(c.healthPort, "/readyz")).status, 200);
         }
       },
@@ -472,26 +378,20 @@ export async function shardedSteps(
         // Each rule (on shard-1) is proven in the consumer on each shard;
         // the Lock in the root shard's consumer.
         const truth = await assertStatusTruth(front, {
-          workspaces: PLACEMENT.map(([path]) => path),
+          workspaces: w.placement.map(([path]) => path),
           minimum: { rules: 3, locks: 1 },
           everywhere: true,
         });
         assert.deepEqual(truth.rulesProven.sort(), [
-          `${COMPUTE}/vm-alt-vpc`,
-          `${COMPUTE}/vm-owns-vpc`,
-          `${COMPUTE}/vm-vpc`,
+          `${w.compute}/vm-alt-vpc`,
+          `${w.compute}/vm-owns-vpc`,
+          `${w.compute}/vm-vpc`,
         ]);
-        assert.deepEqual(truth.locksProven, [`${C_ROOT}/team/keep-vm`]);
+        assert.deepEqual(truth.locksProven, [`${w.onRoot}/team/keep-vm`]);
         assert.equal(truth.denials, 3 * 2 + 1);
       },
     );
   } finally {
-    await controller?.stop();
-    await webhook?.stop();
-    console.log(
-      `sharded e2e wall time: ${
-        ((performance.now() - started) / 1000).toFixed(1)
-      } s`,
-    );
+    await w.stop();
   }
 }

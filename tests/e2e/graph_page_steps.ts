@@ -22,7 +22,6 @@ import {
   assertDeleteDenied,
   bindExport,
   buildTopology,
-  type ComponentProcess,
   type ComponentWorld,
   DEP_CTRL_EXPORT,
   dependencyRule,
@@ -39,97 +38,23 @@ import {
   waitForDeleteDenial,
   waitForRuleEnforced,
   waitForRuleReady,
-  type WebhookProcess,
   workspaceCluster,
 } from "../../testing/mod.ts";
-import { launchBrowser, type TestBrowser } from "../../testing/browser.ts";
-
-const NETWORK = "root:providers:network";
-const COMPUTE = "root:providers:compute";
-const OWNERS = "root:providers:owners";
-const C1 = "root:consumers:c1";
-
-/** A provider's `when` that is markup: the page must show it as text. */
-const HOSTILE_WHEN =
-  "'</svg><script>alert(1)</script>' != object.metadata.name";
-
-/** The owner rule's `when` in the README's screenshot. */
-const README_WHEN = 'object.metadata.labels["env"] == "production"';
-
-/** Where the screenshot goes for the README, with `UPDATE_SCREENSHOT=1`. */
-const README_SCREENSHOT =
-  new URL("../../docs/images/graph.png", import.meta.url)
-    .pathname;
-
-/** The rules: where, which name, and the Ready they settle at. */
-const RULES = [
-  { workspace: COMPUTE, name: "vm-network", reason: "Enforced" },
-  { workspace: OWNERS, name: "network-owner", reason: "Enforced" },
-  { workspace: NETWORK, name: "subnet-vpc", reason: "DependencyCycle" },
-  { workspace: NETWORK, name: "vpc-subnet", reason: "DependencyCycle" },
-] as const;
-
-const VMS = "virtualmachines.compute.example.com";
-const VPCS = "vpcs.network.example.com";
-const SUBNETS = "subnets.network.example.com";
-const NETWORKS = "networks.owners.example.com";
-
-/** A rule of the network provider in which Subnets name a VPC in a label. */
-function subnetVpcRule(): Record<string, unknown> {
-  return {
-    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
-    kind: "DependencyRule",
-    metadata: { name: "subnet-vpc" },
-    spec: {
-      dependent: {
-        apiExportName: "network.example.com",
-        group: "network.example.com",
-        version: "v1alpha1",
-        kind: "Subnet",
-        resource: "subnets",
-      },
-      dependencies: [{
-        apiExportRef: { path: NETWORK, name: "network.example.com" },
-        group: "network.example.com",
-        version: "v1alpha1",
-        resource: "vpcs",
-        fieldRef: { path: labelPath("network.example.com/vpc") },
-      }],
-    },
-  };
-}
-
-/** The few DOM features the page probe uses (Deno's types have no DOM). */
-interface DomElement {
-  id: string;
-  textContent: string | null;
-  classList: { contains(name: string): boolean };
-  getAttribute(name: string): string | null;
-  querySelectorAll(selector: string): Iterable<DomElement>;
-}
-
-/** The page's globals the probe uses. */
-interface BrowserGlobals {
-  document: {
-    title: string;
-    querySelector(selector: string): DomElement | null;
-    querySelectorAll(selector: string): Iterable<DomElement>;
-  };
-  getComputedStyle(element: DomElement): { stroke: string };
-}
-
-/** What the browser saw of the page. */
-interface PageView {
-  nodeIds: string[];
-  edgeIds: string[];
-  cycleEdges: { id: string; strokes: string[]; colors: string[] }[];
-  otherEdgeStrokes: string[];
-  scripts: number;
-  whenCells: string[];
-  holdsRows: string[][];
-  holdsError: string | null;
-  title: string;
-}
+import { launchBrowser } from "../../testing/browser.ts";
+import {
+  type BrowserGlobals,
+  type DomElement,
+  graphPageWorld,
+  HOSTILE_WHEN,
+  NETWORKS,
+  type PageView,
+  README_SCREENSHOT,
+  README_WHEN,
+  SUBNETS,
+  subnetVpcRule,
+  VMS,
+  VPCS,
+} from "../../testing/graph_page_world.ts";
 
 /**
  * The steps of "graph page: a real browser shows every type, rule dependency
@@ -143,35 +68,31 @@ export async function graphPageSteps(
   step: Step,
 ): Promise<void> {
   const { kcp } = world;
-  let webhook: WebhookProcess | undefined;
-  let controller: ComponentProcess | undefined;
-  let browser: TestBrowser | undefined;
-  let graph!: DependencyGraphJson;
-  const clusters: Record<string, string> = {};
+  const w = graphPageWorld();
   try {
     await step(
       "topology with an owners provider, a tenant that may lock, the webhook with --holds, and the controller with --graph",
       async () => {
         await Promise.all([
           buildTopology(kcp, {
-            networkPath: NETWORK,
-            computePath: COMPUTE,
-            consumerPaths: [C1],
+            networkPath: w.network,
+            computePath: w.compute,
+            consumerPaths: [w.c1],
           }),
-          ownersProvider(kcp, OWNERS),
+          ownersProvider(kcp, w.owners),
         ]);
-        await bindExport(kcp, C1, {
+        await bindExport(kcp, w.c1, {
           exportPath: "root:dep-ctrl",
           exportName: DEP_CTRL_EXPORT,
           acceptClaims: [VWC_CLAIM],
         });
-        await applyObjects(kcp, C1, [namespaceObject("team-a")]);
-        for (const path of [NETWORK, COMPUTE, OWNERS]) {
-          clusters[path] = await workspaceCluster(kcp, path);
+        await applyObjects(kcp, w.c1, [namespaceObject("team-a")]);
+        for (const path of [w.network, w.compute, w.owners]) {
+          w.clusters[path] = await workspaceCluster(kcp, path);
         }
         const started = await startWebhook(kcp, { args: ["--holds"] });
-        webhook = started;
-        controller = await startController(kcp, {
+        w.webhook = started;
+        const controller = await startController(kcp, {
           webhook: started,
           args: [
             "--graph",
@@ -181,6 +102,7 @@ export async function graphPageSteps(
           await started.stop();
           throw error;
         });
+        w.controller = controller;
         world.keep({ webhook: started, controller });
       },
     );
@@ -188,19 +110,20 @@ export async function graphPageSteps(
     await step(
       "rules of both directions and a cycle, a Lock, and a denied delete; the statuses settle",
       async () => {
-        await applyObjects(kcp, COMPUTE, [
+        const controller = w.controller!;
+        await applyObjects(kcp, w.compute, [
           dependencyRule("vm-network", {
             dependencies: [
-              { path: NETWORK, resource: "vpcs", field: ".spec.vpcRef.name" },
+              { path: w.network, resource: "vpcs", field: ".spec.vpcRef.name" },
               {
-                path: NETWORK,
+                path: w.network,
                 resource: "subnets",
                 field: ".spec.subnetRef.name",
               },
             ],
           }),
         ]);
-        await applyObjects(kcp, OWNERS, [
+        await applyObjects(kcp, w.owners, [
           ownerRule("network-owner", {
             owner: "Network",
             fieldRef: {
@@ -208,22 +131,22 @@ export async function graphPageSteps(
               path: labelPath("owners.example.com/network"),
             },
             when: HOSTILE_WHEN,
-            networkPath: NETWORK,
+            networkPath: w.network,
           }),
         ]);
-        await applyObjects(kcp, NETWORK, [
-          subnetVpcRule(),
+        await applyObjects(kcp, w.network, [
+          subnetVpcRule(w.network),
           dependencyRule("vpc-subnet", {
             dependent: "VPC",
             dependencies: [{
-              path: NETWORK,
+              path: w.network,
               resource: "subnets",
               field: labelPath("network.example.com/subnet"),
             }],
           }),
         ]);
         await grantWebhookReads(kcp);
-        for (const rule of RULES) {
+        for (const rule of w.rules) {
           if (rule.reason === "Enforced") {
             await waitForRuleEnforced(kcp, rule);
           } else {
@@ -235,7 +158,7 @@ export async function graphPageSteps(
           }
         }
 
-        await applyObjects(kcp, C1, [
+        await applyObjects(kcp, w.c1, [
           {
             apiVersion: "network.example.com/v1alpha1",
             kind: "VPC",
@@ -254,7 +177,7 @@ export async function graphPageSteps(
             metadata: { name: "prod", namespace: "team-a" },
             spec: {
               target: {
-                apiExportRef: { path: NETWORK, name: "network.example.com" },
+                apiExportRef: { path: w.network, name: "network.example.com" },
                 group: "network.example.com",
                 version: "v1alpha1",
                 resource: "vpcs",
@@ -265,7 +188,7 @@ export async function graphPageSteps(
           },
         ]);
         const vpc = {
-          workspace: C1,
+          workspace: w.c1,
           type: "vpc",
           namespace: "team-a",
           name: "core",
@@ -275,16 +198,16 @@ export async function graphPageSteps(
         await assertDeleteDenied(kcp, vpc, held);
 
         // The controller's watches catch up with what kcp said.
-        graph = await waitFor(
+        w.graph = await waitFor(
           "/graph.json to show the settled rules",
           async () => {
-            const answer = await controller!.get(
-              controller!.metricsPort,
+            const answer = await controller.get(
+              controller.metricsPort,
               "/graph.json",
             );
             assert.equal(answer.status, 200);
             const shown = JSON.parse(answer.text) as DependencyGraphJson;
-            const settled = RULES.every((rule) =>
+            const settled = w.rules.every((rule) =>
               shown.edges.some((edge) =>
                 edge.ruleName === rule.name &&
                 (rule.reason === "Enforced"
@@ -305,6 +228,8 @@ export async function graphPageSteps(
     await step(
       "/graph.json: the types, one edge per rule dependency, the cycle, the Lock, and the workspaces the controller resolved",
       () => {
+        const graph = w.graph!;
+        const { clusters } = w;
         assert.equal(graph.kind, "DependencyGraph");
         assert.deepEqual(
           graph.nodes.map((node) => node.id),
@@ -316,35 +241,35 @@ export async function graphPageSteps(
             .sort(),
           [
             [
-              `${key(COMPUTE, "vm-network")}#0`,
+              `${key(w.compute, "vm-network")}#0`,
               VMS,
               VPCS,
               "Dependent",
               false,
             ],
             [
-              `${key(COMPUTE, "vm-network")}#1`,
+              `${key(w.compute, "vm-network")}#1`,
               VMS,
               SUBNETS,
               "Dependent",
               false,
             ],
             [
-              `${key(OWNERS, "network-owner")}#0`,
+              `${key(w.owners, "network-owner")}#0`,
               NETWORKS,
               SUBNETS,
               "Target",
               false,
             ],
             [
-              `${key(NETWORK, "subnet-vpc")}#0`,
+              `${key(w.network, "subnet-vpc")}#0`,
               SUBNETS,
               VPCS,
               "Dependent",
               true,
             ],
             [
-              `${key(NETWORK, "vpc-subnet")}#0`,
+              `${key(w.network, "vpc-subnet")}#0`,
               VPCS,
               SUBNETS,
               "Dependent",
@@ -361,7 +286,7 @@ export async function graphPageSteps(
         for (const edge of graph.edges) {
           assert.equal(
             edge.workspace,
-            edge.cluster === clusters[NETWORK] ? NETWORK : null,
+            edge.cluster === clusters[w.network] ? w.network : null,
             edge.id,
           );
         }
@@ -372,7 +297,9 @@ export async function graphPageSteps(
     await step(
       "Chromium renders /graph: a g.node per type, a g.edge per dependency, the cycle red, no script, the markup as text, the held VPC; a screenshot",
       async () => {
-        browser = await launchBrowser({
+        const graph = w.graph!;
+        const controller = w.controller!;
+        const browser = w.browser = await launchBrowser({
           viewport: { width: 1200, height: 800 },
         });
         const page = await browser.newPage();
@@ -381,7 +308,7 @@ export async function graphPageSteps(
           dialogs.push(dialog.message());
           void dialog.dismiss();
         });
-        const url = `http://127.0.0.1:${controller!.metricsPort}/graph`;
+        const url = `http://127.0.0.1:${controller.metricsPort}/graph`;
         const response = await page.goto(url, { waitUntil: "load" });
         assert.equal(response?.status(), 200);
         const headers = response!.headers();
@@ -471,7 +398,7 @@ export async function graphPageSteps(
         assert.match(outcome ?? "", /^denied_(referenced|locked)$/);
         // And its gauges: one object held, for some seconds by now.
         const metrics = await fetch(
-          `http://127.0.0.1:${webhook!.metricsPort}/metrics`,
+          `http://127.0.0.1:${w.webhook!.metricsPort}/metrics`,
         ).then((r) => r.text());
         assert.match(metrics, /^dependency_webhook_holds 1$/m);
         const oldest = metrics.match(
@@ -491,15 +418,15 @@ export async function graphPageSteps(
           // `when` is an everyday one there, not this test's markup.
           await kcp.request(
             "PATCH",
-            `/clusters/${OWNERS}/apis/dependencies.opendefense.cloud/v1alpha1/dependencyrules/network-owner`,
+            `/clusters/${w.owners}/apis/dependencies.opendefense.cloud/v1alpha1/dependencyrules/network-owner`,
             {
               body: { spec: { when: README_WHEN } },
               contentType: "application/merge-patch+json",
             },
           );
           await waitFor("/graph.json to show the README's when", async () => {
-            const answer = await controller!.get(
-              controller!.metricsPort,
+            const answer = await controller.get(
+              controller.metricsPort,
               "/graph.json",
             );
             return answer.text.includes(JSON.stringify(README_WHEN))
@@ -518,6 +445,6 @@ export async function graphPageSteps(
       },
     );
   } finally {
-    await browser?.close();
+    await w.browser?.close();
   }
 }

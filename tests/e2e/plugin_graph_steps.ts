@@ -19,23 +19,10 @@ import {
   type WorldPaths,
 } from "../../testing/mod.ts";
 import { runPlugin } from "../../testing/plugin.ts";
-
-const RULES = ["vm-vpc", "vm-nics", "attachment-vpc"];
-const TYPES = [
-  "subnets.network.example.com",
-  "virtualmachines.compute.example.com",
-  "vpcattachments.compute.example.com",
-  "vpcs.network.example.com",
-];
-
-/** The edges `graph -o json` prints, as the test compares them. */
-interface EdgeJson {
-  from: string;
-  to: string;
-  ruleName: string;
-  workspace: string | null;
-  ready: string;
-}
+import {
+  type EdgeJson,
+  pluginGraphWorld,
+} from "../../testing/plugin_graph_world.ts";
 
 /**
  * The steps of "plugin graph: a provider draws its DependencyRules as JSON,
@@ -47,21 +34,19 @@ export async function pluginGraphSteps(
   paths: WorldPaths,
 ): Promise<void> {
   const { kcp } = world;
-  const NETWORK = paths.network;
-  const COMPUTE = paths.compute;
-  let admin = "";
+  const w = pluginGraphWorld(paths);
   await step(
     "the compute provider has three rules, made Ready by the components",
     async () => {
       await buildTopology(kcp, {
-        networkPath: NETWORK,
-        computePath: COMPUTE,
+        networkPath: w.network,
+        computePath: w.compute,
         consumerPaths: [],
       });
       await world.startComponents();
       const attachment = dependencyRule("attachment-vpc", {
         dependencies: [{
-          path: NETWORK,
+          path: w.network,
           resource: "vpcs",
           field: ".spec.vpcRef.name",
         }],
@@ -72,11 +57,11 @@ export async function pluginGraphSteps(
         kind: "VPCAttachment",
         resource: "vpcattachments",
       };
-      await applyObjects(kcp, COMPUTE, [
-        vmVpcRule(NETWORK),
+      await applyObjects(kcp, w.compute, [
+        vmVpcRule(w.network),
         dependencyRule("vm-nics", {
           dependencies: [{
-            path: NETWORK,
+            path: w.network,
             resource: "subnets",
             field: ".spec.nics[*].subnetRef.name",
           }],
@@ -98,12 +83,12 @@ export async function pluginGraphSteps(
           "dependencyrules",
           "-o",
           "jsonpath={range .items[*]}{.status.conditions[?(@.type=='Ready')].status}{\"\\n\"}{end}",
-        ], { workspace: COMPUTE });
+        ], { workspace: w.compute });
         const statuses = out.trim().split("\n");
-        return statuses.length === RULES.length &&
+        return statuses.length === w.rules.length &&
             statuses.every((s) => s === "True") || undefined;
       }, { timeoutMs: 90_000, intervalMs: 500 });
-      admin = await kcp.kubeconfig("admin", COMPUTE);
+      w.admin = await kcp.kubeconfig("admin", w.compute);
     },
   );
 
@@ -111,21 +96,21 @@ export async function pluginGraphSteps(
     "graph -o json: a node per type, an edge per dependency, each naming its Ready rule",
     async () => {
       const r = await runPlugin(["graph", "-o", "json"], {
-        kubeconfig: admin,
+        kubeconfig: w.admin,
       });
       assertExit(r, 0);
       const graph = JSON.parse(r.stdout) as {
         nodes: { id: string }[];
         edges: EdgeJson[];
       };
-      assert.deepEqual(graph.nodes.map((n) => n.id).sort(), TYPES);
+      assert.deepEqual(graph.nodes.map((n) => n.id).sort(), w.types);
       const edges = graph.edges.map((e) => [
         e.ruleName,
         e.from,
         e.to,
         e.ready,
       ]);
-      assert.ok(graph.edges.every((e) => e.workspace === COMPUTE));
+      assert.ok(graph.edges.every((e) => e.workspace === w.compute));
       assert.deepEqual(edges.sort(), [
         [
           "attachment-vpc",
@@ -153,15 +138,15 @@ export async function pluginGraphSteps(
   await step(
     "graph (DOT by default) and -o svg name every type and rule",
     async () => {
-      const dot = await runPlugin(["graph"], { kubeconfig: admin });
+      const dot = await runPlugin(["graph"], { kubeconfig: w.admin });
       assertExit(dot, 0);
       assert.match(dot.stdout, /^digraph /);
       assert.ok(
-        dot.stdout.includes(`DependencyRules in ${COMPUTE}`),
+        dot.stdout.includes(`DependencyRules in ${w.compute}`),
         "the DOT names the workspace",
       );
       const svg = await runPlugin(["graph", "-o", "svg"], {
-        kubeconfig: admin,
+        kubeconfig: w.admin,
       });
       assertExit(svg, 0);
       assert.match(svg.stdout, /^<svg/);
@@ -170,7 +155,7 @@ export async function pluginGraphSteps(
         /&#(\d+);/g,
         (_, code) => String.fromCharCode(Number(code)),
       );
-      for (const name of [...TYPES, ...RULES]) {
+      for (const name of [...w.types, ...w.rules]) {
         assert.ok(dot.stdout.includes(name), `DOT names ${name}`);
         assert.ok(svgText.includes(name), `SVG names ${name}`);
       }
@@ -181,18 +166,18 @@ export async function pluginGraphSteps(
     "graph -o html writes one page with every rule",
     async () => {
       const r = await runPlugin(["graph", "-o", "html"], {
-        kubeconfig: admin,
+        kubeconfig: w.admin,
       });
       assertExit(r, 0);
       const html = r.stdout;
       assert.match(html, /^<!DOCTYPE html>/);
       assert.match(html, /<svg/);
-      for (const name of [...TYPES, ...RULES]) {
+      for (const name of [...w.types, ...w.rules]) {
         assert.ok(html.includes(name), `the page names ${name}`);
       }
       // The plugin may not write files: there is no flag that would.
       const file = await runPlugin(["graph", "--output-file=rules.html"], {
-        kubeconfig: admin,
+        kubeconfig: w.admin,
       });
       assertExit(file, 2);
     },
@@ -207,8 +192,8 @@ export async function pluginGraphSteps(
         "user-1-access",
         "--clusterrole=system:kcp:workspace:access",
         "--user=user-1",
-      ], { workspace: COMPUTE });
-      const user = await kcp.kubeconfig("user", COMPUTE);
+      ], { workspace: w.compute });
+      const user = await kcp.kubeconfig("user", w.compute);
       const r = await waitFor("the user's access to count", async () => {
         const r = await runPlugin(["graph"], { kubeconfig: user });
         return /you may not list dependencyrules/.test(r.stderr)
@@ -218,7 +203,7 @@ export async function pluginGraphSteps(
       assertExit(r, 2);
       assert.equal(
         r.stderr,
-        `error: you may not list dependencyrules.dependencies.opendefense.cloud in workspace ${COMPUTE}\n`,
+        `error: you may not list dependencyrules.dependencies.opendefense.cloud in workspace ${w.compute}\n`,
       );
       assert.equal(r.stdout, "");
     },

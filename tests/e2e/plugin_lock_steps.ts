@@ -16,13 +16,11 @@ import {
   applyObjects,
   applySystemAdminOverlay,
   assertExit,
-  attempt,
   bindExport,
   buildTopology,
   type CommandResult,
   type ComponentWorld,
   DEP_CTRL_EXPORT,
-  type KcpServer,
   type Step,
   VWC_CLAIM,
   waitFor,
@@ -30,21 +28,12 @@ import {
   type WorldPaths,
 } from "../../testing/mod.ts";
 import { runPlugin } from "../../testing/plugin.ts";
-
-const REASON = "production VPC, ask #netops";
-
-/** Waits until `args` (a kubectl delete) goes through in `workspace`. */
-async function waitForAllowed(
-  kcp: KcpServer,
-  workspace: string,
-  args: string[],
-): Promise<void> {
-  await waitFor(`kubectl ${args.join(" ")} to be allowed`, async () => {
-    const error = await attempt(kcp, workspace, args);
-    if (error === "") return true;
-    throw new Error(`last answer: ${error.trim()}`);
-  }, { timeoutMs: 60_000, intervalMs: 250 });
-}
+import {
+  LOCK_REASON,
+  type PluginLockWorld,
+  pluginLockWorld,
+  waitForAllowed,
+} from "../../testing/plugin_lock_world.ts";
 
 /**
  * The steps of "plugin lock: a tenant locks and unlocks a bound VPC and a
@@ -56,19 +45,16 @@ export async function pluginLockSteps(
   paths: WorldPaths,
 ): Promise<void> {
   const { kcp } = world;
-  const NETWORK = paths.network;
-  const C1 = paths.consumer("c1");
-  let tenant = "";
-  const plugin = (args: string[]) => runPlugin(args, { kubeconfig: tenant });
+  const w = pluginLockWorld(world, paths);
   await step(
     "a consumer binds the network provider and the dep-ctrl export; the components start",
     async () => {
       await buildTopology(kcp, {
-        networkPath: NETWORK,
-        computePath: paths.compute,
-        consumerPaths: [C1],
+        networkPath: w.network,
+        computePath: w.compute,
+        consumerPaths: [w.c1],
       });
-      await bindExport(kcp, C1, {
+      await bindExport(kcp, w.c1, {
         exportPath: "root:dep-ctrl",
         exportName: DEP_CTRL_EXPORT,
         acceptClaims: [VWC_CLAIM],
@@ -83,11 +69,11 @@ export async function pluginLockSteps(
       ]);
       await world.startComponents();
       for (const ns of ["team-a", "team-b", "team-c"]) {
-        await kcp.kubectlOk(["create", "namespace", ns], { workspace: C1 });
+        await kcp.kubectlOk(["create", "namespace", ns], { workspace: w.c1 });
       }
       await applyObjects(
         kcp,
-        C1,
+        w.c1,
         ["team-a", "team-c"].map((ns) => ({
           apiVersion: "network.example.com/v1alpha1",
           kind: "VPC",
@@ -101,7 +87,7 @@ export async function pluginLockSteps(
   await step(
     "the tenant gets access, lock-editor in team-a and team-b, lock-viewer in team-c",
     async () => {
-      await applyLockEditor(kcp, C1);
+      await applyLockEditor(kcp, w.c1);
       for (const ns of ["team-a", "team-b"]) {
         await kcp.kubectlOk([
           "create",
@@ -111,7 +97,7 @@ export async function pluginLockSteps(
           ns,
           "--clusterrole=dependencies:lock-editor",
           "--user=user-1",
-        ], { workspace: C1 });
+        ], { workspace: w.c1 });
       }
       await kcp.kubectlOk([
         "create",
@@ -121,32 +107,32 @@ export async function pluginLockSteps(
         "team-c",
         "--clusterrole=dependencies:lock-viewer",
         "--user=user-1",
-      ], { workspace: C1 });
-      tenant = await kcp.kubeconfig("user", C1);
+      ], { workspace: w.c1 });
+      w.tenant = await kcp.kubeconfig("user", w.c1);
     },
   );
 
   await step(
     "without list on APIBindings the plugin cannot tell the export: exit 2 naming the permission; nothing is written",
     async () => {
-      const r = await plugin([
+      const r = await w.plugin([
         "lock",
         "vpc/core",
         "-n",
         "team-a",
         "--reason",
-        REASON,
+        LOCK_REASON,
       ]);
       assertExit(r, 2);
       assert.ok(
         r.stderr.includes(
-          `you may not list apibindings.apis.kcp.io in workspace ${C1} (read to learn which APIExport vpcs.network.example.com is bound from)`,
+          `you may not list apibindings.apis.kcp.io in workspace ${w.c1} (read to learn which APIExport vpcs.network.example.com is bound from)`,
         ),
         r.stderr,
       );
       assert.equal(
         await kcp.kubectlOk(["get", "locks", "-A", "-o", "name"], {
-          workspace: C1,
+          workspace: w.c1,
         }),
         "",
       );
@@ -158,7 +144,7 @@ export async function pluginLockSteps(
         "user-1-binding-reader",
         "--clusterrole=dependencies:binding-reader",
         "--user=user-1",
-      ], { workspace: C1 });
+      ], { workspace: w.c1 });
     },
   );
 
@@ -166,13 +152,13 @@ export async function pluginLockSteps(
     "lock vpc/core: the Lock names the export, becomes Ready, and the delete is denied with the reason",
     async () => {
       const r = await waitFor("the tenant to lock vpc/core", async () => {
-        const r = await plugin([
+        const r = await w.plugin([
           "lock",
           "vpc/core",
           "-n",
           "team-a",
           "--reason",
-          REASON,
+          LOCK_REASON,
         ]);
         // RBAC just granted may take a moment to reach the authorizer.
         if (/you may not list apibindings/.test(r.stderr)) return undefined;
@@ -192,17 +178,17 @@ export async function pluginLockSteps(
           "team-a",
           "-o",
           "jsonpath={.spec.target}",
-        ], { workspace: C1 }),
+        ], { workspace: w.c1 }),
       );
       assert.deepEqual(target, {
-        apiExportRef: { path: NETWORK, name: "network.example.com" },
+        apiExportRef: { path: w.network, name: "network.example.com" },
         group: "network.example.com",
         version: "v1alpha1",
         resource: "vpcs",
         name: "core",
       });
       const error = await waitForDenial(kcp, {
-        workspace: C1,
+        workspace: w.c1,
         args: ["delete", "vpc", "core", "-n", "team-a"],
         expected: /locked by Lock/,
       });
@@ -216,7 +202,7 @@ export async function pluginLockSteps(
   await step(
     "locking it again needs --update, which replaces the reason and operations",
     async () => {
-      const again = await plugin([
+      const again = await w.plugin([
         "lock",
         "vpcs.network.example.com/core",
         "-n",
@@ -229,7 +215,7 @@ export async function pluginLockSteps(
         again.stderr,
         /vpcs\.network\.example\.com\/core is already locked in namespace team-a by Lock vpcs-core \("production VPC, ask #netops"\): use --update/,
       );
-      const updated = await plugin([
+      const updated = await w.plugin([
         "lock",
         "vpcs.v1alpha1.network.example.com",
         "core",
@@ -249,7 +235,7 @@ export async function pluginLockSteps(
       assert.deepEqual(lock.spec.operations, ["Delete", "Update"]);
       assert.equal(lock.status.conditions[0].status, "True");
       await waitForDenial(kcp, {
-        workspace: C1,
+        workspace: w.c1,
         args: ["delete", "vpc", "core", "-n", "team-a"],
         expected: /locked by Lock team-a\/vpcs-core \("frozen for the audit"\)/,
       });
@@ -259,26 +245,32 @@ export async function pluginLockSteps(
   await step(
     "unlock vpc/core: the Lock goes and so can the VPC",
     async () => {
-      const r = await plugin(["unlock", "vpc/core", "-n", "team-a"]);
+      const r = await w.plugin(["unlock", "vpc/core", "-n", "team-a"]);
       assertExit(r, 0);
       assert.equal(
         r.stdout,
         "lock.dependencies.opendefense.cloud/vpcs-core deleted\n",
       );
-      const none = await plugin(["unlock", "vpc/core", "-n", "team-a"]);
+      const none = await w.plugin(["unlock", "vpc/core", "-n", "team-a"]);
       assertExit(none, 1);
       assert.match(
         none.stderr,
         /nothing locks vpcs\.network\.example\.com\/core in namespace team-a/,
       );
-      await waitForAllowed(kcp, C1, ["delete", "vpc", "core", "-n", "team-a"]);
+      await waitForAllowed(kcp, w.c1, [
+        "delete",
+        "vpc",
+        "core",
+        "-n",
+        "team-a",
+      ]);
     },
   );
 
   await step(
     "lock namespace/team-b: the Lock lives in that namespace and keeps it; unlock lets it go",
     async () => {
-      const r = await plugin([
+      const r = await w.plugin([
         "lock",
         "namespace/team-b",
         "--reason",
@@ -292,7 +284,7 @@ export async function pluginLockSteps(
         "lock.dependencies.opendefense.cloud/namespaces-team-b\n",
       );
       const error = await waitForDenial(kcp, {
-        workspace: C1,
+        workspace: w.c1,
         args: [
           "delete",
           "namespace",
@@ -305,8 +297,8 @@ export async function pluginLockSteps(
         error,
         /cannot delete namespaces\/team-b: locked by Lock team-b\/namespaces-team-b \("tenant home"\)/,
       );
-      assertExit(await plugin(["unlock", "ns/team-b"]), 0);
-      await waitForAllowed(kcp, C1, [
+      assertExit(await w.plugin(["unlock", "ns/team-b"]), 0);
+      await waitForAllowed(kcp, w.c1, [
         "delete",
         "namespace",
         "team-b",
@@ -315,12 +307,12 @@ export async function pluginLockSteps(
     },
   );
 
-  await lockForSteps(world, step, { workspace: C1, plugin });
+  await lockForSteps(world, step, w);
 
   await step(
     "an unknown type and a namespace where the tenant may not write Locks exit 2 naming why",
     async () => {
-      const unknown = await plugin([
+      const unknown = await w.plugin([
         "lock",
         "vpcz/core",
         "-n",
@@ -333,7 +325,7 @@ export async function pluginLockSteps(
         unknown.stderr,
         /the server doesn't have a resource type "vpcz"/,
       );
-      const forbidden = await plugin([
+      const forbidden = await w.plugin([
         "lock",
         "vpc/core",
         "-n",
@@ -348,7 +340,7 @@ export async function pluginLockSteps(
       );
       assert.equal(
         await kcp.kubectlOk(["get", "locks", "-A", "-o", "name"], {
-          workspace: C1,
+          workspace: w.c1,
         }),
         "",
       );
@@ -362,34 +354,24 @@ export async function pluginLockSteps(
  * get locks` shows it Ready with its end), then, once the time has passed,
  * the delete goes through and the Lock shows `Ready False Expired`. A past
  * `--until` is refused before anything is written. `unlock` removes the
- * expired Lock.
+ * expired Lock. In the lock world's consumer, as its tenant.
  */
-async function lockForSteps(
+export async function lockForSteps(
   world: ComponentWorld,
   step: Step,
-  options: {
-    workspace: string;
-    plugin: (args: string[]) => Promise<CommandResult>;
-  },
+  w: PluginLockWorld,
 ): Promise<void> {
   const { kcp } = world;
-  const { workspace, plugin } = options;
-  const getLocks = async () =>
-    await kcp.kubectlOk(["get", "locks", "-n", "team-a"], {
-      identity: "user",
-      workspace,
-    });
-  let expiresAt = "";
   await step(
     "lock vpc/window --for 45s: Ready until its time, shown by kubectl get locks; the delete is denied naming the Lock and its time",
     async () => {
-      await applyObjects(kcp, workspace, [{
+      await applyObjects(kcp, w.c1, [{
         apiVersion: "network.example.com/v1alpha1",
         kind: "VPC",
         metadata: { name: "window", namespace: "team-a" },
         spec: {},
       }]);
-      const past = await plugin([
+      const past = await w.plugin([
         "lock",
         "vpc/window",
         "-n",
@@ -401,7 +383,7 @@ async function lockForSteps(
       ]);
       assertExit(past, 2);
       assert.match(past.stderr, /--until 2020-01-01T00:00:00Z has passed/);
-      const r = await plugin([
+      const r = await w.plugin([
         "lock",
         "vpc/window",
         "-n",
@@ -414,7 +396,7 @@ async function lockForSteps(
       assertExit(r, 0);
       const ready = /vpcs-window is Ready until (\S+Z): /.exec(r.stdout);
       assert.ok(ready, r.stdout);
-      expiresAt = ready[1]!;
+      const expiresAt = w.expiresAt = ready[1]!;
       assert.equal(
         await kcp.kubectlOk([
           "get",
@@ -424,17 +406,17 @@ async function lockForSteps(
           "team-a",
           "-o",
           "jsonpath={.spec.expiresAt}",
-        ], { workspace }),
+        ], { workspace: w.c1 }),
         expiresAt,
       );
-      const table = await getLocks();
+      const table = await w.locksInTeamA();
       assert.match(table.split("\n")[0]!, /\bREADY\s+STATUS\s+EXPIRES\s+AGE$/);
       assert.match(
         table,
         new RegExp(`vpcs-window\\s.*\\sTrue\\s+Enforced\\s+${expiresAt}\\s`),
       );
       const error = await waitForDenial(kcp, {
-        workspace,
+        workspace: w.c1,
         args: ["delete", "vpc", "window", "-n", "team-a", "--dry-run=server"],
         expected: /locked by Lock/,
       });
@@ -447,7 +429,7 @@ async function lockForSteps(
       // why, as the workspace's admin, names the Lock with its time.
       const why = await runPlugin(
         ["why", "vpc/window", "-n", "team-a", "-o", "json"],
-        { kubeconfig: await kcp.kubeconfig("admin", workspace) },
+        { kubeconfig: await kcp.kubeconfig("admin", w.c1) },
       );
       assertExit(why, 1);
       const lockCause = JSON.parse(why.stdout).causes?.find((
@@ -460,6 +442,7 @@ async function lockForSteps(
   await step(
     "after its time the Lock holds no more: the delete goes through, and the Lock is Ready False Expired until unlocked",
     async () => {
+      const { expiresAt } = w;
       await waitFor("the Lock to show Expired", async () => {
         const reason = await kcp.kubectlOk([
           "get",
@@ -469,12 +452,12 @@ async function lockForSteps(
           "team-a",
           "-o",
           'jsonpath={.status.conditions[?(@.type=="Ready")].reason}',
-        ], { workspace });
+        ], { workspace: w.c1 });
         return reason === "Expired" ? true : undefined;
       }, { timeoutMs: 90_000, intervalMs: 500 });
       // The controller reports by its clock; the webhook lets go up to its
       // --lock-expiry-skew (5s) later, by its own.
-      await waitForAllowed(kcp, workspace, [
+      await waitForAllowed(kcp, w.c1, [
         "delete",
         "vpc",
         "window",
@@ -486,10 +469,10 @@ async function lockForSteps(
         `the delete went through before the Lock's time ${expiresAt}`,
       );
       assert.match(
-        await getLocks(),
+        await w.locksInTeamA(),
         new RegExp(`vpcs-window\\s.*\\sFalse\\s+Expired\\s+${expiresAt}\\s`),
       );
-      const r = await plugin(["unlock", "vpc/window", "-n", "team-a"]);
+      const r = await w.plugin(["unlock", "vpc/window", "-n", "team-a"]);
       assertExit(r, 0);
     },
   );

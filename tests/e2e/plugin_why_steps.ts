@@ -1,12 +1,13 @@
 /**
  * `kubectl dependencies why`, end to end on a real kcp: real kubectl runs
  * the plugin as `deno task plugin:install` installs it (with the
- * permissions it is installed with) and a tenant's kubeconfig, against the real webhook and controller
- * and the manifests users apply. It names the VM that refers to a VPC and
- * the field, the Network that owns a Subnet and its switch, the Lock that
- * holds a VM and its reason; with `--recursive` it follows a chain and stops
- * at a cycle of objects; it exits 0 when nothing holds the object and 2 for
- * a missing object or one the tenant may not delete; `-o json` parses.
+ * permissions it is installed with) and a tenant's kubeconfig, against the
+ * real webhook and controller and the manifests users apply. It names the
+ * VM that refers to a VPC and the field, the Network that owns a Subnet and
+ * its switch, the Lock that holds a VM and its reason; with `--recursive` it
+ * follows a chain and stops at a cycle of objects; it exits 0 when nothing
+ * holds the object and 2 for a missing object or one the tenant may not
+ * delete; `-o json` parses.
  * `why namespace/<ns>` names what keeps a namespace the tenant deleted in
  * Terminating, the deletion's duration and each blocker's since; it and
  * `why <object>` name an owner deleted in the foreground (a cluster-scoped
@@ -20,7 +21,6 @@ import {
   bindExport,
   bindOwners,
   buildTopology,
-  type CommandResult,
   type ComponentWorld,
   DEP_CTRL_EXPORT,
   dependencyRule,
@@ -44,93 +44,29 @@ import {
   waitForRuleEnforced,
   type WorldPaths,
 } from "../../testing/mod.ts";
-import { runPlugin } from "../../testing/plugin.ts";
+import { OWNER_LABEL, PROTECTION_SWITCH } from "../../testing/owner_world.ts";
 import {
+  FOREGROUND_NS,
+  FOREGROUND_PROJECT,
+  GONE_NS,
+  KUBE_TIME,
+  namespaceRbac,
   networkConsumer,
+  pluginWhyWorld,
   projectReadRbac,
+  runWhy,
+  type ScopeJson,
+  shown,
+  SINCE_PATTERN,
   subnetOwnedByProject,
+  tenantRbac,
+  VM_LABEL,
+  WHY_NS,
+  WHY_REASON,
+  type WhyJson,
+  withFinalizer,
 } from "../../testing/plugin_why_world.ts";
-
-const NS = "team-a";
-/** The namespace a tenant deletes in the namespace step. */
-const GONE = "team-gone";
-/** The namespace of a Subnet whose owner is deleted in the foreground. */
-const FOREGROUND = "team-fg";
-/** The cluster-scoped owner deleted in the foreground. */
-const PROJECT = "p-fg";
-
-/** The label the owner rule reads on a Subnet. */
-const OWNER = "network.example.com/owner";
-/** The owner rule's switch. */
-const SWITCH = "object.spec.deletionProtection == true";
-/** The label through which a VPC refers to a VM (the cycle's rule). */
-const VM_LABEL = "example.com/vm";
-const REASON = "the VM of record, ask #compute";
-const CIDR = "10.0.0.0/16";
-/** What a cause's line says of when its blocker began to hold, as a pattern. */
-const SINCE =
-  "; since \\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}Z \\(\\d+[smhd] ago\\)";
-/** An RFC 3339 time as kube writes a creationTimestamp. */
-const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/;
-
-/** Runs `kubectl dependencies why <args>` through kubectl with `kubeconfig`. */
-function why(kubeconfig: string, args: string[]): Promise<CommandResult> {
-  return runPlugin(["why", ...args], { kubeconfig });
-}
-
-/** `result` as the assertion message: what the plugin printed. */
-function shown(result: CommandResult): string {
-  return `exit ${result.code}\n--- stdout\n${result.stdout}--- stderr\n${result.stderr}`;
-}
-
-/** A tenant who may read VPCs, Subnets, VMs and Networks, and delete all but Networks. */
-function tenantRbac(user: string): unknown[] {
-  return [
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "ClusterRole",
-      metadata: { name: "why-tenant" },
-      rules: [
-        { nonResourceURLs: ["/"], verbs: ["access"] },
-        {
-          apiGroups: ["network.example.com", "compute.example.com"],
-          resources: ["vpcs", "subnets", "virtualmachines"],
-          verbs: ["get", "list", "delete"],
-        },
-        {
-          apiGroups: ["owners.example.com"],
-          resources: ["networks"],
-          verbs: ["get", "list"],
-        },
-      ],
-    },
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "ClusterRoleBinding",
-      metadata: { name: "why-tenant" },
-      roleRef: {
-        apiGroup: "rbac.authorization.k8s.io",
-        kind: "ClusterRole",
-        name: "why-tenant",
-      },
-      subjects: [{
-        apiGroup: "rbac.authorization.k8s.io",
-        kind: "User",
-        name: user,
-      }],
-    },
-  ];
-}
-
-/** The JSON of `why -o json`, as far as these tests read it. */
-interface WhyJson {
-  object: { kind: string; namespace: string; name: string };
-  state: string;
-  held?: boolean;
-  error?: string;
-  causes?: Record<string, unknown>[];
-  children?: WhyJson[];
-}
+import { VPC_CIDR } from "../../testing/webhook_world.ts";
 
 /**
  * The steps of "plugin why: names what holds an object (references, owners,
@@ -143,37 +79,32 @@ export async function pluginWhySteps(
   paths: WorldPaths,
 ): Promise<void> {
   const { kcp } = world;
-  const NETWORK = paths.network;
-  const COMPUTE = paths.compute;
-  const OWNERS = `${paths.prefix}:providers:owners`;
-  const C1 = paths.consumer("c1");
-  const C2 = paths.consumer("c2");
-  let tenant = "";
+  const w = pluginWhyWorld(paths);
 
   await step(
     "topology, an owners provider, the dep-ctrl export bound for Locks, a tenant's RBAC; webhook and controller start",
     async () => {
       await Promise.all([
         buildTopology(kcp, {
-          networkPath: NETWORK,
-          computePath: COMPUTE,
-          consumerPaths: [C1],
+          networkPath: w.network,
+          computePath: w.compute,
+          consumerPaths: [w.c1],
         }),
-        ownersProvider(kcp, OWNERS),
+        ownersProvider(kcp, w.owners),
       ]);
       await Promise.all([
-        bindOwners(kcp, { consumer: C1, ownersPath: OWNERS }),
-        bindExport(kcp, C1, {
+        bindOwners(kcp, { consumer: w.c1, ownersPath: w.owners }),
+        bindExport(kcp, w.c1, {
           exportPath: "root:dep-ctrl",
           exportName: DEP_CTRL_EXPORT,
           acceptClaims: [VWC_CLAIM],
         }),
       ]);
-      await applyObjects(kcp, C1, [
-        namespaceObject(NS),
+      await applyObjects(kcp, w.c1, [
+        namespaceObject(WHY_NS),
         ...tenantRbac(kcp.identity("user").user),
       ]);
-      tenant = await kcp.kubeconfig("user", C1);
+      w.tenant = await kcp.kubeconfig("user", w.c1);
       await world.startComponents();
     },
   );
@@ -181,24 +112,24 @@ export async function pluginWhySteps(
   await step(
     "rules: a VM holds the VPC it names; a Network holds the Subnet that names it while its switch is on",
     async () => {
-      await applyObjects(kcp, COMPUTE, [
-        vmVpcRule(NETWORK),
+      await applyObjects(kcp, w.compute, [
+        vmVpcRule(w.network),
       ]);
-      await applyObjects(kcp, OWNERS, [
+      await applyObjects(kcp, w.owners, [
         ownerRule("subnet-owner", {
-          networkPath: NETWORK,
+          networkPath: w.network,
           owner: "Network",
-          fieldRef: { from: "Target", path: labelPath(OWNER) },
-          when: SWITCH,
+          fieldRef: { from: "Target", path: labelPath(OWNER_LABEL) },
+          when: PROTECTION_SWITCH,
         }),
       ]);
       await grantWebhookReads(kcp);
       await waitForRuleEnforced(kcp, {
-        workspace: COMPUTE,
+        workspace: w.compute,
         name: "vm-vpc",
       });
       await waitForRuleEnforced(kcp, {
-        workspace: OWNERS,
+        workspace: w.owners,
         name: "subnet-owner",
       });
     },
@@ -207,30 +138,30 @@ export async function pluginWhySteps(
   await step(
     "a VPC a VM refers to: exit 1, naming the VM, its field and the rule, in the tree and in JSON",
     async () => {
-      await applyObjects(kcp, C1, [
-        vpcManifest("core", { namespace: NS, cidr: CIDR }),
-        vmManifest("vm-1", { namespace: NS, vpc: "core" }),
+      await applyObjects(kcp, w.c1, [
+        vpcManifest("core", { namespace: WHY_NS, cidr: VPC_CIDR }),
+        vmManifest("vm-1", { namespace: WHY_NS, vpc: "core" }),
       ]);
       await waitForDeleteDenial(kcp, {
-        workspace: C1,
+        workspace: w.c1,
         type: "vpc",
-        namespace: NS,
+        namespace: WHY_NS,
         name: "core",
       }, /still referenced by VirtualMachine\/vm-1 /);
-      const tree = await why(tenant, ["vpc/core", "-n", NS]);
+      const tree = await runWhy(w.tenant, ["vpc/core", "-n", WHY_NS]);
       assert.equal(tree.code, 1, shown(tree));
       assert.match(
         tree.stdout,
         new RegExp(
-          `^VPC team-a/core is held by:\n\u2514\u2500\u2500 referenced by VirtualMachine team-a/vm-1 \\(\\.spec\\.vpcRef\\.name; rule [a-z0-9]+/vm-vpc${SINCE}\\)\n$`,
+          `^VPC team-a/core is held by:\n\u2514\u2500\u2500 referenced by VirtualMachine team-a/vm-1 \\(\\.spec\\.vpcRef\\.name; rule [a-z0-9]+/vm-vpc${SINCE_PATTERN}\\)\n$`,
         ),
         shown(tree),
       );
-      const json = await why(tenant, [
+      const json = await runWhy(w.tenant, [
         "vpcs.network.example.com",
         "core",
         "-n",
-        NS,
+        WHY_NS,
         "-o",
         "json",
       ]);
@@ -243,7 +174,7 @@ export async function pluginWhySteps(
         version: "v1alpha1",
         resource: "vpcs",
         kind: "VPC",
-        namespace: NS,
+        namespace: WHY_NS,
         name: "core",
       });
       assert.equal(parsed.causes?.length, 1);
@@ -254,12 +185,12 @@ export async function pluginWhySteps(
         version: "v1alpha1",
         resource: "virtualmachines",
         kind: "VirtualMachine",
-        namespace: NS,
+        namespace: WHY_NS,
         name: "vm-1",
       });
       assert.deepEqual(cause!.fields, [".spec.vpcRef.name"]);
       assert.match((cause!.rules as string[])[0]!, /^[a-z0-9]+\/vm-vpc$/);
-      assert.match(String(cause!.since), RFC3339);
+      assert.match(String(cause!.since), KUBE_TIME);
       assert.equal(parsed.children, undefined);
     },
   );
@@ -267,29 +198,29 @@ export async function pluginWhySteps(
   await step(
     "a Subnet whose Network holds it: the owner, the field that names it and the switch that is on",
     async () => {
-      await applyObjects(kcp, C1, [
-        networkObject(NS, "net-a", { deletionProtection: true }),
-        subnetObject(NS, "s-1", { labels: { [OWNER]: "net-a" } }),
+      await applyObjects(kcp, w.c1, [
+        networkObject(WHY_NS, "net-a", { deletionProtection: true }),
+        subnetObject(WHY_NS, "s-1", { labels: { [OWNER_LABEL]: "net-a" } }),
       ]);
       await waitForDeleteDenial(kcp, {
-        workspace: C1,
+        workspace: w.c1,
         type: "subnet",
-        namespace: NS,
+        namespace: WHY_NS,
         name: "s-1",
       }, /it belongs to Network\/net-a /);
-      const tree = await why(tenant, ["subnet", "s-1", "-n", NS]);
+      const tree = await runWhy(w.tenant, ["subnet", "s-1", "-n", WHY_NS]);
       assert.equal(tree.code, 1, shown(tree));
       assert.match(
         tree.stdout,
         new RegExp(
-          `^Subnet team-a/s-1 is held by:\n\u2514\u2500\u2500 belongs to Network team-a/net-a \\(\\.metadata\\.labels\\["network\\.example\\.com/owner"\\]; when object\\.spec\\.deletionProtection == true; rule [a-z0-9]+/subnet-owner${SINCE}\\)\n$`,
+          `^Subnet team-a/s-1 is held by:\n\u2514\u2500\u2500 belongs to Network team-a/net-a \\(\\.metadata\\.labels\\["network\\.example\\.com/owner"\\]; when object\\.spec\\.deletionProtection == true; rule [a-z0-9]+/subnet-owner${SINCE_PATTERN}\\)\n$`,
         ),
         shown(tree),
       );
-      const yaml = await why(tenant, [
+      const yaml = await runWhy(w.tenant, [
         "subnet/s-1",
         "-n",
-        NS,
+        WHY_NS,
         "-o",
         "yaml",
       ]);
@@ -305,40 +236,50 @@ export async function pluginWhySteps(
   await step(
     "a locked VM: the Lock's name and reason",
     async () => {
-      await applyObjects(kcp, C1, [lockManifest("keep-vm", {
-        namespace: NS,
-        target: exportedTarget(COMPUTE, {
+      await applyObjects(kcp, w.c1, [lockManifest("keep-vm", {
+        namespace: WHY_NS,
+        target: exportedTarget(w.compute, {
           resource: "virtualmachines",
           name: "vm-1",
         }),
-        reason: REASON,
+        reason: WHY_REASON,
         operations: ["Delete"],
       })]);
       await waitForDeleteDenial(kcp, {
-        workspace: C1,
+        workspace: w.c1,
         type: "virtualmachine",
-        namespace: NS,
+        namespace: WHY_NS,
         name: "vm-1",
       }, /locked by Lock team-a\/keep-vm/);
-      const tree = await why(tenant, ["virtualmachine/vm-1", "-n", NS]);
+      const tree = await runWhy(w.tenant, [
+        "virtualmachine/vm-1",
+        "-n",
+        WHY_NS,
+      ]);
       assert.equal(tree.code, 1, shown(tree));
       assert.match(
         tree.stdout,
         new RegExp(
-          `^VirtualMachine team-a/vm-1 is held by:\n\u2514\u2500\u2500 locked by Lock team-a/keep-vm \\(reason: ${REASON}${SINCE}\\)\n$`,
+          `^VirtualMachine team-a/vm-1 is held by:\n\u2514\u2500\u2500 locked by Lock team-a/keep-vm \\(reason: ${WHY_REASON}${SINCE_PATTERN}\\)\n$`,
         ),
         shown(tree),
       );
       const json = JSON.parse(
-        (await why(tenant, ["virtualmachine/vm-1", "-n", NS, "-o", "json"]))
+        (await runWhy(w.tenant, [
+          "virtualmachine/vm-1",
+          "-n",
+          WHY_NS,
+          "-o",
+          "json",
+        ]))
           .stdout,
       ) as WhyJson;
       const since = json.causes?.[0]?.since;
-      assert.match(String(since), RFC3339);
+      assert.match(String(since), KUBE_TIME);
       assert.deepEqual(json.causes, [{
         type: "Lock",
-        lock: { namespace: NS, name: "keep-vm" },
-        reason: REASON,
+        lock: { namespace: WHY_NS, name: "keep-vm" },
+        reason: WHY_REASON,
         since,
       }]);
     },
@@ -347,10 +288,10 @@ export async function pluginWhySteps(
   await step(
     "--recursive: from the VPC through its VM to the VM's Lock; from the Subnet to a Network the tenant may not delete",
     async () => {
-      const chain = await why(tenant, [
+      const chain = await runWhy(w.tenant, [
         "vpc/core",
         "-n",
-        NS,
+        WHY_NS,
         "--recursive",
       ]);
       assert.equal(chain.code, 1, shown(chain));
@@ -359,17 +300,17 @@ export async function pluginWhySteps(
         new RegExp(
           [
             "^VPC team-a/core is held by:",
-            `\u2514\u2500\u2500 referenced by VirtualMachine team-a/vm-1 \\(\\.spec\\.vpcRef\\.name; rule [a-z0-9]+/vm-vpc${SINCE}\\)`,
-            `    \u2514\u2500\u2500 locked by Lock team-a/keep-vm \\(reason: ${REASON}${SINCE}\\)`,
+            `\u2514\u2500\u2500 referenced by VirtualMachine team-a/vm-1 \\(\\.spec\\.vpcRef\\.name; rule [a-z0-9]+/vm-vpc${SINCE_PATTERN}\\)`,
+            `    \u2514\u2500\u2500 locked by Lock team-a/keep-vm \\(reason: ${WHY_REASON}${SINCE_PATTERN}\\)`,
             "$",
           ].join("\n"),
         ),
         shown(chain),
       );
-      const json = await why(tenant, [
+      const json = await runWhy(w.tenant, [
         "vpc/core",
         "-n",
-        NS,
+        WHY_NS,
         "-R",
         "-o",
         "json",
@@ -383,10 +324,10 @@ export async function pluginWhySteps(
       assert.deepEqual(child.children, []);
       assert.equal(child.causes?.[0]?.type, "Lock");
 
-      const owned = await why(tenant, [
+      const owned = await runWhy(w.tenant, [
         "subnet/s-1",
         "-n",
-        NS,
+        WHY_NS,
         "-R",
         "-o",
         "json",
@@ -399,7 +340,12 @@ export async function pluginWhySteps(
         network?.error ?? "",
         /^you may not delete networks\.owners\.example\.com in namespace team-a: /,
       );
-      const ownedTree = await why(tenant, ["subnet/s-1", "-n", NS, "-R"]);
+      const ownedTree = await runWhy(w.tenant, [
+        "subnet/s-1",
+        "-n",
+        WHY_NS,
+        "-R",
+      ]);
       assert.match(
         ownedTree.stdout,
         /\n {4}\u2514\u2500\u2500 cannot tell: you may not delete networks\.owners\.example\.com in namespace team-a: /,
@@ -411,19 +357,19 @@ export async function pluginWhySteps(
   await step(
     "nothing holds a VPC no VM names: exit 0, in every output format",
     async () => {
-      await applyObjects(kcp, C1, [
-        vpcManifest("free", { namespace: NS, cidr: CIDR }),
+      await applyObjects(kcp, w.c1, [
+        vpcManifest("free", { namespace: WHY_NS, cidr: VPC_CIDR }),
       ]);
-      const tree = await why(tenant, ["vpc/free", "-n", NS]);
+      const tree = await runWhy(w.tenant, ["vpc/free", "-n", WHY_NS]);
       assert.equal(tree.code, 0, shown(tree));
       assert.equal(
         tree.stdout,
         "VPC team-a/free: nothing holds it, a delete would go through\n",
       );
-      const json = await why(tenant, [
+      const json = await runWhy(w.tenant, [
         "vpc/free",
         "-n",
-        NS,
+        WHY_NS,
         "-o",
         "json",
         "-R",
@@ -435,7 +381,7 @@ export async function pluginWhySteps(
           version: "v1alpha1",
           resource: "vpcs",
           kind: "VPC",
-          namespace: NS,
+          namespace: WHY_NS,
           name: "free",
         },
         state: "free",
@@ -444,12 +390,18 @@ export async function pluginWhySteps(
         children: [],
       });
       for (const output of ["yaml", "dot"]) {
-        const r = await why(tenant, ["vpc/free", "-n", NS, "-o", output]);
+        const r = await runWhy(w.tenant, [
+          "vpc/free",
+          "-n",
+          WHY_NS,
+          "-o",
+          output,
+        ]);
         assert.equal(r.code, 0, shown(r));
       }
       // A dry run deletes nothing.
-      await kcp.kubectlOk(["get", "vpc", "free", "-n", NS], {
-        workspace: C1,
+      await kcp.kubectlOk(["get", "vpc", "free", "-n", WHY_NS], {
+        workspace: w.c1,
       });
     },
   );
@@ -459,20 +411,20 @@ export async function pluginWhySteps(
     async () => {
       const cases: [string[], RegExp][] = [
         [
-          ["vpc/nope", "-n", NS],
+          ["vpc/nope", "-n", WHY_NS],
           /^error: not found: vpcs\.network\.example\.com "nope" in namespace team-a\n$/,
         ],
         [
-          ["network/net-a", "-n", NS, "-o", "json"],
+          ["network/net-a", "-n", WHY_NS, "-o", "json"],
           /^error: you may not delete networks\.owners\.example\.com in namespace team-a: .*forbidden/,
         ],
         [
-          ["frobs/x", "-n", NS],
+          ["frobs/x", "-n", WHY_NS],
           /^error: the server doesn't have a resource type "frobs"/,
         ],
       ];
       for (const [args, message] of cases) {
-        const r = await why(tenant, args);
+        const r = await runWhy(w.tenant, args);
         assert.equal(r.code, 2, shown(r));
         assert.match(r.stderr, message, shown(r));
         assert.equal(r.stdout, "");
@@ -483,54 +435,61 @@ export async function pluginWhySteps(
   await step(
     "--recursive stops at a cycle of objects: a VPC that names (by a label) the VM that names it",
     async () => {
-      await applyObjects(kcp, NETWORK, [
+      await applyObjects(kcp, w.network, [
         dependencyRule("vpc-vm", {
           dependent: "VPC",
           dependencies: [{
-            path: COMPUTE,
+            path: w.compute,
             resource: "virtualmachines",
             field: labelPath(VM_LABEL),
           }],
         }),
       ]);
       await grantWebhookReads(kcp);
-      await applyObjects(kcp, C1, [
+      await applyObjects(kcp, w.c1, [
         vpcManifest("loop-vpc", {
-          namespace: NS,
+          namespace: WHY_NS,
           labels: { [VM_LABEL]: "loop-vm" },
-          cidr: CIDR,
+          cidr: VPC_CIDR,
         }),
-        vmManifest("loop-vm", { namespace: NS, vpc: "loop-vpc" }),
+        vmManifest("loop-vm", { namespace: WHY_NS, vpc: "loop-vpc" }),
       ]);
       await waitForDeleteDenial(kcp, {
-        workspace: C1,
+        workspace: w.c1,
         type: "virtualmachine",
-        namespace: NS,
+        namespace: WHY_NS,
         name: "loop-vm",
       }, /still referenced by VPC\/loop-vpc /);
-      const r = await why(tenant, ["vpc/loop-vpc", "-n", NS, "-R"]);
+      const r = await runWhy(w.tenant, ["vpc/loop-vpc", "-n", WHY_NS, "-R"]);
       assert.equal(r.code, 1, shown(r));
       assert.match(
         r.stdout,
         new RegExp(
           [
             "^VPC team-a/loop-vpc is held by:",
-            `\u2514\u2500\u2500 referenced by VirtualMachine team-a/loop-vm \\(\\.spec\\.vpcRef\\.name; rule [a-z0-9]+/vm-vpc${SINCE}\\)`,
-            `    \u2514\u2500\u2500 referenced by VPC team-a/loop-vpc \\(\\.metadata\\.labels\\["example\\.com/vm"\\]; rule [a-z0-9]+/vpc-vm${SINCE}\\) \\(cycle\\)`,
+            `\u2514\u2500\u2500 referenced by VirtualMachine team-a/loop-vm \\(\\.spec\\.vpcRef\\.name; rule [a-z0-9]+/vm-vpc${SINCE_PATTERN}\\)`,
+            `    \u2514\u2500\u2500 referenced by VPC team-a/loop-vpc \\(\\.metadata\\.labels\\["example\\.com/vm"\\]; rule [a-z0-9]+/vpc-vm${SINCE_PATTERN}\\) \\(cycle\\)`,
             "$",
           ].join("\n"),
         ),
         shown(r),
       );
       const json = JSON.parse(
-        (await why(tenant, ["vpc/loop-vpc", "-n", NS, "-R", "-o", "json"]))
+        (await runWhy(w.tenant, [
+          "vpc/loop-vpc",
+          "-n",
+          WHY_NS,
+          "-R",
+          "-o",
+          "json",
+        ]))
           .stdout,
       ) as WhyJson;
       assert.equal(json.children?.[0]?.children?.[0]?.state, "cycle");
-      const dot = await why(tenant, [
+      const dot = await runWhy(w.tenant, [
         "vpc/loop-vpc",
         "-n",
-        NS,
+        WHY_NS,
         "-R",
         "-o",
         "dot",
@@ -546,7 +505,7 @@ export async function pluginWhySteps(
         /"vpcs\.network\.example\.com\/team-a\/loop-vpc" -> "virtualmachines\.compute\.example\.com\/team-a\/loop-vm"/,
       );
       await kcp.kubectlOk(["delete", "dependencyrule", "vpc-vm"], {
-        workspace: NETWORK,
+        workspace: w.network,
       });
     },
   );
@@ -554,33 +513,33 @@ export async function pluginWhySteps(
   await step(
     "why namespace/<ns>: a namespace the tenant deleted stays Terminating, held by a VM's reference and a Lock, each with its since, and for how long",
     async () => {
-      await applyObjects(kcp, C1, [
-        namespaceObject(GONE),
+      await applyObjects(kcp, w.c1, [
+        namespaceObject(GONE_NS),
         ...namespaceRbac(kcp.identity("user").user),
       ]);
       // Finalizers (a controller's, say) keep the VM and the Lock through
       // the namespace's teardown, so that they go on holding.
-      await applyObjects(kcp, C1, [
-        vpcManifest("core", { namespace: GONE, cidr: CIDR }),
-        withFinalizer(vmManifest("vm-1", { namespace: GONE, vpc: "core" })),
-        subnetObject(GONE, "kept"),
+      await applyObjects(kcp, w.c1, [
+        vpcManifest("core", { namespace: GONE_NS, cidr: VPC_CIDR }),
+        withFinalizer(vmManifest("vm-1", { namespace: GONE_NS, vpc: "core" })),
+        subnetObject(GONE_NS, "kept"),
         withFinalizer(lockManifest("keep-subnet", {
-          namespace: GONE,
-          target: exportedTarget(NETWORK, {
+          namespace: GONE_NS,
+          target: exportedTarget(w.network, {
             resource: "subnets",
             name: "kept",
           }),
-          reason: REASON,
+          reason: WHY_REASON,
           operations: ["Delete"],
         })),
       ]);
       await waitForDeleteDenial(kcp, {
-        workspace: C1,
+        workspace: w.c1,
         type: "subnet",
-        namespace: GONE,
+        namespace: GONE_NS,
         name: "kept",
       }, /locked by Lock team-gone\/keep-subnet/);
-      const before = await why(tenant, [`namespace/${GONE}`]);
+      const before = await runWhy(w.tenant, [`namespace/${GONE_NS}`]);
       assert.equal(before.code, 1, shown(before));
       assert.match(
         before.stdout,
@@ -588,14 +547,18 @@ export async function pluginWhySteps(
         shown(before),
       );
 
-      await kcp.kubectlOk(["delete", "namespace", GONE, "--wait=false"], {
+      await kcp.kubectlOk(["delete", "namespace", GONE_NS, "--wait=false"], {
         identity: "user",
-        workspace: C1,
+        workspace: w.c1,
       });
       const held = await waitFor(
         "why to name both blockers of the Terminating namespace",
         async () => {
-          const r = await why(tenant, [`namespace/${GONE}`, "-o", "json"]);
+          const r = await runWhy(w.tenant, [
+            `namespace/${GONE_NS}`,
+            "-o",
+            "json",
+          ]);
           const report = JSON.parse(r.stdout) as ScopeJson;
           const names = report.objects.map((o) => o.object.name).sort();
           return r.code === 1 && report.scope.deletionTimestamp !== undefined &&
@@ -606,23 +569,23 @@ export async function pluginWhySteps(
         { timeoutMs: 120_000, intervalMs: 2_000 },
       );
       const phase = await kcp.kubectlOk(
-        ["get", "namespace", GONE, "-o", "jsonpath={.status.phase}"],
-        { identity: "user", workspace: C1 },
+        ["get", "namespace", GONE_NS, "-o", "jsonpath={.status.phase}"],
+        { identity: "user", workspace: w.c1 },
       );
       assert.equal(phase, "Terminating");
       assert.equal(held.scope.kind, "Namespace");
-      assert.match(held.scope.deletionTimestamp!, RFC3339);
+      assert.match(held.scope.deletionTimestamp!, KUBE_TIME);
       const byName = new Map(held.objects.map((o) => [o.object.name, o]));
       const reference = byName.get("core")!.causes![0]!;
       assert.equal(reference.type, "Reference");
       assert.equal((reference.object as { name: string }).name, "vm-1");
-      assert.match(String(reference.since), RFC3339);
+      assert.match(String(reference.since), KUBE_TIME);
       const lock = byName.get("kept")!.causes![0]!;
       assert.equal(lock.type, "Lock");
-      assert.deepEqual(lock.lock, { namespace: GONE, name: "keep-subnet" });
-      assert.match(String(lock.since), RFC3339);
+      assert.deepEqual(lock.lock, { namespace: GONE_NS, name: "keep-subnet" });
+      assert.match(String(lock.since), KUBE_TIME);
 
-      const tree = await why(tenant, [`namespace/${GONE}`]);
+      const tree = await runWhy(w.tenant, [`namespace/${GONE_NS}`]);
       assert.equal(tree.code, 1, shown(tree));
       assert.match(
         tree.stdout,
@@ -637,19 +600,23 @@ export async function pluginWhySteps(
       assert.match(
         tree.stdout,
         new RegExp(
-          `\n {4}\u2514\u2500\u2500 referenced by VirtualMachine team-gone/vm-1 \\(\\.spec\\.vpcRef\\.name; rule [a-z0-9]+/vm-vpc${SINCE}\\)\n$`,
+          `\n {4}\u2514\u2500\u2500 referenced by VirtualMachine team-gone/vm-1 \\(\\.spec\\.vpcRef\\.name; rule [a-z0-9]+/vm-vpc${SINCE_PATTERN}\\)\n$`,
         ),
         shown(tree),
       );
       assert.match(
         tree.stdout,
         new RegExp(
-          `\n\u2502   \u2514\u2500\u2500 locked by Lock team-gone/keep-subnet \\(reason: ${REASON}${SINCE}\\)\n`,
+          `\n\u2502   \u2514\u2500\u2500 locked by Lock team-gone/keep-subnet \\(reason: ${WHY_REASON}${SINCE_PATTERN}\\)\n`,
         ),
         shown(tree),
       );
       for (const output of ["yaml", "dot"]) {
-        const r = await why(tenant, [`namespace/${GONE}`, "-o", output]);
+        const r = await runWhy(w.tenant, [
+          `namespace/${GONE_NS}`,
+          "-o",
+          output,
+        ]);
         assert.equal(r.code, 1, shown(r));
       }
 
@@ -665,11 +632,11 @@ export async function pluginWhySteps(
           type!,
           name!,
           "-n",
-          GONE,
+          GONE_NS,
           "--type=merge",
           "-p",
           '{"metadata":{"finalizers":null}}',
-        ], { workspace: C1 });
+        ], { workspace: w.c1 });
       }
     },
   );
@@ -677,60 +644,76 @@ export async function pluginWhySteps(
   await step(
     "an owner deleted in the foreground waits for a Subnet a Lock holds: why namespace/<ns> and why <object> name the owner's deletion and since when",
     async () => {
-      await applyObjects(kcp, C1, [
-        namespaceObject(FOREGROUND),
-        projectObject(PROJECT),
+      await applyObjects(kcp, w.c1, [
+        namespaceObject(FOREGROUND_NS),
+        projectObject(FOREGROUND_PROJECT),
         ...projectReadRbac(kcp.identity("user").user),
       ]);
       const uid = await kcp.kubectlOk(
-        ["get", "project", PROJECT, "-o", "jsonpath={.metadata.uid}"],
-        { workspace: C1 },
+        [
+          "get",
+          "project",
+          FOREGROUND_PROJECT,
+          "-o",
+          "jsonpath={.metadata.uid}",
+        ],
+        { workspace: w.c1 },
       );
-      await applyObjects(kcp, C1, [
-        subnetOwnedByProject(FOREGROUND, "s-fg", { name: PROJECT, uid }),
+      await applyObjects(kcp, w.c1, [
+        subnetOwnedByProject(FOREGROUND_NS, "s-fg", {
+          name: FOREGROUND_PROJECT,
+          uid,
+        }),
         lockManifest("keep-fg", {
-          namespace: FOREGROUND,
-          target: exportedTarget(NETWORK, {
+          namespace: FOREGROUND_NS,
+          target: exportedTarget(w.network, {
             resource: "subnets",
             name: "s-fg",
           }),
-          reason: REASON,
+          reason: WHY_REASON,
           operations: ["Delete"],
         }),
       ]);
       await waitForDeleteDenial(kcp, {
-        workspace: C1,
+        workspace: w.c1,
         type: "subnet",
-        namespace: FOREGROUND,
+        namespace: FOREGROUND_NS,
         name: "s-fg",
       }, /locked by Lock team-fg\/keep-fg/);
       await kcp.kubectlOk([
         "delete",
         "project",
-        PROJECT,
+        FOREGROUND_PROJECT,
         "--cascade=foreground",
         "--wait=false",
-      ], { workspace: C1 });
+      ], { workspace: w.c1 });
       const project = JSON.parse(
-        await kcp.kubectlOk(["get", "project", PROJECT, "-o", "json"], {
-          workspace: C1,
+        await kcp.kubectlOk([
+          "get",
+          "project",
+          FOREGROUND_PROJECT,
+          "-o",
+          "json",
+        ], {
+          workspace: w.c1,
         }),
       ) as { metadata: { deletionTimestamp?: string; finalizers?: string[] } };
       const deleted = project.metadata.deletionTimestamp ?? "";
-      assert.match(deleted, RFC3339);
+      assert.match(deleted, KUBE_TIME);
       assert.ok(project.metadata.finalizers?.includes("foregroundDeletion"));
 
       const report = await waitFor(
         "why namespace/<ns> to name the Project being deleted",
         async () => {
-          const r = await why(tenant, [
-            `namespace/${FOREGROUND}`,
+          const r = await runWhy(w.tenant, [
+            `namespace/${FOREGROUND_NS}`,
             "-o",
             "json",
           ]);
           const found = JSON.parse(r.stdout) as ScopeJson;
           return r.code === 1 &&
-              found.objects[0]?.deletingOwners?.[0]?.object.name === PROJECT
+              found.objects[0]?.deletingOwners?.[0]?.object.name ===
+                FOREGROUND_PROJECT
             ? found
             : undefined;
         },
@@ -744,7 +727,7 @@ export async function pluginWhySteps(
           resource: "projects",
           kind: "Project",
           namespace: "",
-          name: PROJECT,
+          name: FOREGROUND_PROJECT,
         },
         deletionTimestamp: deleted,
         foreground: true,
@@ -752,7 +735,7 @@ export async function pluginWhySteps(
       }]);
       assert.equal(report.objects[0]!.causes?.[0]?.type, "Lock");
 
-      const tree = await why(tenant, [`namespace/${FOREGROUND}`]);
+      const tree = await runWhy(w.tenant, [`namespace/${FOREGROUND_NS}`]);
       assert.equal(tree.code, 1, shown(tree));
       assert.match(
         tree.stdout,
@@ -760,29 +743,29 @@ export async function pluginWhySteps(
           [
             "^Namespace team-fg: 1 of \\d+ objects asked about is held:",
             `\u2514\u2500\u2500 Subnet team-fg/s-fg is held by: \\[owner Project p-fg being deleted since ${deleted} \\(for \\d+[smhd]\\), waiting for it\\]`,
-            `    \u2514\u2500\u2500 locked by Lock team-fg/keep-fg \\(reason: ${REASON}${SINCE}\\)`,
+            `    \u2514\u2500\u2500 locked by Lock team-fg/keep-fg \\(reason: ${WHY_REASON}${SINCE_PATTERN}\\)`,
             "$",
           ].join("\n"),
         ),
         shown(tree),
       );
-      const one = await why(tenant, ["subnet/s-fg", "-n", FOREGROUND]);
+      const one = await runWhy(w.tenant, ["subnet/s-fg", "-n", FOREGROUND_NS]);
       assert.equal(one.code, 1, shown(one));
       assert.match(
         one.stdout,
         new RegExp(
           [
             `^Subnet team-fg/s-fg is held by: \\[owner Project p-fg being deleted since ${deleted} \\(for \\d+[smhd]\\), waiting for it\\]`,
-            `\u2514\u2500\u2500 locked by Lock team-fg/keep-fg \\(reason: ${REASON}${SINCE}\\)`,
+            `\u2514\u2500\u2500 locked by Lock team-fg/keep-fg \\(reason: ${WHY_REASON}${SINCE_PATTERN}\\)`,
             "$",
           ].join("\n"),
         ),
         shown(one),
       );
-      const yaml = await why(tenant, [
+      const yaml = await runWhy(w.tenant, [
         "subnet/s-fg",
         "-n",
-        FOREGROUND,
+        FOREGROUND_NS,
         "-o",
         "yaml",
       ]);
@@ -790,38 +773,40 @@ export async function pluginWhySteps(
       assert.match(yaml.stdout, /^deletingOwners:\n {2}- object:\n/m);
       assert.match(yaml.stdout, /^ {4}foreground: true$/m);
       // The owner still waits: the Lock holds what it owns.
-      await kcp.kubectlOk(["get", "project", PROJECT], { workspace: C1 });
+      await kcp.kubectlOk(["get", "project", FOREGROUND_PROJECT], {
+        workspace: w.c1,
+      });
     },
   );
 
   await step(
     "why workspace: every held object of the workspace with its causes, exit 1; exit 0 in a workspace where nothing is held",
     async () => {
-      const tree = await why(tenant, ["workspace"]);
+      const tree = await runWhy(w.tenant, ["workspace"]);
       assert.equal(tree.code, 1, shown(tree));
       assert.match(
         tree.stdout,
         new RegExp(
-          `^Workspace ${C1}: \\d+ of \\d+ objects asked about are held:\n`,
+          `^Workspace ${w.c1}: \\d+ of \\d+ objects asked about are held:\n`,
         ),
         shown(tree),
       );
       const held: [string, string][] = [
         [
           "VirtualMachine team-a/vm-1",
-          `locked by Lock team-a/keep-vm \\(reason: ${REASON}${SINCE}\\)`,
+          `locked by Lock team-a/keep-vm \\(reason: ${WHY_REASON}${SINCE_PATTERN}\\)`,
         ],
         [
           "Subnet team-a/s-1",
-          `belongs to Network team-a/net-a \\(\\.metadata\\.labels\\["network\\.example\\.com/owner"\\]; when object\\.spec\\.deletionProtection == true; rule [a-z0-9]+/subnet-owner${SINCE}\\)`,
+          `belongs to Network team-a/net-a \\(\\.metadata\\.labels\\["network\\.example\\.com/owner"\\]; when object\\.spec\\.deletionProtection == true; rule [a-z0-9]+/subnet-owner${SINCE_PATTERN}\\)`,
         ],
         [
           "VPC team-a/core",
-          `referenced by VirtualMachine team-a/vm-1 \\(\\.spec\\.vpcRef\\.name; rule [a-z0-9]+/vm-vpc${SINCE}\\)`,
+          `referenced by VirtualMachine team-a/vm-1 \\(\\.spec\\.vpcRef\\.name; rule [a-z0-9]+/vm-vpc${SINCE_PATTERN}\\)`,
         ],
         [
           "VPC team-a/loop-vpc",
-          `referenced by VirtualMachine team-a/loop-vm \\(\\.spec\\.vpcRef\\.name; rule [a-z0-9]+/vm-vpc${SINCE}\\)`,
+          `referenced by VirtualMachine team-a/loop-vm \\(\\.spec\\.vpcRef\\.name; rule [a-z0-9]+/vm-vpc${SINCE_PATTERN}\\)`,
         ],
       ];
       for (const [object, cause] of held) {
@@ -841,15 +826,15 @@ export async function pluginWhySteps(
         shown(tree),
       );
 
-      const json = await why(tenant, ["workspace", "-o", "json"]);
+      const json = await runWhy(w.tenant, ["workspace", "-o", "json"]);
       assert.equal(json.code, 1, shown(json));
       const report = JSON.parse(json.stdout) as ScopeJson;
-      assert.deepEqual(report.scope, { kind: "Workspace", name: C1 });
+      assert.deepEqual(report.scope, { kind: "Workspace", name: w.c1 });
       assert.equal(report.state, "held");
       const causes = new Map(
         report.objects.filter((o) =>
           o.state === "held" &&
-          [NS, FOREGROUND].includes(o.object.namespace)
+          [WHY_NS, FOREGROUND_NS].includes(o.object.namespace)
         ).map((o) => [
           `${o.object.namespace}/${o.object.name}`,
           o.causes!.map((c) => c.type).join(),
@@ -866,76 +851,22 @@ export async function pluginWhySteps(
       const network = report.objects.find((o) => o.object.name === "net-a");
       assert.equal(network?.state, "error");
 
-      await networkConsumer(kcp, { path: C2, networkPath: NETWORK });
-      await applyObjects(kcp, C2, [
-        namespaceObject(NS),
+      await networkConsumer(kcp, { path: w.c2, networkPath: w.network });
+      await applyObjects(kcp, w.c2, [
+        namespaceObject(WHY_NS),
         ...tenantRbac(kcp.identity("user").user),
       ]);
-      await applyObjects(kcp, C2, [
-        vpcManifest("free", { namespace: NS, cidr: CIDR }),
+      await applyObjects(kcp, w.c2, [
+        vpcManifest("free", { namespace: WHY_NS, cidr: VPC_CIDR }),
       ]);
-      const free = await why(await kcp.kubeconfig("user", C2), ["workspace"]);
+      const free = await runWhy(await kcp.kubeconfig("user", w.c2), [
+        "workspace",
+      ]);
       assert.equal(free.code, 0, shown(free));
       assert.equal(
         free.stdout,
-        `Workspace ${C2}: nothing in it is held (1 object asked about)\n`,
+        `Workspace ${w.c2}: nothing in it is held (1 object asked about)\n`,
       );
     },
   );
-}
-
-/** The JSON of `why namespace/<ns> -o json`, as far as these tests read it. */
-interface ScopeJson {
-  scope: { kind: string; name: string; deletionTimestamp?: string };
-  state: string;
-  objects: {
-    object: { namespace: string; name: string };
-    state: string;
-    causes?: Record<string, unknown>[];
-    deletingOwners?: { object: { name: string } }[];
-  }[];
-}
-
-/** `manifest` with a finalizer no controller removes: it stays while being deleted. */
-function withFinalizer(
-  manifest: Record<string, unknown>,
-): Record<string, unknown> {
-  return {
-    ...manifest,
-    metadata: {
-      ...(manifest.metadata as Record<string, unknown>),
-      finalizers: ["example.com/keep"],
-    },
-  };
-}
-
-/** The tenant may read and delete namespaces. */
-function namespaceRbac(user: string): unknown[] {
-  return [
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "ClusterRole",
-      metadata: { name: "why-tenant-namespaces" },
-      rules: [{
-        apiGroups: [""],
-        resources: ["namespaces"],
-        verbs: ["get", "list", "delete"],
-      }],
-    },
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "ClusterRoleBinding",
-      metadata: { name: "why-tenant-namespaces" },
-      roleRef: {
-        apiGroup: "rbac.authorization.k8s.io",
-        kind: "ClusterRole",
-        name: "why-tenant-namespaces",
-      },
-      subjects: [{
-        apiGroup: "rbac.authorization.k8s.io",
-        kind: "User",
-        name: user,
-      }],
-    },
-  ];
 }

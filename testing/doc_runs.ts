@@ -23,8 +23,10 @@
  *
  * @module
  */
+import assert from "node:assert/strict";
 import type { BlockRun, DocShell, PathItem } from "./doc_shell.ts";
 import { outputMatches } from "./doc_shell.ts";
+import type { Step } from "./kcp_suite.ts";
 
 /** A block of a path that runs. */
 export type RunItem = PathItem & { kind: "run" };
@@ -85,4 +87,37 @@ export function blockFailure(
       ? ""
       : `--- the guide shows ---\n${item.expected}`
   }`;
+}
+
+/** Options for {@linkcode docSteps}. */
+export interface DocStepsOptions {
+  /** The doc the blocks come from, for their labels. */
+  doc: string;
+  /** The shell they run in. */
+  shell: DocShell;
+}
+
+/**
+ * Runs each block of `items` in order, as a step named by
+ * {@linkcode blockLabel}, and fails the step when the block does not do
+ * what the doc shows.
+ *
+ * @throws {Error} In the step of an item that is no block to run (a file
+ * to save, a block left out).
+ */
+export async function docSteps(
+  step: Step,
+  items: readonly PathItem[],
+  options: DocStepsOptions,
+): Promise<void> {
+  for (const item of items) {
+    const label = blockLabel(options.doc, item);
+    await step(label, async () => {
+      if (item.kind !== "run") {
+        throw new Error(`${label}: a ${item.kind} item, not a block to run`);
+      }
+      const run = await runBlock(options.shell, item);
+      assert.ok(blockPassed(item, run), blockFailure(label, item, run));
+    });
+  }
 }

@@ -1,5 +1,11 @@
 import assert from "node:assert/strict";
-import { blockFailure, blockLabel, blockPassed, runBlock } from "./doc_runs.ts";
+import {
+  blockFailure,
+  blockLabel,
+  blockPassed,
+  docSteps,
+  runBlock,
+} from "./doc_runs.ts";
 import type { RunItem } from "./doc_runs.ts";
 import { type BlockRun, DocShell } from "./doc_shell.ts";
 
@@ -76,6 +82,43 @@ Deno.test("runBlock runs a block again while it fails and its prose allows", asy
     );
     assert.equal(again.code, 0);
     assert.equal(await Deno.readTextFile(`${dir}/runs`), "x\nx\n");
+  } finally {
+    await shell.stop(1_000);
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("docSteps runs each block as a step named by its label, failing the step of a block that does not do what the doc shows", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "doc-runs-test-" });
+  const shell = new DocShell({
+    cwd: dir,
+    stateDir: `${dir}/.shell`,
+    env: { PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin" },
+  });
+  const steps: [string, string][] = [];
+  const step = async (name: string, fn: () => Promise<void>) => {
+    try {
+      await fn();
+      steps.push([name, "ok"]);
+    } catch (error) {
+      steps.push([name, (error as Error).message.split("\n")[0]!]);
+    }
+  };
+  try {
+    const block = item().block;
+    await docSteps(step, [
+      item({ expected: "hi\n" }),
+      item({ block: { ...block, line: 20, text: "false\n" } }),
+      { kind: "skip", from: "Upgrades", block, reason: "placeholder" },
+    ], { doc: "docs/x.md", shell });
+    assert.deepEqual(steps, [
+      ["docs/x.md:12 (Upgrades)", "ok"],
+      ["docs/x.md:20 (Upgrades)", "docs/x.md:20 (Upgrades): failed (exit 1)"],
+      [
+        "docs/x.md:12 (Upgrades)",
+        "docs/x.md:12 (Upgrades): a skip item, not a block to run",
+      ],
+    ]);
   } finally {
     await shell.stop(1_000);
     await Deno.remove(dir, { recursive: true });

@@ -77,6 +77,7 @@ async function run(options: ControllerOptions, log: Logger): Promise<number> {
     apiExportName: options.apiExportName,
     collections: CONTROLLER_COLLECTIONS,
     log,
+    relistIntervalMs: options.exportRelistIntervalMs,
     onChange() {
       metrics.synced(watcher.synced);
       reconciler?.trigger();

@@ -138,6 +138,7 @@ async function run(options: WebhookOptions, log: Logger): Promise<number> {
     apiExportName: options.apiExportName,
     collections: { rules: { path: RULES_PATH }, locks: { path: LOCKS_PATH } },
     log,
+    relistIntervalMs: options.exportRelistIntervalMs,
     onChange() {
       const changedRules = ruleObjects.changed();
       if (changedRules !== undefined) {

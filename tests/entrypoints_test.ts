@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import {
   ALLOW_INSECURE_HTTP_FLAG,
   API_EXPORT_NAME_FLAG,
+  EXPORT_RELIST_INTERVAL_FLAG,
   kcpBaseHostFlag,
   KUBECONFIG_FLAG,
   LOG_LEVEL_FLAG,
@@ -286,6 +287,7 @@ const SHARED_FLAGS: readonly FlagSpec[] = [
   KUBECONFIG_FLAG,
   API_EXPORT_NAME_FLAG,
   kcpBaseHostFlag("either"),
+  EXPORT_RELIST_INTERVAL_FLAG,
   ...SERVICE_BIND_FLAGS,
   LOG_LEVEL_FLAG,
   ALLOW_INSECURE_HTTP_FLAG,

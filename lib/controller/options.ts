@@ -8,6 +8,7 @@ import {
   ALLOW_INSECURE_HTTP_FLAG,
   API_EXPORT_NAME_FLAG,
   type ComponentOptions,
+  EXPORT_RELIST_INTERVAL_FLAG,
   kcpBaseHostFlag,
   KUBECONFIG_FLAG,
   LOG_LEVEL_FLAG,
@@ -28,6 +29,7 @@ export const CONTROLLER_FLAGS: readonly FlagSpec[] = [
   KUBECONFIG_FLAG,
   API_EXPORT_NAME_FLAG,
   kcpBaseHostFlag("resolving workspace paths"),
+  EXPORT_RELIST_INTERVAL_FLAG,
   {
     name: "webhook-url",
     help:

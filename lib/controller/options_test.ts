@@ -40,6 +40,7 @@ Deno.test("parseControllerOptions() applies the reference's defaults", () => {
     leaderElectionId: "dependency-controller",
     logLevel: "info",
     allowInsecureHttp: false,
+    exportRelistIntervalMs: 300_000,
   });
 });
 
@@ -50,6 +51,7 @@ Deno.test("parseControllerOptions() reads every flag", () => {
       "/other",
       "--api-export-name=deps.example",
       "--kcp-base-host=https://proxy.example:6443/clusters/root:dep-ctrl",
+      "--export-relist-interval=30s",
       "--webhook-url=https://10.0.0.1/hooks/deps",
       "--webhook-ca-bundle-path=/ca.pem",
       "--webhook-timeout=30s",
@@ -89,6 +91,7 @@ Deno.test("parseControllerOptions() reads every flag", () => {
         leaderElectionId: "dep-ctrl.example.com",
         logLevel: "warn",
         allowInsecureHttp: true,
+        exportRelistIntervalMs: 30_000,
       },
     },
   );
@@ -263,6 +266,7 @@ Deno.test("CONTROLLER_FLAGS lists the flags in --help order", () => {
     "kubeconfig",
     "api-export-name",
     "kcp-base-host",
+    "export-relist-interval",
     "webhook-url",
     "webhook-ca-bundle-path",
     "webhook-timeout",

@@ -227,9 +227,11 @@ export class Reconciler {
    * made at: a new version of a rule whose generation did not move (its
    * status was written) has the same spec, so its validation is the earlier
    * one (the plan reads only a rule's name and spec from it). Rules gone
-   * are dropped when the map outgrows the rules.
+   * are dropped when the map outgrows the rules, and all once the rules
+   * are listed again (a list may show fields the watch's schema left out).
    */
   readonly #specs = new Map<string, ParsedSpec>();
+  #ruleLists = 0; // the watcher's lists of the rules, as #specs knows them
   /** How long statuses wait for the answers about the webhook's reads. */
   readonly #accessWait: AccessWait;
   #accessTimer: ReturnType<typeof setTimeout> | undefined;
@@ -363,6 +365,9 @@ export class Reconciler {
     if (this.#stopped) return;
     const rules = watcher.items("rules");
     const locks = watcher.items("locks");
+    const ruleLists = watcher.lists("rules");
+    if (ruleLists !== this.#ruleLists) this.#specs.clear();
+    this.#ruleLists = ruleLists;
     const bindings = watcher.items("bindings");
     const configurations = watcher.items("configurations");
     const plan = planReconcile({

@@ -90,6 +90,7 @@ async function withReconciler(
   const watcher = {
     synced: true,
     items: (collection: ControllerCollection) => shown[collection],
+    lists: () => 1,
   } as unknown as ExportWatcher<ControllerCollection>;
   const resolver = {
     resolve: (path: string) =>

@@ -1,7 +1,8 @@
 /**
  * The flags the controller and the webhook share: their kubeconfig, the
- * dep-ctrl APIExport, the front-proxy base, the probe and metrics listeners
- * and the log level, with one spec and one parse for both.
+ * dep-ctrl APIExport, the front-proxy base, how often its collections are
+ * listed again, the probe and metrics listeners and the log level, with one
+ * spec and one parse for both.
  *
  * @module
  */
@@ -9,6 +10,7 @@ import {
   type FlagSpec,
   type LogLevel,
   type ParsedFlags,
+  parseDurationOrZero,
   parseFlag,
   parseLogLevel,
   parseServiceBinds,
@@ -34,6 +36,26 @@ export const API_EXPORT_NAME_FLAG: FlagSpec = {
   default: DEFAULT_API_EXPORT_NAME,
   help: "Name of the dep-ctrl APIExport",
 };
+
+/** The least `--export-relist-interval` may be but 0: no list storm. */
+export const MIN_EXPORT_RELIST_INTERVAL_MS = 1_000;
+
+/** `--export-relist-interval`. */
+export const EXPORT_RELIST_INTERVAL_FLAG: FlagSpec = {
+  name: "export-relist-interval",
+  default: "5m",
+  help:
+    "List the export's collections (rules, Locks, ...) again this often, up to a tenth later at random, so that fields a schema change adds are seen without a restart; at least 1s, 0s: only when kcp says a watch is too old",
+};
+
+/** `--export-relist-interval`: `0s` (or `0`), or a duration of 1s or more. */
+function exportRelistInterval(text: string): number {
+  const ms = parseDurationOrZero(text);
+  if (ms > 0 && ms < MIN_EXPORT_RELIST_INTERVAL_MS) {
+    throw new TypeError(`want 0s or at least 1s: current value is '${text}'`);
+  }
+  return ms;
+}
 
 /** `--health-probe-bind-address` and `--metrics-bind-address`. */
 export const SERVICE_BIND_FLAGS: readonly FlagSpec[] = [
@@ -85,6 +107,8 @@ export interface ComponentOptions extends ServiceBinds {
   logLevel: LogLevel;
   /** Whether kcp may be reached over plain `http://`. */
   allowInsecureHttp: boolean;
+  /** How often the export's collections are listed again, ms; 0: never. */
+  exportRelistIntervalMs: number;
 }
 
 /**
@@ -105,5 +129,9 @@ export function parseComponentOptions(flags: ParsedFlags): ComponentOptions {
     ...parseServiceBinds(flags),
     logLevel: parseFlag("log-level", () => parseLogLevel(v["log-level"]!)),
     allowInsecureHttp: v["allow-insecure-http"] === "true",
+    exportRelistIntervalMs: parseFlag(
+      "export-relist-interval",
+      () => exportRelistInterval(v["export-relist-interval"]!),
+    ),
   };
 }

@@ -3,6 +3,7 @@ import {
   ALLOW_INSECURE_HTTP_FLAG,
   API_EXPORT_NAME_FLAG,
   DEFAULT_API_EXPORT_NAME,
+  EXPORT_RELIST_INTERVAL_FLAG,
   kcpBaseHostFlag,
   KUBECONFIG_FLAG,
   LOG_LEVEL_FLAG,
@@ -15,6 +16,7 @@ const SPECS: readonly FlagSpec[] = [
   KUBECONFIG_FLAG,
   API_EXPORT_NAME_FLAG,
   kcpBaseHostFlag("testing"),
+  EXPORT_RELIST_INTERVAL_FLAG,
   ...SERVICE_BIND_FLAGS,
   LOG_LEVEL_FLAG,
   ALLOW_INSECURE_HTTP_FLAG,
@@ -34,7 +36,27 @@ Deno.test("parseComponentOptions() gives the defaults, with the kubeconfig from 
     metricsBind: { hostname: "0.0.0.0", port: 8080 },
     logLevel: "info",
     allowInsecureHttp: false,
+    exportRelistIntervalMs: 300_000,
   });
+});
+
+Deno.test("parseComponentOptions() takes --export-relist-interval of 0s or at least 1s", () => {
+  const interval = (value: string) =>
+    parse(["--kubeconfig=/k", `--export-relist-interval=${value}`])
+      .exportRelistIntervalMs;
+  assert.equal(interval("10s"), 10_000);
+  assert.equal(interval("1s"), 1_000);
+  assert.equal(interval("0s"), 0);
+  assert.equal(interval("0"), 0);
+  assert.throws(
+    () => interval("500ms"),
+    /Cannot parse --export-relist-interval: want 0s or at least 1s: current value is '500ms'/,
+  );
+  assert.throws(
+    () => interval("soon"),
+    /Cannot parse --export-relist-interval/,
+  );
+  assert.throws(() => interval("-1s"), /Cannot parse --export-relist-interval/);
 });
 
 Deno.test("parseComponentOptions() allows plain http only when --allow-insecure-http says so", () => {

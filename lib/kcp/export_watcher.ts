@@ -6,7 +6,9 @@
  * changes. Every process watches the export once, through one of these:
  * the controller (rules, Locks, bindings, webhook configurations), the
  * webhook and `controller grants` (rules and Locks, each read through a
- * {@linkcode CollectionView} that parses its objects).
+ * {@linkcode CollectionView} that parses its objects). Each collection is
+ * listed again every `relistIntervalMs` (5 minutes), so that objects kcp
+ * served under an older schema of their type are read again.
  *
  * @module
  */
@@ -55,12 +57,21 @@ export interface ExportWatcherOptions<C extends string> {
   /** Server-side watch timeout. @default {300} */
   watchTimeoutSeconds?: number;
   /**
+   * How often each collection behind each endpoint is listed again (see
+   * `InformerOptions.relistIntervalMs`); 0 only after a 410.
+   * @default {DEFAULT_RELIST_INTERVAL_MS}
+   */
+  relistIntervalMs?: number;
+  /**
    * How long each list+watch waits at `stop()` for its request in flight
    * to end after the abort; a request that takes longer is left behind.
    * @default {1_000}
    */
   stopTimeoutMs?: number;
 }
+
+/** How often a collection is listed again by default: 5 minutes. */
+export const DEFAULT_RELIST_INTERVAL_MS = 300_000;
 
 /** The URL of a collection across all workspaces of one endpoint. */
 export function wildcardUrl(endpointUrl: string, path: string): string {
@@ -74,6 +85,8 @@ export class ExportWatcher<C extends string> {
   readonly #slice: Informer;
   readonly #endpoints = new Map<string, Map<C, Informer>>();
   readonly #stopping = new Set<Promise<void>>();
+  /** How many lists of each collection completed, behind any endpoint. */
+  readonly #lists = new Map<C, number>();
   /**
    * Calls onChange at the next macrotask, so that all events of one chunk
    * of a watch stream make one change.
@@ -166,6 +179,17 @@ export class ExportWatcher<C extends string> {
     return failing;
   }
 
+  /**
+   * How many lists of one collection have completed behind any endpoint
+   * since the start: each list (the first, after a 410, or at the relist
+   * interval) reads every object anew, maybe under a newer schema than
+   * before, so what was derived from an object by its uid and generation
+   * alone is to be derived again once this changes.
+   */
+  lists(collection: C): number {
+    return this.#lists.get(collection) ?? 0;
+  }
+
   /** The virtual-workspace URLs being watched. */
   endpoints(): string[] {
     return [...this.#endpoints.keys()];
@@ -229,6 +253,9 @@ export class ExportWatcher<C extends string> {
           url: wildcardUrl(url, collection.path),
           log: this.#options.log,
           onChange: () => this.#changes.trigger(),
+          onList: () => this.#lists.set(name, this.lists(name) + 1),
+          relistIntervalMs: this.#options.relistIntervalMs ??
+            DEFAULT_RELIST_INTERVAL_MS,
           ...(collection.labelSelector === undefined
             ? {}
             : { labelSelector: collection.labelSelector }),
@@ -321,7 +348,9 @@ interface Generation<T> {
  * object, and the invalid ones, each warned about once per resource version
  * and left out of `items`. Each object version is parsed once however many
  * snapshots follow, and a valid object's parse is kept while its uid and
- * generation stay (a status update changes neither), so snapshots share it.
+ * generation stay (a status update changes neither), so snapshots share it,
+ * until the collection is listed again (the list may show fields the watch
+ * left out).
  */
 export class CollectionView<C extends string, T> {
   readonly #watcher: ExportWatcher<C>;
@@ -331,6 +360,8 @@ export class CollectionView<C extends string, T> {
   #byGeneration = new Map<string, Generation<T>>();
   #reported = new Set<string>();
   #last: CollectionSnapshot<T> | undefined;
+  /** The watcher's count of lists of the collection that #byGeneration saw. */
+  #lists = 0;
 
   /** Builds a view of `options.collection` of `watcher`. */
   constructor(watcher: ExportWatcher<C>, options: CollectionViewOptions<C, T>) {
@@ -344,6 +375,13 @@ export class CollectionView<C extends string, T> {
     const invalid: InvalidObject[] = [];
     const stillInvalid = new Set<string>();
     const generations = new Map<string, Generation<T>>();
+    const lists = this.#watcher.lists(this.#options.collection);
+    if (lists !== this.#lists) {
+      // Listed again: an object of the same generation may now show fields
+      // an older schema left out, so every object is parsed anew.
+      this.#lists = lists;
+      this.#byGeneration = new Map();
+    }
     for (const { object } of this.#watcher.items(this.#options.collection)) {
       // An informer keeps an object until a newer version replaces it, so
       // each version is parsed once, however many snapshots follow.

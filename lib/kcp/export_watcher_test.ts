@@ -13,7 +13,11 @@ import {
   streamed,
   waitUntil,
 } from "../../testing/fakes.ts";
-import { ExportWatcher, wildcardUrl } from "./export_watcher.ts";
+import {
+  ExportWatcher,
+  type ExportWatcherOptions,
+  wildcardUrl,
+} from "./export_watcher.ts";
 import { KubeClient } from "./kube_client.ts";
 import type {
   KubeList,
@@ -127,6 +131,7 @@ async function withWatcher(
   sliceList: (base: string) => unknown | Promise<unknown>,
   bodies: Bodies,
   fn: (h: Harness) => Promise<void>,
+  options: Partial<ExportWatcherOptions<Name>> = {},
 ): Promise<void> {
   const streams = new Map<string, EventStream[]>();
   const lists = new Map<string, number>();
@@ -183,6 +188,7 @@ async function withWatcher(
     }),
     onChange: () => changes++,
     backoff: { initialMs: 5, maxMs: 10 },
+    ...options,
   });
   try {
     watcher.start();
@@ -694,6 +700,41 @@ Deno.test("ExportWatcher.stop() returns while the requests of an endpoint hang a
     ],
   );
   assert.deepEqual(watcher.endpoints(), []);
+});
+
+Deno.test("ExportWatcher lists each collection again at relistIntervalMs, counts its lists, and leaves the slice's watch be", async () => {
+  let rulesListed = 0;
+  await withWatcher(
+    (base) => list([endpointSlice(base, [E1])]),
+    {
+      [E1]: {
+        rules: () => {
+          rulesListed++;
+          return list(
+            [{ ...object("c1", "r1"), spec: { added: rulesListed > 1 } }],
+            String(100 + rulesListed),
+          );
+        },
+        configurations: () => list([]),
+      },
+    },
+    async (h) => {
+      await waitUntil("synced", () => h.watcher.synced, 10_000);
+      assert.equal(h.watcher.lists("rules"), 1);
+      assert.equal(h.watcher.lists("configurations"), 1);
+      await h.stream(collectionPath(E1, "rules"), 2);
+      await h.stream(collectionPath(E1, "configurations"), 2);
+      assert.ok(h.watcher.lists("rules") >= 3);
+      assert.ok(h.watcher.lists("configurations") >= 3);
+      assert.deepEqual(
+        h.watcher.items("rules").map(({ object }) => object.spec),
+        [{ added: true }],
+      );
+      assert.equal(h.lists(SLICE_PATH), 1, "the slice is listed once");
+      assert.equal(h.watcher.failingWatches(), 0);
+    },
+    { relistIntervalMs: 50 },
+  );
 });
 
 Deno.test("wildcardUrl() is a collection across all clusters of an endpoint", () => {

@@ -5,8 +5,13 @@
  * resume. While the server does not answer at all (kcp restarting), the
  * retries stay within `unansweredMaxMs` (2 s), and its first answer starts
  * the backoff over, so the informer is back within seconds of the server
- * (see {@linkcode ReconnectBackoff}). The store is replaced wholesale by
- * each list, so it never drifts.
+ * (see {@linkcode ReconnectBackoff}). With `relistIntervalMs`, it also
+ * lists again at that interval (a tenth more at most, at random), so that
+ * objects kcp served under an older schema of their type, on a watch opened
+ * before the schema changed, are read again under the current one. The
+ * store is replaced wholesale by each list, in one step once the list is
+ * complete (never emptied first, and kept when the list fails), so it never
+ * drifts.
  *
  * @module
  */
@@ -35,6 +40,8 @@ export interface InformerOptions {
   log: Logger;
   /** Called after every change of the store (a list, or a watch event). */
   onChange: () => void;
+  /** Called after each completed list, before its `onChange`. */
+  onList?: () => void;
   /** Label selector for list and watch. */
   labelSelector?: string;
   /** Field selector for list and watch. */
@@ -43,8 +50,16 @@ export interface InformerOptions {
   pageSize?: number;
   /** Server-side watch timeout; the watch is then resumed. @default {300} */
   watchTimeoutSeconds?: number;
-  /** Reconnect backoff. */
+  /** Reconnect backoff; its `random` also draws the relist jitter. */
   backoff?: ReconnectBackoffOptions;
+  /**
+   * List again this long after each list (plus up to a tenth more, at
+   * random, so that informers started together spread out), replacing the
+   * store with the list, and watch from there, as after a 410. 0 never
+   * lists again but after a 410.
+   * @default {0}
+   */
+  relistIntervalMs?: number;
   /**
    * How long {@linkcode Informer.stop} waits, after aborting, for the list
    * or watch request in flight to end; a request that takes longer (a hung
@@ -77,6 +92,9 @@ export function objectKey(object: KubeObject): string {
     metadata.name ?? ""
   }`;
 }
+
+/** The most a relist is put off past its interval, as a part of it. */
+const RELIST_JITTER = 0.1;
 
 /** Keeps a store of one collection in step with the server. */
 export class Informer {
@@ -142,11 +160,22 @@ export class Informer {
       pageSize = 500,
       watchTimeoutSeconds = 300,
       stopTimeoutMs = 1_000,
+      relistIntervalMs = 0,
     } = this.#options;
     const signal = this.#abort.signal;
+    const random = this.#options.backoff?.random ?? Math.random;
     let resourceVersion: string | undefined;
+    /** When to list again (`Date.now()` time), if ever. */
+    let relistAt = Infinity;
     while (!signal.aborted) {
       try {
+        if (resourceVersion !== undefined && Date.now() >= relistAt) {
+          log.debug("relist interval passed, listing again", {
+            url,
+            relistIntervalMs,
+          });
+          resourceVersion = undefined;
+        }
         if (resourceVersion === undefined) {
           const listing = client.list(url, {
             limit: pageSize,
@@ -164,6 +193,10 @@ export class Informer {
             this.#store.set(objectKey(item), slim(item));
           }
           resourceVersion = list.metadata.resourceVersion ?? "";
+          relistAt = relistIntervalMs > 0
+            ? Date.now() +
+              Math.round(relistIntervalMs * (1 + RELIST_JITTER * random()))
+            : Infinity;
           this.#succeeded();
           this.#synced = true;
           log.debug("listed", {
@@ -171,12 +204,20 @@ export class Informer {
             items: list.items.length,
             resourceVersion,
           });
+          this.#options.onList?.();
           this.#options.onChange();
         }
         const watchStarted = Date.now();
         let events = 0;
+        // The watch ends when the relist is due; the loop then lists.
+        const relist = new AbortController();
+        const relistTimer = relistAt === Infinity ? undefined : setTimeout(
+          () => relist.abort(),
+          Math.max(0, relistAt - watchStarted),
+        );
+        const watchSignal = AbortSignal.any([signal, relist.signal]);
         const stream = client.watch(url, {
-          signal,
+          signal: watchSignal,
           timeoutSeconds: watchTimeoutSeconds,
           ...(resourceVersion === "" ? {} : { resourceVersion }),
           ...(labelSelector === undefined ? {} : { labelSelector }),
@@ -184,7 +225,7 @@ export class Informer {
         });
         try {
           for (;;) {
-            const next = await untilAborted(stream.next(), signal);
+            const next = await untilAborted(stream.next(), watchSignal);
             if (next === ABORTED || next.done) break;
             const event = next.value;
             resourceVersion = event.object.metadata?.resourceVersion ??
@@ -198,9 +239,14 @@ export class Informer {
             this.#options.onChange();
           }
         } finally {
+          clearTimeout(relistTimer);
           // Closes the stream; after an abort, a read that hangs regardless
           // holds the loop for stopTimeoutMs at most.
           await settledWithin(stream.return(undefined), stopTimeoutMs);
+        }
+        if (relist.signal.aborted && !signal.aborted) {
+          relistAt = 0; // due now, though the clock may lag the timer
+          continue;
         }
         // A watch that the server ends at once, empty, is treated like an
         // error (as client-go does), so a misbehaving server is not hammered.

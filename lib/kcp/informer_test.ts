@@ -566,3 +566,120 @@ Deno.test("clusterOf() and objectKey() read kcp's logical-cluster annotation", (
   assert.equal(clusterOf({ metadata: { name: "b" } }), "");
   assert.equal(objectKey({ metadata: { name: "b" } }), "//b");
 });
+
+Deno.test("Informer lists again at relistIntervalMs and sees a field its watch did not carry", async () => {
+  // kcp keeps serving a watch with the schema it began under; only a list
+  // shows what a newer schema adds (here spec.expiresAt).
+  const expiring = { spec: { expiresAt: "2030-01-01T00:00:00Z" } };
+  await withInformer({
+    list: (n) =>
+      json({
+        metadata: { resourceVersion: String(n * 10) },
+        items: n === 1
+          ? [thing("a", "1", { spec: {} })]
+          : [thing("a", "1", { spec: {} }), thing("b", "11", expiring)],
+      }),
+  }, async (h) => {
+    const first = await h.stream(0);
+    first.event("ADDED", thing("b", "11", { spec: {} }));
+    await waitUntil("the ADDED event", () => h.informer.items().length === 2);
+    const b = () => h.informer.items().find((i) => i.metadata?.name === "b");
+    assert.deepEqual(b()?.spec, {}, "the watch left the field out");
+    await waitUntil("a second list", () => h.lists().length === 2);
+    await h.stream(1);
+    assert.deepEqual(b()?.spec, expiring.spec);
+    assert.deepEqual(names(h.informer), ["c1/default/a", "c1/default/b"]);
+    assert.equal(h.watches()[1]?.url.searchParams.get("resourceVersion"), "20");
+    assert.equal(h.informer.lastError, undefined, "a relist is no error");
+    assert.ok(
+      h.logs.some((r) =>
+        r.msg === "relist interval passed, listing again" &&
+        r.relistIntervalMs === 100
+      ),
+    );
+    assert.equal(
+      h.logs.filter((r) => r.msg === "listed").length,
+      2,
+      "each list is logged",
+    );
+  }, { relistIntervalMs: 100 });
+});
+
+Deno.test("Informer keeps its objects while a relist is under way and when it fails, and replaces them once one succeeds", async () => {
+  const secondAsked = Promise.withResolvers<void>();
+  const second = Promise.withResolvers<void>();
+  const third = Promise.withResolvers<void>();
+  try {
+    await withInformer({
+      list: async (n) => {
+        if (n === 1) {
+          return json({
+            metadata: { resourceVersion: "10" },
+            items: [thing("a", "1"), thing("b", "2")],
+          });
+        }
+        if (n === 2) {
+          secondAsked.resolve();
+          await second.promise;
+          return json(status(500, "InternalError", "etcd is sad"), 500);
+        }
+        await third.promise;
+        return json({
+          metadata: { resourceVersion: "30" },
+          items: [thing("b", "21"), thing("c", "22")],
+        });
+      },
+    }, async (h) => {
+      await waitUntil("synced", () => h.informer.synced);
+      const changes = h.changes();
+      await secondAsked.promise;
+      assert.deepEqual(
+        names(h.informer),
+        ["c1/default/a", "c1/default/b"],
+        "a relist under way leaves the store as it is",
+      );
+      second.resolve();
+      await waitUntil(
+        "the relist to fail",
+        () => h.informer.lastError !== undefined,
+      );
+      assert.match(h.informer.lastError ?? "", /500: etcd is sad/);
+      assert.deepEqual(
+        names(h.informer),
+        ["c1/default/a", "c1/default/b"],
+        "a failed relist leaves the store as it is",
+      );
+      assert.equal(h.informer.synced, true);
+      assert.equal(h.changes(), changes, "nothing changed");
+      assert.ok(
+        h.logs.some((r) =>
+          r.msg === "list or watch failed, retrying" && r.level === "warn"
+        ),
+      );
+      await waitUntil("the third list", () => h.lists().length === 3);
+      third.resolve();
+      await h.stream(1);
+      assert.deepEqual(names(h.informer), ["c1/default/b", "c1/default/c"]);
+      assert.equal(h.changes(), changes + 1, "replaced in one change");
+      assert.equal(h.informer.lastError, undefined);
+      assert.equal(
+        h.watches()[1]?.url.searchParams.get("resourceVersion"),
+        "30",
+      );
+    }, { relistIntervalMs: 50 });
+  } finally {
+    second.resolve();
+    third.resolve();
+  }
+});
+
+Deno.test("Informer with relistIntervalMs 0 lists again only after a 410", async () => {
+  await withInformer({
+    list: () => json({ metadata: { resourceVersion: "10" }, items: [] }),
+  }, async (h) => {
+    await h.stream(0);
+    await delay(150);
+    assert.equal(h.lists().length, 1);
+    assert.equal(h.watches().length, 1);
+  }, { relistIntervalMs: 0 });
+});

@@ -91,7 +91,12 @@ interface Harness {
  * `locks()` and `rules()` as the list bodies.
  */
 async function withLocks(
-  bodies: { locks: () => unknown; rules?: () => unknown },
+  bodies: {
+    locks: () => unknown;
+    rules?: () => unknown;
+    /** The watcher's relist interval; none by default. */
+    relistIntervalMs?: number;
+  },
   fn: (h: Harness) => Promise<void>,
   sliceList: (base: string) => unknown = (base) =>
     list([endpointSlice(base, [ENDPOINT])]),
@@ -125,6 +130,7 @@ async function withLocks(
       if (changed !== undefined) snapshots.push(changed);
     },
     backoff: { initialMs: 5, maxMs: 10 },
+    relistIntervalMs: bodies.relistIntervalMs ?? 0,
   });
   const locks = lockView(watcher, { collection: "locks", log });
   try {
@@ -283,6 +289,37 @@ Deno.test("lockView() is synced once the Locks are listed, whether or not the ru
       listRules();
       await waitUntil("the rules", () => h.watcher.collectionSynced("rules"));
       assert.equal(h.watcher.synced, true);
+    },
+  );
+});
+
+Deno.test("lockView() parses a Lock again once it is listed again, though its generation did not change", async () => {
+  // A watch opened under an older Lock schema left spec.expiresAt out; the
+  // relist shows the same version of the Lock with it.
+  let listed = 0;
+  const expiresAt = "2030-01-01T00:00:00Z";
+  await withLocks(
+    {
+      locks: () => {
+        listed++;
+        const object = lock("c1", "prod", { generation: 1 });
+        if (listed > 1) {
+          (object.spec as Record<string, unknown>).expiresAt = expiresAt;
+        }
+        return list([object]);
+      },
+      relistIntervalMs: 50,
+    },
+    async (h) => {
+      const first = await h.until("synced", (s) => s.synced);
+      assert.equal(first.items[0]?.lock.spec.expiresAt, undefined);
+      const relisted = await h.until(
+        "the Lock with its expiry",
+        (s) => s.items[0]?.lock.spec.expiresAt !== undefined,
+      );
+      assert.equal(relisted.items[0]?.lock.spec.expiresAt, expiresAt);
+      assert.deepEqual(lockIds(relisted), ["c1/team-a/prod"]);
+      assert.ok(h.watcher.lists("locks") >= 2);
     },
   );
 });

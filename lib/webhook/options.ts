@@ -8,6 +8,7 @@ import {
   ALLOW_INSECURE_HTTP_FLAG,
   API_EXPORT_NAME_FLAG,
   type ComponentOptions,
+  EXPORT_RELIST_INTERVAL_FLAG,
   kcpBaseHostFlag,
   KUBECONFIG_FLAG,
   LOG_LEVEL_FLAG,
@@ -69,6 +70,7 @@ export const WEBHOOK_FLAGS: readonly FlagSpec[] = [
   },
   ...SERVICE_BIND_FLAGS,
   kcpBaseHostFlag("listing dependents"),
+  EXPORT_RELIST_INTERVAL_FLAG,
   {
     name: "list-timeout",
     default: "7s",

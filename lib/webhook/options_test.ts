@@ -42,6 +42,7 @@ Deno.test("parseWebhookOptions() applies the reference's defaults", () => {
     indexFreshnessMs: 200,
     logLevel: "info",
     allowInsecureHttp: false,
+    exportRelistIntervalMs: 300_000,
   });
 });
 

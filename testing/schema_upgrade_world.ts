@@ -110,6 +110,13 @@ export async function keepDeleting(
 export const PROD_DENIAL =
   'cannot delete vpcs/core: locked by Lock team-a/prod ("production VPC"): deleting the Lock unlocks it; the skip-protection annotation does not';
 
+/**
+ * The components' `--export-relist-interval`: short, so that the test sees
+ * the running components read again, under the new schema, what their
+ * watches of the old one left out.
+ */
+export const RELIST_INTERVAL = "10s";
+
 /** The workspaces, objects and doc blocks of the upgrade. */
 export interface SchemaUpgradeWorld {
   /** The test's kcp. */
@@ -143,6 +150,8 @@ export interface SchemaUpgradeWorld {
   docs: DocStepsOptions;
   /** `kubectl get locks -n team-a` in the tenant, as its admin. */
   tenantLocks(): Promise<string>;
+  /** Waits until Lock `team-a/<name>` of the tenant is Ready False Expired. */
+  lockExpired(name: string): Promise<void>;
   /** What the live APIExport names. */
   liveSchemas(): Promise<ExportSchemas>;
   /** The APIResourceSchemas of the dep-ctrl workspace, by name. */
@@ -150,9 +159,14 @@ export interface SchemaUpgradeWorld {
   /**
    * Installs dep-ctrl as 0.2.0 shipped it, `manifests/kcp/system-admin`,
    * the provider and the tenant (namespace `team-a`), then starts the
-   * components.
+   * components ({@linkcode SchemaUpgradeWorld.startComponents}).
    */
   install(): Promise<void>;
+  /**
+   * Starts the webhook and the controller, each listing the export's
+   * collections again every {@linkcode RELIST_INTERVAL}.
+   */
+  startComponents(): Promise<void>;
   /**
    * Grants the webhook's reads for the live Locks, VPCs allowed as a Lock
    * type (`controller grants --lock-types`), as an operator does once a
@@ -182,6 +196,10 @@ export async function schemaUpgradeWorld(
       KUBECONFIG: await kcp.kubeconfig("admin", DEP_CTRL),
     },
   });
+  const startComponents = async () => {
+    const args = [`--export-relist-interval=${RELIST_INTERVAL}`];
+    await world.startComponents({ webhook: { args }, controller: { args } });
+  };
   const getText = (args: string[]) =>
     kcp.kubectlOk(["get", ...args], { workspace: DEP_CTRL });
   return {
@@ -206,6 +224,25 @@ export async function schemaUpgradeWorld(
     docs: { doc: DOC, shell },
     tenantLocks: () =>
       kcp.kubectlOk(["get", "locks", "-n", "team-a"], { workspace: tenant }),
+    lockExpired: async (name) => {
+      const ready = '{.status.conditions[?(@.type=="Ready")]';
+      await waitFor(
+        `Lock team-a/${name} to be Ready False Expired`,
+        async () => {
+          const shown = await kcp.kubectlOk([
+            "get",
+            "lock",
+            name,
+            "-n",
+            "team-a",
+            "-o",
+            `jsonpath=${ready}.status}/${ready}.reason}`,
+          ], { workspace: tenant });
+          return shown === "False/Expired" || undefined;
+        },
+        { timeoutMs: 90_000, intervalMs: 500 },
+      );
+    },
     liveSchemas: async () =>
       exportSchemas(
         await getText(["apiexport", DEP_CTRL_EXPORT, "-o", "yaml"]),
@@ -255,8 +292,9 @@ export async function schemaUpgradeWorld(
         return r.code === 0 || undefined;
       });
       await applyObjects(kcp, tenant, [namespaceObject("team-a")]);
-      await world.startComponents();
+      await startComponents();
     },
+    startComponents,
     async grantReads() {
       await grantWebhookReads(kcp, { lockTypes: ["vpcs.network.example.com"] });
     },

@@ -1,8 +1,10 @@
 /**
- * Regenerates the DependencyRule APIResourceSchema from the zod schemas in
- * `lib/api.ts`: writes `manifests/kcp/dep-ctrl/apiresourceschema.yaml` and
- * points the `schema:` line of `manifests/kcp/dep-ctrl/apiexport.yaml` at the
- * new name. Run it after changing `lib/api.ts`:
+ * Regenerates the dep-ctrl export's APIResourceSchemas from the zod schemas:
+ * DependencyRule from `lib/rules/api.ts` into
+ * `manifests/kcp/dep-ctrl/apiresourceschema.yaml`, Lock from
+ * `lib/locks/api.ts` into `manifests/kcp/dep-ctrl/apiresourceschema-locks.yaml`,
+ * and points the `schema:` lines of `manifests/kcp/dep-ctrl/apiexport.yaml` at
+ * the new names. Run it after changing either API:
  *
  * ```sh
  * deno task schema

@@ -33,12 +33,8 @@ import type {
 } from "./sharded_kcp.ts";
 import type { WorkspaceRef } from "./workspaces.ts";
 
-/** The network provider's fixtures (schemas and APIExport), a directory. */
-export const NETWORK_FIXTURES =
-  new URL("./fixtures/network/", import.meta.url).pathname;
-
-/** A workspace's own LogicalCluster, after `/clusters/<cluster>/`. */
-export const THIS_CLUSTER = "apis/core.kcp.io/v1alpha1/logicalclusters/cluster";
+export { NETWORK_FIXTURES } from "./harness_world.ts";
+export { THIS_CLUSTER } from "./workspaces.ts";
 
 /** ConfigMaps of namespace `default`, after `/clusters/<workspace>/`. */
 export const CONFIGMAPS = "api/v1/namespaces/default/configmaps";

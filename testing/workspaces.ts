@@ -44,7 +44,8 @@ interface Workspace {
 }
 
 const WORKSPACES = "apis/tenancy.kcp.io/v1alpha1/workspaces";
-const THIS_CLUSTER = "apis/core.kcp.io/v1alpha1/logicalclusters/cluster";
+/** A workspace's own LogicalCluster, after `/clusters/<cluster>/`. */
+export const THIS_CLUSTER = "apis/core.kcp.io/v1alpha1/logicalclusters/cluster";
 
 /**
  * Creates every missing workspace on `path` (which starts with `root:`),

@@ -16,7 +16,10 @@
  * - no name of a top-level function, class or arrow function bound to a
  *   `const` is defined in more than one file under `tests/`: the builders
  *   of objects and the waits the tests share live once, in `testing/`, and
- *   helpers that do different things have different names.
+ *   helpers that do different things have different names;
+ * - an end-to-end file under `tests/e2e/` has at most
+ *   {@linkcode MAX_SETUP_LINES} lines before its first step beyond its
+ *   module doc and imports: the world it builds lives in `testing/` too.
  *
  * The checks are pure functions of the files (path and source), tested on
  * small in-memory trees that break each rule, and then run on this
@@ -443,6 +446,65 @@ function duplicateDefinitions(
     );
 }
 
+/**
+ * Most lines of an end-to-end file under `tests/e2e/` before its first step
+ * (or its test), not counting its module doc comment and imports: the
+ * steps function's JSDoc and signature and a call that builds its world.
+ * The world itself (objects, rules, waits, expectations) lives in
+ * `testing/`, so that the file reads as its steps.
+ */
+const MAX_SETUP_LINES = 20;
+
+/** The first step or test of an e2e file: `step(`, `t.step(` or a suite call. */
+const FIRST_STEP =
+  /(?:^|[^\w$.])(?:step|t\.step)\(|^(?:componentTest|kcpTest|Deno\.test)\(/;
+
+/**
+ * The lines of `source` before its first step ({@linkcode FIRST_STEP}),
+ * after its leading module doc comment, blank lines and import statements.
+ */
+function setupLines(source: string): number {
+  const lines = source.split("\n");
+  let at = 0;
+  const skipBlank = () => {
+    while (at < lines.length && lines[at]!.trim() === "") at++;
+  };
+  skipBlank();
+  if (lines[at]?.startsWith("/**")) {
+    while (at < lines.length && !lines[at]!.includes("*/")) at++;
+    at++;
+  }
+  skipBlank();
+  while (
+    at < lines.length &&
+    /^(?:import|export)\b.*\bfrom\b|^import\b/.test(lines[at]!)
+  ) {
+    // An import statement ends at its line with `from "..."` or `import "..."`.
+    while (
+      at < lines.length &&
+      !/(?:from|import)\s*["'][^"']+["'];?\s*$/.test(lines[at]!)
+    ) at++;
+    at++;
+    skipBlank();
+  }
+  const first = lines.findIndex((line, i) => i >= at && FIRST_STEP.test(line));
+  return first === -1 ? lines.length - at : first - at;
+}
+
+/**
+ * (g) End-to-end files under `tests/e2e/` with more than `limit` lines of
+ * setup before their first step ({@linkcode setupLines}).
+ */
+function longSetups(files: readonly SourceFile[], limit: number): string[] {
+  return files
+    .filter((file) => file.path.startsWith("tests/e2e/"))
+    .map((file) => ({ path: file.path, lines: setupLines(file.source) }))
+    .filter(({ lines }) => lines > limit)
+    .map(({ path, lines }) =>
+      `${path} has ${lines} lines before its first step (at most ${limit}): build its world in testing/`
+    );
+}
+
 /** Every `.ts` file under the repository's checked files and directories. */
 async function repositoryFiles(root: string): Promise<SourceFile[]> {
   const files: SourceFile[] = [];
@@ -852,6 +914,78 @@ Deno.test("duplicateDefinitions() passes names defined once under tests/, nested
   );
 });
 
+Deno.test("setupLines() counts what stands before the first step, past the module doc and imports", () => {
+  const header = [
+    "/**",
+    " * A suite.",
+    " */",
+    'import assert from "node:assert/strict";',
+    "import {",
+    "  a,",
+    "  b,",
+    '} from "../../testing/mod.ts";',
+    'import "./side_effect.ts";',
+    "",
+  ];
+  assert.equal(
+    setupLines(
+      [...header, "export async function s() {", '  await step("x", f);'].join(
+        "\n",
+      ),
+    ),
+    1,
+  );
+  assert.equal(
+    setupLines(
+      [
+        ...header,
+        "const W = 1;",
+        "function vm() {",
+        "  return {};",
+        "}",
+        "",
+        'componentTest("n", {}, body);',
+      ].join("\n"),
+    ),
+    5,
+  );
+  assert.equal(
+    setupLines([...header, '  await t.step("x", f);'].join("\n")),
+    0,
+  );
+  // Neither a property named step nor a word ending in step is a step.
+  assert.equal(
+    setupLines(
+      [...header, "w.step(1);", "firststep(2);", "await step(3);"].join("\n"),
+    ),
+    2,
+  );
+});
+
+Deno.test("longSetups() flags an e2e file whose world is built before its first step, not other files", () => {
+  const built = [
+    "function vm() {",
+    "  return {};",
+    "}",
+    "",
+    'await step("x", f);',
+  ].join("\n");
+  assert.deepEqual(
+    longSetups(
+      tree({
+        "tests/e2e/a_steps.ts": built,
+        "tests/e2e/b_steps.ts": 'await step("x", f);',
+        "testing/a_world.ts": built,
+        "tests/docs_test.ts": built,
+      }),
+      3,
+    ),
+    [
+      "tests/e2e/a_steps.ts has 4 lines before its first step (at most 3): build its world in testing/",
+    ],
+  );
+});
+
 Deno.test("this repository keeps the house rules", async () => {
   const files = await repositoryFiles(`${import.meta.dirname}/..`);
   assert.ok(files.some((file) => file.path === "lib/runtime/mod.ts"));
@@ -888,6 +1022,10 @@ Deno.test("this repository keeps the house rules", async () => {
       files,
       DUPLICATES_BEING_REMOVED,
     ),
+    "e2e files building their world before the first step": longSetups(
+      files,
+      MAX_SETUP_LINES,
+    ),
     "names defined once, still on DUPLICATES_BEING_REMOVED":
       DUPLICATES_BEING_REMOVED
         .filter((name) =>
@@ -909,6 +1047,7 @@ Deno.test("this repository keeps the house rules", async () => {
     "imports up the layers": [],
     "packages without a mod.ts": [],
     "names defined in more than one file of tests/": [],
+    "e2e files building their world before the first step": [],
     "names defined once, still on DUPLICATES_BEING_REMOVED": [],
   });
   assert.deepEqual(

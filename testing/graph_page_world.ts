@@ -99,7 +99,7 @@ export function graphPageWorld(): GraphPageWorld {
  * A rule of the network provider at `network` in which Subnets name a VPC
  * in a label.
  */
-export function subnetVpcRule(network: string): Record<string, unknown> {
+export function subnetVpcLabelRule(network: string): Record<string, unknown> {
   return {
     apiVersion: "dependencies.opendefense.cloud/v1alpha1",
     kind: "DependencyRule",

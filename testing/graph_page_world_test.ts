@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { graphPageWorld, subnetVpcRule } from "./graph_page_world.ts";
+import { graphPageWorld, subnetVpcLabelRule } from "./graph_page_world.ts";
 
 Deno.test("graphPageWorld(): the workspaces under root, two rules enforced and two in a cycle, nothing started", () => {
   const w = graphPageWorld();
@@ -16,8 +16,8 @@ Deno.test("graphPageWorld(): the workspaces under root, two rules enforced and t
   assert.equal(w.graph, undefined);
 });
 
-Deno.test("subnetVpcRule(): Subnets name a VPC of the network provider in a label", () => {
-  const rule = subnetVpcRule("root:p:network") as {
+Deno.test("subnetVpcLabelRule(): Subnets name a VPC of the network provider in a label", () => {
+  const rule = subnetVpcLabelRule("root:p:network") as {
     metadata: { name: string };
     spec: { dependencies: Record<string, unknown>[] };
   };

@@ -25,8 +25,8 @@ import { type NamespacedTarget, targetsOf } from "./expect.ts";
 
 export { escape } from "./_status_truth_shared.ts";
 
-/** The label by which a Subnet names the Network that owns it. */
-export const OWNER_LABEL = "network.example.com/owner";
+/** The label by which a Subnet names the Network that owns it (the fakes' too). */
+export { OWNER_LABEL } from "./review_fixtures.ts";
 /** The label by which a Namespace names the Project its Subnets belong to. */
 export const PROJECT_LABEL = "owners.example.com/project";
 /** The label a rule with a `when` on the owner reads. */

@@ -27,8 +27,8 @@ import { runPlugin } from "./plugin.ts";
 import type { CommandResult } from "./process.ts";
 import { waitFor } from "./wait.ts";
 
-/** The reason the tenant gives its Lock on `vpc/core`. */
-export const LOCK_REASON = "production VPC, ask #netops";
+/** The reason the tenant gives its Lock on `vpc/core`: that of the Locks steps. */
+export { LOCK_REASON } from "./locks_world.ts";
 
 /** What the lock steps act on and keep, from {@linkcode pluginLockWorld}. */
 export interface PluginLockWorld {

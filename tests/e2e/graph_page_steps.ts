@@ -51,7 +51,7 @@ import {
   README_SCREENSHOT,
   README_WHEN,
   SUBNETS,
-  subnetVpcRule,
+  subnetVpcLabelRule,
   VMS,
   VPCS,
 } from "../../testing/graph_page_world.ts";
@@ -135,7 +135,7 @@ export async function graphPageSteps(
           }),
         ]);
         await applyObjects(kcp, w.network, [
-          subnetVpcRule(w.network),
+          subnetVpcLabelRule(w.network),
           dependencyRule("vpc-subnet", {
             dependent: "VPC",
             dependencies: [{

@@ -24,6 +24,7 @@ import {
   type ComponentWorld,
   DEP_CTRL_EXPORT,
   dependencyRule,
+  dryRunDelete,
   exportedTarget,
   grantWebhookReads,
   labelPath,
@@ -619,6 +620,35 @@ export async function pluginWhySteps(
         ]);
         assert.equal(r.code, 1, shown(r));
       }
+
+      // The teardown marks the Lock deleted; kept by its finalizer, it still
+      // holds (docs/architecture.md, "Until it is gone").
+      const lockDeleted = await waitFor(
+        "the namespace's teardown to mark Lock keep-subnet deleted",
+        async () => {
+          const stamp = await kcp.kubectlOk([
+            "get",
+            "lock",
+            "keep-subnet",
+            "-n",
+            GONE_NS,
+            "-o",
+            "jsonpath={.metadata.deletionTimestamp}",
+          ], { workspace: w.c1 });
+          return stamp === "" ? undefined : stamp;
+        },
+        { timeoutMs: 120_000, intervalMs: 1_000 },
+      );
+      assert.match(lockDeleted, KUBE_TIME);
+      assert.match(
+        await dryRunDelete(kcp, {
+          workspace: w.c1,
+          type: "subnet",
+          namespace: GONE_NS,
+          name: "kept",
+        }),
+        /locked by Lock team-gone\/keep-subnet/,
+      );
 
       // Let go: the finalizers off, the namespace's teardown goes on.
       for (

@@ -20,6 +20,7 @@ import type { DependencyGraphJson } from "../lib/graph/mod.ts";
 import type { TestBrowser } from "./browser.ts";
 import type { ComponentProcess, WebhookProcess } from "./components.ts";
 import { labelPath } from "./owners.ts";
+import { dependencyRule } from "./rules.ts";
 
 /** A provider's `when` that is markup: the page must show it as text. */
 export const HOSTILE_WHEN =
@@ -100,27 +101,14 @@ export function graphPageWorld(): GraphPageWorld {
  * in a label.
  */
 export function subnetVpcLabelRule(network: string): Record<string, unknown> {
-  return {
-    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
-    kind: "DependencyRule",
-    metadata: { name: "subnet-vpc" },
-    spec: {
-      dependent: {
-        apiExportName: "network.example.com",
-        group: "network.example.com",
-        version: "v1alpha1",
-        kind: "Subnet",
-        resource: "subnets",
-      },
-      dependencies: [{
-        apiExportRef: { path: network, name: "network.example.com" },
-        group: "network.example.com",
-        version: "v1alpha1",
-        resource: "vpcs",
-        fieldRef: { path: labelPath("network.example.com/vpc") },
-      }],
-    },
-  };
+  return dependencyRule("subnet-vpc", {
+    dependent: "Subnet",
+    dependencies: [{
+      path: network,
+      resource: "vpcs",
+      field: labelPath("network.example.com/vpc"),
+    }],
+  });
 }
 
 /** The few DOM features the page probe uses (Deno's types have no DOM). */

@@ -35,7 +35,11 @@ import {
   type WebhookProcess,
 } from "./components.ts";
 import { waitForRuleEnforced } from "./rule_status.ts";
-import { dependencyRule } from "./rules.ts";
+import {
+  dependencyRule,
+  RULE_DEPENDENTS,
+  type RuleDependency,
+} from "./rules.ts";
 import {
   deletedAt,
   type DeletionOrder,
@@ -246,27 +250,14 @@ export async function buildProjectsTopology(
 
 /** The Subnet -> VPC rule `subnet-vpc` for the network provider (dependent Subnet). */
 export function subnetVpcRule(networkPath: string): Record<string, unknown> {
-  return {
-    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
-    kind: "DependencyRule",
-    metadata: { name: "subnet-vpc" },
-    spec: {
-      dependent: {
-        apiExportName: "network.example.com",
-        group: "network.example.com",
-        version: "v1alpha1",
-        kind: "Subnet",
-        resource: "subnets",
-      },
-      dependencies: [{
-        apiExportRef: { path: networkPath, name: "network.example.com" },
-        group: "network.example.com",
-        version: "v1alpha1",
-        resource: "vpcs",
-        fieldRef: { path: ".spec.vpcRef.name" },
-      }],
-    },
-  };
+  return dependencyRule("subnet-vpc", {
+    dependent: "Subnet",
+    dependencies: [{
+      path: networkPath,
+      resource: "vpcs",
+      field: ".spec.vpcRef.name",
+    }],
+  });
 }
 
 /** The name of {@linkcode projectOwnerRule}'s rule. */
@@ -289,33 +280,28 @@ export interface ProjectOwnerRuleOptions {
 export function projectOwnerRule(
   options: ProjectOwnerRuleOptions,
 ): Record<string, unknown> {
-  const owned = (path: string, exportName: string, resource: string) => ({
-    apiExportRef: { path, name: exportName },
-    group: exportName,
-    version: "v1alpha1",
+  const owned = (
+    path: string,
+    resource: RuleDependency["resource"],
+  ): RuleDependency => ({
+    path,
     resource,
-    fieldRef: { from: "Target", path: ".metadata.ownerReferences[*].name" },
+    from: "Target",
+    field: ".metadata.ownerReferences[*].name",
   });
-  return {
-    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
-    kind: "DependencyRule",
-    metadata: { name: PROJECT_OWNER_RULE },
-    spec: {
-      dependent: {
-        apiExportName: "network.example.com",
-        group: "network.example.com",
-        version: "v1alpha1",
-        kind: "Project",
-        resource: "projects",
-      },
-      protectWhile: options.protectWhile,
-      dependencies: [
-        owned(options.networkPath, "network.example.com", "vpcs"),
-        owned(options.networkPath, "network.example.com", "subnets"),
-        owned(options.computePath, "compute.example.com", "virtualmachines"),
-      ],
+  return dependencyRule(PROJECT_OWNER_RULE, {
+    dependent: {
+      ...RULE_DEPENDENTS.Subnet,
+      kind: "Project",
+      resource: "projects",
     },
-  };
+    protectWhile: options.protectWhile,
+    dependencies: [
+      owned(options.networkPath, "vpcs"),
+      owned(options.networkPath, "subnets"),
+      owned(options.computePath, "virtualmachines"),
+    ],
+  });
 }
 
 /**

@@ -26,6 +26,7 @@
 import { applyFiles, bindExport } from "./apis.ts";
 import { waitForExportIdentity } from "./apis.ts";
 import type { KcpApi } from "./kcp_server.ts";
+import { dependencyRule } from "./rules.ts";
 import { DEP_CTRL_EXPORT, VWC_CLAIM } from "./topology.ts";
 import { waitFor } from "./wait.ts";
 import { createWorkspace, type WorkspaceRef } from "./workspaces.ts";
@@ -131,32 +132,23 @@ export function ownerRule(
   options: OwnerRuleOptions,
 ): Record<string, unknown> {
   const { owner, fieldRef, when, protectWhile } = options;
-  return {
-    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
-    kind: "DependencyRule",
-    metadata: { name },
-    spec: {
-      dependent: {
-        apiExportName: OWNERS_EXPORT,
-        group: OWNERS_EXPORT,
-        version: "v1alpha1",
-        kind: owner,
-        resource: OWNER_TYPES[owner].resource,
-      },
-      ...(when === undefined ? {} : { when }),
-      ...(protectWhile === undefined ? {} : { protectWhile }),
-      dependencies: [{
-        apiExportRef: {
-          path: options.networkPath ?? "root:providers:network",
-          name: "network.example.com",
-        },
-        group: "network.example.com",
-        version: "v1alpha1",
-        resource: "subnets",
-        fieldRef,
-      }],
+  return dependencyRule(name, {
+    dependent: {
+      apiExportName: OWNERS_EXPORT,
+      group: OWNERS_EXPORT,
+      version: "v1alpha1",
+      kind: owner,
+      resource: OWNER_TYPES[owner].resource,
     },
-  };
+    ...(when === undefined ? {} : { when }),
+    ...(protectWhile === undefined ? {} : { protectWhile }),
+    dependencies: [{
+      path: options.networkPath ?? "root:providers:network",
+      resource: "subnets",
+      from: fieldRef.from,
+      field: fieldRef.path,
+    }],
+  });
 }
 
 /** `.metadata.labels["<key>"]`: a rule's path to a label. */

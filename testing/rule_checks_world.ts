@@ -28,6 +28,7 @@
 import type { ComponentWorld, WorldPaths } from "./component_suite.ts";
 import type { KcpApi } from "./kcp_server.ts";
 import { type ReadyCondition, waitForRuleReady } from "./rule_status.ts";
+import { dependencyRule, RULE_DEPENDENTS } from "./rules.ts";
 import type { Topology } from "./topology.ts";
 
 /** What {@linkcode vmRuleWith} writes otherwise than right. */
@@ -49,30 +50,19 @@ export function vmRuleWith(
   name: string,
   overrides: VmRuleOverrides = {},
 ): unknown {
-  return {
-    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
-    kind: "DependencyRule",
-    metadata: { name },
-    spec: {
-      dependent: {
-        apiExportName: "compute.example.com",
-        group: "compute.example.com",
-        version: "v1alpha1",
-        kind: "VirtualMachine",
-        resource: overrides.dependentResource ?? "virtualmachines",
-      },
-      dependencies: [{
-        apiExportRef: {
-          path: network,
-          name: overrides.exportName ?? "network.example.com",
-        },
-        group: overrides.group ?? "network.example.com",
-        version: "v1alpha1",
-        resource: "vpcs",
-        fieldRef: { path: ".spec.vpcRef.name" },
-      }],
-    },
-  };
+  const { group, exportName, dependentResource } = overrides;
+  return dependencyRule(name, {
+    dependent: dependentResource === undefined
+      ? "VirtualMachine"
+      : { ...RULE_DEPENDENTS.VirtualMachine, resource: dependentResource },
+    dependencies: [{
+      path: network,
+      resource: "vpcs",
+      field: ".spec.vpcRef.name",
+      ...(group === undefined ? {} : { group }),
+      ...(exportName === undefined ? {} : { exportName }),
+    }],
+  });
 }
 
 /**

@@ -38,6 +38,7 @@ import type { WebhookProcess } from "./components.ts";
 import { attempt } from "./expect.ts";
 import type { KcpApi } from "./kcp_server.ts";
 import { sample } from "./metrics_text.ts";
+import { dependencyRule, type RuleDependent } from "./rules.ts";
 import { waitFor } from "./wait.ts";
 
 /** The network provider, as the rule fixture {@linkcode RULE_FILE} names it. */
@@ -67,18 +68,7 @@ export const KEPT_REASON = "kept by the tenant";
 export const TENANCY_WAIT = { timeoutMs: 90_000, intervalMs: 250 };
 
 /** A rule's `spec.dependent`. */
-export interface Dependent {
-  /** The APIExport that exports the dependent's type. */
-  apiExportName: string;
-  /** Its group. */
-  group: string;
-  /** Its version. */
-  version: string;
-  /** Its kind. */
-  kind: string;
-  /** Its resource. */
-  resource: string;
-}
+export type Dependent = RuleDependent;
 
 /**
  * A tenant's rule: `dependent` (whose `apiExportName` the tenant's
@@ -87,23 +77,17 @@ export interface Dependent {
  */
 export function tenantRule(
   name: string,
-  dependent: Dependent,
+  dependent: RuleDependent,
 ): unknown {
-  return {
-    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
-    kind: "DependencyRule",
-    metadata: { name },
-    spec: {
-      dependent,
-      dependencies: [{
-        apiExportRef: NETWORK_REF,
-        group: "network.example.com",
-        version: "v1alpha1",
-        resource: "vpcs",
-        fieldRef: { path: ".metadata.name" },
-      }],
-    },
-  };
+  return dependencyRule(name, {
+    dependent,
+    dependencies: [{
+      path: NETWORK_REF.path,
+      exportName: NETWORK_REF.name,
+      resource: "vpcs",
+      field: ".metadata.name",
+    }],
+  });
 }
 
 /** The webhook's rule counts by state, from its metrics. */

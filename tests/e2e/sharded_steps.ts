@@ -137,30 +137,16 @@ export async function shardedSteps(
       "an owner rule on shard-1: a VPC whose label names a live VirtualMachine is held on both shards, read through the front-proxy with no list",
       async () => {
         const label = "compute.example.com/vm";
-        await applyObjects(front, w.compute, [{
-          apiVersion: "dependencies.opendefense.cloud/v1alpha1",
-          kind: "DependencyRule",
-          metadata: { name: "vm-owns-vpc" },
-          spec: {
-            dependent: {
-              apiExportName: "compute.example.com",
-              group: "compute.example.com",
-              version: "v1alpha1",
-              kind: "VirtualMachine",
-              resource: "virtualmachines",
-            },
+        await applyObjects(front, w.compute, [
+          dependencyRule("vm-owns-vpc", {
             dependencies: [{
-              apiExportRef: { path: w.network, name: "network.example.com" },
-              group: "network.example.com",
-              version: "v1alpha1",
+              path: w.network,
               resource: "vpcs",
-              fieldRef: {
-                from: "Target",
-                path: `.metadata.labels["${label}"]`,
-              },
+              from: "Target",
+              field: `.metadata.labels["${label}"]`,
             }],
-          },
-        }]);
+          }),
+        ]);
         await grantWebhookReads(front);
         await waitForRuleEnforced(front, {
           workspace: w.compute,

@@ -70,6 +70,23 @@ export function kubectlDelete(
 }
 
 /**
+ * `kubectl patch` that removes every finalizer of the object, so that a
+ * delete asked for earlier completes; kubectl's result, not checked.
+ */
+export function dropFinalizers(
+  kcp: KcpApi,
+  target: DeleteTarget,
+): Promise<KubectlResult> {
+  return kcp.kubectl([
+    "patch",
+    ...named(target),
+    "--type=merge",
+    "-p",
+    '{"metadata":{"finalizers":null}}',
+  ], { workspace: target.workspace });
+}
+
+/**
  * Whether the object exists.
  *
  * @throws {AssertionError} If kubectl fails otherwise than with NotFound.

@@ -28,6 +28,7 @@
 import assert from "node:assert/strict";
 import { applyObjects } from "./apis.ts";
 import type { WebhookProcess } from "./components.ts";
+import { dropFinalizers } from "./delete_checks.ts";
 import {
   type DeletionOrder,
   type DeletionRecorder,
@@ -295,16 +296,13 @@ export class ProjectConsumer {
 
   /** Lets the probe go (drops our finalizer) and waits until it is gone with what it owns. */
   async releaseProbe(): Promise<void> {
-    await this.kcp.kubectlOk([
-      "patch",
-      "project",
-      PROBE,
-      "-n",
-      PROBE,
-      "--type=merge",
-      "-p",
-      '{"metadata":{"finalizers":null}}',
-    ], { workspace: this.workspace });
+    const r = await dropFinalizers(this.kcp, {
+      workspace: this.workspace,
+      type: "project",
+      namespace: PROBE,
+      name: PROBE,
+    });
+    assert.equal(r.code, 0, r.stderr);
     await this.waitForEmpty(PROBE);
   }
 

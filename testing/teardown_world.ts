@@ -27,6 +27,7 @@
 import assert from "node:assert/strict";
 import type { ComponentWorld, WorldPaths } from "./component_suite.ts";
 import type { WebhookProcess } from "./components.ts";
+import { dropFinalizers } from "./delete_checks.ts";
 import {
   type DeletionRecorder,
   recordDeletions,
@@ -129,66 +130,29 @@ export class FinalizerHelper {
 
   async #run(kcp: KcpApi, workspace: string): Promise<void> {
     while (this.#running) {
-      const listed = await kcp.kubectl(
-        ["get", "virtualmachines", "-A", "-o", "json"],
-        { workspace },
-      );
-      if (listed.code === 0) {
-        const items = (JSON.parse(listed.stdout) as {
-          items: {
-            metadata: {
-              name: string;
-              namespace: string;
-              deletionTimestamp?: string;
-              finalizers?: string[];
-            };
-            spec: { vpcRef: { name: string } };
-          }[];
-        }).items;
-        for (const vm of items) {
-          const { name, namespace, deletionTimestamp, finalizers } =
-            vm.metadata;
-          if (deletionTimestamp === undefined) continue;
-          if (!(finalizers ?? []).includes(TEARDOWN_HOLD)) continue;
-          // Recorded once, when first let go: a patch that failed (a busy
-          // kcp) is sent again at the next round, not recorded again.
-          const key = `${namespace}/${name}`;
-          if (!this.#recorded.has(key)) {
-            // Only NotFound says the VPC is gone; another failure (a busy
-            // kcp) is asked again, a few times.
-            let vpcExisted = false;
-            for (let tries = 0; tries < 10; tries++) {
-              const vpc = await kcp.kubectl([
-                "get",
-                "vpc",
-                vm.spec.vpcRef.name,
-                "-n",
-                namespace,
-                "-o",
-                "name",
-              ], { workspace });
-              vpcExisted = vpc.code === 0;
-              if (vpcExisted || /NotFound/.test(vpc.stderr)) break;
-              await new Promise((resolve) => setTimeout(resolve, 200));
-            }
-            this.#recorded.add(key);
-            this.releases.push({
-              vm: name,
-              vpcExisted,
-              at: performance.now(),
-            });
-          }
-          await kcp.kubectl([
-            "patch",
-            "virtualmachine",
-            name,
-            "-n",
+      const vms = await heldTerminating<{ vpcRef: { name: string } }>(kcp, {
+        workspace,
+        resource: "virtualmachines",
+      });
+      for (const { metadata: { name, namespace }, spec } of vms) {
+        // Recorded once, when first let go: a patch that failed (a busy
+        // kcp) is sent again at the next round, not recorded again.
+        const key = `${namespace}/${name}`;
+        if (!this.#recorded.has(key)) {
+          const vpcExisted = await vpcExists(kcp, {
+            workspace,
             namespace,
-            "--type=merge",
-            "-p",
-            '{"metadata":{"finalizers":null}}',
-          ], { workspace });
+            name: spec.vpcRef.name,
+          });
+          this.#recorded.add(key);
+          this.releases.push({ vm: name, vpcExisted, at: performance.now() });
         }
+        await dropFinalizers(kcp, {
+          workspace,
+          type: "virtualmachine",
+          namespace,
+          name,
+        });
       }
       await this.#releaseLocks(kcp, workspace);
       await new Promise((resolve) => setTimeout(resolve, 200));
@@ -201,47 +165,23 @@ export class FinalizerHelper {
    * that object.
    */
   async #releaseLocks(kcp: KcpApi, workspace: string): Promise<void> {
-    const listed = await kcp.kubectl(["get", "locks", "-A", "-o", "json"], {
-      workspace,
-    });
-    if (listed.code !== 0) return;
-    const items = (JSON.parse(listed.stdout) as {
-      items: {
-        metadata: {
-          name: string;
-          namespace: string;
-          deletionTimestamp?: string;
-          finalizers?: string[];
-        };
-        spec: { target: { resource: string; name: string } };
-      }[];
-    }).items;
-    for (const lock of items) {
-      const { name, namespace, deletionTimestamp, finalizers } = lock.metadata;
-      if (deletionTimestamp === undefined) continue;
-      if (!(finalizers ?? []).includes(TEARDOWN_HOLD)) continue;
-      const target = await kcp.kubectl([
+    const locks = await heldTerminating<
+      { target: { resource: string; name: string } }
+    >(kcp, { workspace, resource: "locks" });
+    for (const { metadata: { name, namespace }, spec: { target } } of locks) {
+      const found = await kcp.kubectl([
         "get",
-        lock.spec.target.resource,
-        lock.spec.target.name,
+        target.resource,
+        target.name,
         "-n",
         namespace,
         "-o",
         "name",
       ], { workspace });
-      if (!/NotFound/.test(target.stderr)) continue;
+      if (!/NotFound/.test(found.stderr)) continue;
       this.lockReleases.push(name);
       this.lockReleasedAt = performance.now();
-      await kcp.kubectl([
-        "patch",
-        "lock",
-        name,
-        "-n",
-        namespace,
-        "--type=merge",
-        "-p",
-        '{"metadata":{"finalizers":null}}',
-      ], { workspace });
+      await dropFinalizers(kcp, { workspace, type: "lock", namespace, name });
     }
   }
 
@@ -255,6 +195,64 @@ export class FinalizerHelper {
     this.#running = false;
     await this.#done;
   }
+}
+
+/** An object being deleted that {@linkcode TEARDOWN_HOLD} still holds. */
+interface HeldObject<Spec> {
+  metadata: { name: string; namespace: string };
+  spec: Spec;
+}
+
+/**
+ * The objects of `resource` in every namespace of `workspace` that are
+ * being deleted and carry {@linkcode TEARDOWN_HOLD}; none when the list
+ * fails (a busy kcp: the caller asks again at its next round).
+ */
+async function heldTerminating<Spec>(
+  kcp: KcpApi,
+  where: { workspace: string; resource: string },
+): Promise<HeldObject<Spec>[]> {
+  const listed = await kcp.kubectl(
+    ["get", where.resource, "-A", "-o", "json"],
+    { workspace: where.workspace },
+  );
+  if (listed.code !== 0) return [];
+  const { items } = JSON.parse(listed.stdout) as {
+    items: {
+      metadata: {
+        name: string;
+        namespace: string;
+        deletionTimestamp?: string;
+        finalizers?: string[];
+      };
+      spec: Spec;
+    }[];
+  };
+  return items.filter(({ metadata }) =>
+    metadata.deletionTimestamp !== undefined &&
+    (metadata.finalizers ?? []).includes(TEARDOWN_HOLD)
+  );
+}
+
+/**
+ * Whether the VPC exists: only NotFound says it is gone; another failure
+ * (a busy kcp) is asked again, up to 10 times, 200 ms apart.
+ */
+async function vpcExists(
+  kcp: KcpApi,
+  vpc: { workspace: string; namespace: string; name: string },
+): Promise<boolean> {
+  let existed = false;
+  for (let tries = 0; tries < 10; tries++) {
+    const r = await kcp.kubectl(
+      ["get", "vpc", vpc.name, "-n", vpc.namespace, "-o", "name"],
+      { workspace: vpc.workspace },
+    );
+    existed = r.code === 0;
+    if (existed || /NotFound/.test(r.stderr)) break;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  return existed;
 }
 
 /**

@@ -24,6 +24,7 @@ import {
   type ComponentWorld,
   DEP_CTRL_EXPORT,
   dependencyRule,
+  dropFinalizers,
   dryRunDelete,
   exportedTarget,
   grantWebhookReads,
@@ -657,16 +658,13 @@ export async function pluginWhySteps(
           "vm-1",
         ]]
       ) {
-        await kcp.kubectlOk([
-          "patch",
-          type!,
-          name!,
-          "-n",
-          GONE_NS,
-          "--type=merge",
-          "-p",
-          '{"metadata":{"finalizers":null}}',
-        ], { workspace: w.c1 });
+        const r = await dropFinalizers(kcp, {
+          workspace: w.c1,
+          type: type!,
+          namespace: GONE_NS,
+          name: name!,
+        });
+        assert.equal(r.code, 0, r.stderr);
       }
     },
   );

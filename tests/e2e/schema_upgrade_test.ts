@@ -25,6 +25,7 @@ import {
   applyObjects,
   assertDeleteAllowed,
   assertDeleteDenied,
+  assertStatusTruth,
   componentTest,
   vpcManifest,
   waitFor,
@@ -204,6 +205,16 @@ componentTest(
           `the delete went through before the Lock's time ${expiresAt}`,
         );
         await assertDeleteAllowed(kcp, w.vpc("window"));
+      },
+    );
+
+    await step(
+      "status truth after the upgrade: every Enforced rule and Lock is proven by a denial",
+      async () => {
+        await assertStatusTruth(kcp, {
+          workspaces: [w.network, tenant],
+          minimum: { locks: 1 },
+        });
       },
     );
   },
